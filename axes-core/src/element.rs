@@ -1,0 +1,125 @@
+//! Element types: f32, f64, f16, bf16, i32, i64, u8 and bool.
+
+use std::fmt::{Debug, Display};
+
+use half::{bf16, f16};
+
+/// The element types a tensor can hold, as a run-time value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `half::f16`
+    F16,
+    /// `half::bf16`
+    BF16,
+    /// `i32`
+    I32,
+    /// `i64`
+    I64,
+    /// `u8`
+    U8,
+    /// `bool`
+    Bool,
+}
+
+impl DType {
+    /// The Rust name of the type.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A type a tensor can hold.
+///
+/// ```
+/// use axes::Element;
+/// assert_eq!(<half::f16 as Element>::from_f64(1.5).to_f64(), 1.5);
+/// assert_eq!(<u8 as Element>::DTYPE.name(), "u8");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor element type",
+    label = "not an element type",
+    note = "tensors hold f32, f64, half::f16, half::bf16, i32, i64, u8 or bool"
+)]
+pub trait Element:
+    Copy + PartialEq + PartialOrd + Debug + Display + Default + Send + Sync + 'static + sealed::Sealed
+{
+    /// The run-time tag of this type.
+    const DTYPE: DType;
+    /// Whether the type is a floating-point type.
+    const IS_FLOAT: bool;
+    /// Zero (`false` for bool).
+    fn zero() -> Self;
+    /// One (`true` for bool).
+    fn one() -> Self;
+    /// The value as an `f64` (`true` is 1).
+    fn to_f64(self) -> f64;
+    /// The nearest value to `v` (integers truncate toward zero and saturate; bool is `v != 0`).
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! primitive_elements {
+    ($($t:ty => $dtype:ident, $float:literal);*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            const IS_FLOAT: bool = $float;
+            fn zero() -> Self { 0 as $t }
+            fn one() -> Self { 1 as $t }
+            fn to_f64(self) -> f64 { self as f64 }
+            fn from_f64(v: f64) -> Self { v as $t }
+        }
+    )*};
+}
+
+primitive_elements!(f32 => F32, true; f64 => F64, true; i32 => I32, false; i64 => I64, false; u8 => U8, false);
+
+macro_rules! half_elements {
+    ($($t:ty => $dtype:ident);*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            const IS_FLOAT: bool = true;
+            fn zero() -> Self { <$t>::ZERO }
+            fn one() -> Self { <$t>::ONE }
+            fn to_f64(self) -> f64 { self.to_f64() }
+            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+        }
+    )*};
+}
+
+half_elements!(f16 => F16; bf16 => BF16);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    const IS_FLOAT: bool = false;
+    fn zero() -> Self {
+        false
+    }
+    fn one() -> Self {
+        true
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+}

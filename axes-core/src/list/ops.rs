@@ -1,0 +1,228 @@
+//! Total operations on axis lists: membership, concat, difference, union, intersection and
+//! the elementwise output order. Each works on the internal cons form and has a tuple-level
+//! trait and type alias (`Union<L, R>`, ...). None of them checks anything; the checks that
+//! give readable errors are in `checks`.
+
+use typenum::{B0, B1, Bit};
+
+use super::{AxisList, Cons, Nil, ToTuple};
+use crate::axis::Axis;
+use crate::axis::id::IdEq;
+
+/// Whether an internal list contains axis `A` (stops at the first match).
+pub trait Has<A> {
+    /// [`B1`] when `A` is in the list.
+    type Out: Bit;
+}
+
+impl<A> Has<A> for Nil {
+    type Out = B0;
+}
+
+impl<A: Axis, H: Axis, T> Has<A> for Cons<H, T>
+where
+    H::Id: IdEq<A::Id>,
+    <H::Id as IdEq<A::Id>>::Out: OrElseHas<T, A>,
+{
+    type Out = <<H::Id as IdEq<A::Id>>::Out as OrElseHas<T, A>>::Out;
+}
+
+/// After comparing one element: found at [`B1`], look in the rest `T` at [`B0`].
+pub trait OrElseHas<T, A> {
+    /// Whether `A` was found.
+    type Out: Bit;
+}
+
+impl<T, A> OrElseHas<T, A> for B1 {
+    type Out = B1;
+}
+
+impl<T: Has<A>, A> OrElseHas<T, A> for B0 {
+    type Out = <T as Has<A>>::Out;
+}
+
+/// Puts `H` in front of `T` at [`B1`]; leaves `T` at [`B0`].
+pub trait KeepIf<H, T> {
+    /// The resulting list.
+    type Out;
+}
+
+impl<H, T> KeepIf<H, T> for B1 {
+    type Out = Cons<H, T>;
+}
+
+impl<H, T> KeepIf<H, T> for B0 {
+    type Out = T;
+}
+
+/// Internal: the axes of a list that are (`Keep = B1`) or are not (`Keep = B0`) in `R`, in
+/// the list's order.
+pub trait Filter<R, Keep> {
+    /// The filtered list.
+    type Out;
+}
+
+impl<R, Keep> Filter<R, Keep> for Nil {
+    type Out = Nil;
+}
+
+impl<H, T, R, Keep> Filter<R, Keep> for Cons<H, T>
+where
+    R: Has<H>,
+    <R as Has<H>>::Out: Xnor<Keep>,
+    T: Filter<R, Keep>,
+    <<R as Has<H>>::Out as Xnor<Keep>>::Out: KeepIf<H, <T as Filter<R, Keep>>::Out>,
+{
+    type Out = <<<R as Has<H>>::Out as Xnor<Keep>>::Out as KeepIf<H, <T as Filter<R, Keep>>::Out>>::Out;
+}
+
+/// Bit equality (true when both bits agree).
+pub trait Xnor<B> {
+    /// [`B1`] when `Self == B`.
+    type Out: Bit;
+}
+
+impl Xnor<B0> for B0 {
+    type Out = B1;
+}
+impl Xnor<B1> for B0 {
+    type Out = B0;
+}
+impl Xnor<B0> for B1 {
+    type Out = B0;
+}
+impl Xnor<B1> for B1 {
+    type Out = B1;
+}
+
+/// Internal list concatenation.
+pub trait Append<R> {
+    /// `Self` followed by `R`.
+    type Out;
+}
+
+impl<R> Append<R> for Nil {
+    type Out = R;
+}
+
+impl<H, T: Append<R>, R> Append<R> for Cons<H, T> {
+    type Out = Cons<H, <T as Append<R>>::Out>;
+}
+
+/// Whether every axis of an internal list is in `R`.
+pub trait AllIn<R> {
+    /// [`B1`] when the list is a subset of `R`.
+    type Out: Bit;
+}
+
+impl<R> AllIn<R> for Nil {
+    type Out = B1;
+}
+
+impl<H, T, R> AllIn<R> for Cons<H, T>
+where
+    R: Has<H>,
+    <R as Has<H>>::Out: AndThenAllIn<T, R>,
+{
+    type Out = <<R as Has<H>>::Out as AndThenAllIn<T, R>>::Out;
+}
+
+/// After one membership test: stop at [`B0`], test the rest at [`B1`].
+pub trait AndThenAllIn<T, R> {
+    /// The result of the whole test.
+    type Out: Bit;
+}
+
+impl<T, R> AndThenAllIn<T, R> for B0 {
+    type Out = B0;
+}
+
+impl<T: AllIn<R>, R> AndThenAllIn<T, R> for B1 {
+    type Out = <T as AllIn<R>>::Out;
+}
+
+/// Chooses between two lists by a bit: `Then` at [`B1`], `Else` at [`B0`].
+pub trait Choose<Then, Else> {
+    /// The chosen list.
+    type Out;
+}
+
+impl<Then, Else> Choose<Then, Else> for B1 {
+    type Out = Then;
+}
+
+impl<Then, Else> Choose<Then, Else> for B0 {
+    type Out = Else;
+}
+
+macro_rules! tuple_op {
+    ($(#[$doc:meta])* $trait:ident, $alias:ident => $out:ty, where $($bound:tt)*) => {
+        $(#[$doc])*
+        pub trait $trait<R: AxisList>: AxisList {
+            /// The resulting tuple.
+            type Output: AxisList;
+        }
+
+        impl<L: AxisList, R: AxisList> $trait<R> for L
+        where
+            $($bound)*
+        {
+            type Output = <$out as ToTuple>::Tuple;
+        }
+
+        $(#[$doc])*
+        pub type $alias<L, R> = <L as $trait<R>>::Output;
+    };
+}
+
+type LOf<L> = <L as AxisList>::List;
+
+tuple_op!(
+    /// `L`'s axes then `R`'s (a duplicate is caught where the result is used as a tensor's axes).
+    ConcatWith, Concat => <LOf<L> as Append<LOf<R>>>::Out,
+    where LOf<L>: Append<LOf<R>>, <LOf<L> as Append<LOf<R>>>::Out: ToTuple,
+);
+
+tuple_op!(
+    /// `L`'s axes that are not in `R`, in `L`'s order.
+    DifferenceWith, Difference => <LOf<L> as Filter<LOf<R>, B0>>::Out,
+    where LOf<L>: Filter<LOf<R>, B0>, <LOf<L> as Filter<LOf<R>, B0>>::Out: ToTuple,
+);
+
+tuple_op!(
+    /// `L`'s axes that are also in `R`, in `L`'s order.
+    IntersectionWith, Intersection => <LOf<L> as Filter<LOf<R>, B1>>::Out,
+    where LOf<L>: Filter<LOf<R>, B1>, <LOf<L> as Filter<LOf<R>, B1>>::Out: ToTuple,
+);
+
+type UnionList<L, R> = <LOf<L> as Append<<LOf<R> as Filter<LOf<L>, B0>>::Out>>::Out;
+
+tuple_op!(
+    /// `L`'s axes, then `R`'s axes not in `L`.
+    UnionWith, Union => UnionList<L, R>,
+    where
+        LOf<R>: Filter<LOf<L>, B0>,
+        LOf<L>: Append<<LOf<R> as Filter<LOf<L>, B0>>::Out>,
+        UnionList<L, R>: ToTuple,
+);
+
+/// `R ⊆ L`.
+type RInL<L, R> = <LOf<R> as AllIn<LOf<L>>>::Out;
+/// `L ⊆ R`.
+type LInR<L, R> = <LOf<L> as AllIn<LOf<R>>>::Out;
+/// Rule 2 (right side) or rule 3, for when `R ⊄ L`.
+type RightOrUnion<L, R> = <LInR<L, R> as Choose<LOf<R>, UnionList<L, R>>>::Out;
+type BroadcastList<L, R> = <RInL<L, R> as Choose<LOf<L>, RightOrUnion<L, R>>>::Out;
+
+tuple_op!(
+    /// The axes of an elementwise result (DESIGN.md §2): with the same set, `L`'s order; when
+    /// one operand's set contains the other's, that operand's order (`L` first); otherwise
+    /// `L`'s axes then `R`'s axes not in `L`.
+    BroadcastWith, Broadcast => BroadcastList<L, R>,
+    where
+        LOf<R>: AllIn<LOf<L>> + Filter<LOf<L>, B0>,
+        LOf<L>: AllIn<LOf<R>> + Append<<LOf<R> as Filter<LOf<L>, B0>>::Out>,
+        LInR<L, R>: Choose<LOf<R>, UnionList<L, R>>,
+        RInL<L, R>: Choose<LOf<L>, RightOrUnion<L, R>>,
+        BroadcastList<L, R>: ToTuple,
+);

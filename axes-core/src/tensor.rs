@@ -1,0 +1,132 @@
+//! [`Tensor`]: a typed view (layout) of a shared buffer (storage).
+
+mod access;
+mod construct;
+mod display;
+
+use std::marker::PhantomData;
+
+use crate::element::Element;
+use crate::layout::Layout;
+use crate::list::{AxisSet, HasAxis, MAX_RANK, SameAxes};
+use crate::storage::Storage;
+
+/// A tensor of `T` whose axes are the tuple `A`, e.g. `Tensor<f32, (Batch, Hidden)>`
+/// (also written `tensor![f32; Batch, Hidden]`).
+///
+/// A tensor is a [`Layout`] (lengths, signed strides, offset) over a shared [`Storage`]:
+/// several tensors may view one buffer. The order of `A` is the layout's axis order, a
+/// preference only: operations pair axes by type, never by position.
+///
+/// ```
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] struct Hidden;
+///
+/// let x: tensor![f32; Batch, Hidden] =
+///     Tensor::from_vec((Batch.len(2), Hidden.len(3)), vec![1., 2., 3., 4., 5., 6.])?;
+/// assert_eq!(x.len_of::<Hidden>(), 3);
+/// assert_eq!(x.get((Hidden.at(2), Batch.at(1)))?, 6.0);
+/// // the same values stored Hidden-major compare equal
+/// let y = Tensor::<f32, (Hidden, Batch)>::from_vec(
+///     (Hidden.len(3), Batch.len(2)), vec![1., 4., 2., 5., 3., 6.])?;
+/// assert_eq!(x, y);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub struct Tensor<T: Element, A: AxisSet> {
+    storage: Storage<T>,
+    layout: Layout,
+    _axes: PhantomData<fn() -> A>,
+}
+
+impl<T: Element, A: AxisSet> Clone for Tensor<T, A> {
+    /// Another handle on the same storage (no copy).
+    fn clone(&self) -> Self {
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout,
+            _axes: PhantomData,
+        }
+    }
+}
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// A tensor over `storage` with `layout`, which must have `A`'s rank and stay inside the
+    /// buffer (checked; `None` otherwise).
+    pub fn from_parts(storage: Storage<T>, layout: Layout) -> Option<Self> {
+        (layout.rank() == A::RANK && layout.fits(storage.len())).then_some(Tensor {
+            storage,
+            layout,
+            _axes: PhantomData,
+        })
+    }
+
+    /// The view's layout, axes in the order of `A`.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The buffer this tensor views.
+    pub fn storage(&self) -> &Storage<T> {
+        &self.storage
+    }
+
+    /// Whether both tensors view one buffer.
+    pub fn shares_storage_with<U: AxisSet>(&self, other: &Tensor<T, U>) -> bool {
+        self.storage.same_buffer(&other.storage)
+    }
+
+    /// The lengths, in the order of `A`.
+    pub fn lens(&self) -> &[usize] {
+        self.layout.lens()
+    }
+
+    /// The length of axis `X`.
+    pub fn len_of<X: crate::Axis>(&self) -> usize
+    where
+        A: HasAxis<X>,
+    {
+        self.layout.lens()[<A as HasAxis<X>>::POS]
+    }
+
+    /// The number of elements.
+    pub fn element_count(&self) -> usize {
+        // Checked when the tensor was made.
+        self.layout.element_count().unwrap_or(0)
+    }
+
+    /// The same elements with the axes in the order `O` (any order of `A`'s axes): a new
+    /// layout over the same storage, no copy.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<u8, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
+    /// let t = x.axes_with_order::<(Col, Row)>();
+    /// assert_eq!(t.to_vec(), [1, 3, 2, 4]);
+    /// assert!(t.shares_storage_with(&x));
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn axes_with_order<O: AxisSet>(&self) -> Tensor<T, O>
+    where
+        A: SameAxes<O>,
+    {
+        let order = <A as SameAxes<O>>::FROM;
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.permuted(&order[..A::RANK]),
+            _axes: PhantomData,
+        }
+    }
+}
+
+/// Reads `values`, given in the order of the list `S`, into the order of the list `A`.
+fn reorder<S: SameAxes<A>, A: AxisSet>(values: [usize; MAX_RANK]) -> [usize; MAX_RANK] {
+    let from = <S as SameAxes<A>>::FROM;
+    let mut out = [0; MAX_RANK];
+    for (i, slot) in out.iter_mut().enumerate().take(A::RANK) {
+        *slot = values[from[i]];
+    }
+    out
+}

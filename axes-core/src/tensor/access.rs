@@ -1,0 +1,141 @@
+//! Element access by named index, export to a `Vec` in any axis order, and equality.
+
+use super::{Tensor, reorder};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::list::{AxisSet, MAX_RANK, SameAxes};
+use crate::named::NamedIndex;
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// Checks a named index against the lengths and returns its buffer position.
+    fn position_of<I>(&self, index: &I) -> Result<usize>
+    where
+        I: NamedIndex,
+        I::Axes: SameAxes<A>,
+    {
+        let at: [usize; MAX_RANK] = reorder::<I::Axes, A>(index.values());
+        for (axis, (&i, &len)) in at.iter().zip(self.lens()).enumerate() {
+            if i >= len {
+                return Err(Error::IndexOutOfRange {
+                    axis: A::names()[axis].to_string(),
+                    index: i,
+                    len,
+                });
+            }
+        }
+        Ok(self.layout.position(&at[..A::RANK]))
+    }
+
+    /// The element at a named index (every axis named once, in any order).
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<i64, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
+    /// assert_eq!(x.get((Col.at(0), Row.at(1)))?, 3);
+    /// assert_eq!(x.get((Row.at(2), Col.at(0))).unwrap_err().to_string(),
+    ///            "index 2 is out of range for axis `Row` of length 2");
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn get<I>(&self, index: I) -> Result<T>
+    where
+        I: NamedIndex,
+        I::Axes: SameAxes<A>,
+    {
+        let pos = self.position_of(&index)?;
+        Ok(self.storage.as_slice()[pos])
+    }
+
+    /// Writes the element at a named index. If other tensors share this tensor's buffer, the
+    /// buffer is copied first (copy-on-write), so they keep their values.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// let mut x = Tensor::<f32, (Row,)>::zeros(Row.len(3))?;
+    /// let before = x.clone();
+    /// x.set(Row.at(1), 5.0)?;
+    /// assert_eq!(x.to_vec(), [0.0, 5.0, 0.0]);
+    /// assert_eq!(before.to_vec(), [0.0, 0.0, 0.0]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn set<I>(&mut self, index: I, value: T) -> Result<()>
+    where
+        I: NamedIndex,
+        I::Axes: SameAxes<A>,
+    {
+        let pos = self.position_of(&index)?;
+        self.storage.make_mut()[pos] = value;
+        Ok(())
+    }
+
+    /// The elements, row-major in the order of `A` (last axis fastest).
+    pub fn to_vec(&self) -> Vec<T> {
+        let data = self.storage.as_slice();
+        self.layout.positions().map(|pos| data[pos]).collect()
+    }
+
+    /// The elements, row-major in the axis order `O` (any order of `A`'s axes).
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<u8, (Row, Col)>::from_vec((Row.len(2), Col.len(3)), vec![1, 2, 3, 4, 5, 6])?;
+    /// assert_eq!(x.to_vec_in::<(Col, Row)>(), [1, 4, 2, 5, 3, 6]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn to_vec_in<O: AxisSet>(&self) -> Vec<T>
+    where
+        A: SameAxes<O>,
+    {
+        self.axes_with_order::<O>().to_vec()
+    }
+}
+
+/// Equality by axis name: two tensors are equal when they have the same axis set, the same
+/// length on each axis and the same value at each named index, whatever their axis orders
+/// and strides. (Floats compare as floats: NaN is never equal.)
+impl<T: Element, A: AxisSet, B: AxisSet> PartialEq<Tensor<T, B>> for Tensor<T, A>
+where
+    B: SameAxes<A>,
+{
+    fn eq(&self, other: &Tensor<T, B>) -> bool {
+        let other = other.axes_with_order::<A>();
+        if self.lens() != other.lens() {
+            return false;
+        }
+        let (mine, theirs) = (self.storage.as_slice(), other.storage.as_slice());
+        self.layout
+            .positions()
+            .zip(other.layout.positions())
+            .all(|(p, q)| mine[p] == theirs[q])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate as axes;
+    use crate::prelude::*;
+
+    #[derive(Axis)]
+    struct Row;
+    #[derive(Axis)]
+    struct Col;
+
+    #[test]
+    fn equality_needs_equal_lengths() -> axes::Result<()> {
+        let a = Tensor::<f32, (Row, Col)>::zeros((Row.len(2), Col.len(3)))?;
+        let b = Tensor::<f32, (Col, Row)>::zeros((Row.len(3), Col.len(2)))?;
+        assert_ne!(a, b);
+        assert_eq!(a, a.axes_with_order::<(Col, Row)>());
+        Ok(())
+    }
+
+    #[test]
+    fn derive_paths_resolve_inside_the_core_crate() {
+        assert_eq!(<Row as Axis>::name(), "Row");
+        assert_eq!(<(Row, Col) as AxisList>::RANK, 2);
+    }
+}

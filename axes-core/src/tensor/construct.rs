@@ -1,0 +1,233 @@
+//! Constructors: zeros, ones, full, from a `Vec`, from a function of the named index, random.
+
+use std::marker::PhantomData;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{Tensor, reorder};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::list::{AxisList, AxisSet, MAX_RANK, SameAxes};
+use crate::named::{Coords, NamedLengths};
+use crate::storage::Storage;
+
+/// Checked lengths in the order of `A`, with their element count.
+struct Shape {
+    lens: [usize; MAX_RANK],
+    rank: usize,
+    count: usize,
+}
+
+impl Shape {
+    fn lens(&self) -> &[usize] {
+        &self.lens[..self.rank]
+    }
+}
+
+/// `Batch=2, Hidden=3` for messages.
+pub(crate) fn describe_lengths<A: AxisList>(lens: &[usize]) -> String {
+    A::names()
+        .iter()
+        .zip(lens)
+        .map(|(name, len)| format!("{name}={len}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// Puts named lengths in `A`'s order and checks fixed lengths and the element count.
+    fn shape<S>(lengths: &S) -> Result<Shape>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        let lens = reorder::<S::Axes, A>(lengths.values());
+        let names = A::names();
+        for ((&len, fixed), name) in lens.iter().zip(A::fixed_lens()).zip(&names) {
+            if let Some(fixed) = fixed
+                && fixed != len
+            {
+                return Err(Error::FixedLength {
+                    axis: name.to_string(),
+                    fixed,
+                    got: len,
+                });
+            }
+        }
+        let overflow = || Error::SizeOverflow {
+            lengths: describe_lengths::<A>(&lens[..A::RANK]),
+        };
+        let count = lens[..A::RANK]
+            .iter()
+            .try_fold(1usize, |n, &len| n.checked_mul(len))
+            .ok_or_else(overflow)?;
+        let bytes = count.checked_mul(size_of::<T>().max(1)).ok_or_else(overflow)?;
+        if bytes > isize::MAX as usize {
+            return Err(overflow());
+        }
+        Ok(Shape {
+            lens,
+            rank: A::RANK,
+            count,
+        })
+    }
+
+    fn row_major(shape: &Shape, data: Vec<T>) -> Self {
+        Tensor {
+            storage: Storage::new(data),
+            layout: Layout::row_major(shape.lens()),
+            _axes: PhantomData,
+        }
+    }
+
+    /// A tensor with every element `value`.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] struct Hidden;
+    /// let x = Tensor::<f32, (Batch, Hidden)>::full((Hidden.len(3), Batch.len(2)), 0.5)?;
+    /// assert_eq!(x.lens(), &[2, 3]);
+    /// assert!(x.to_vec().iter().all(|&v| v == 0.5));
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn full<S>(lengths: S, value: T) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        let shape = Self::shape(&lengths)?;
+        Ok(Self::row_major(&shape, vec![value; shape.count]))
+    }
+
+    /// A tensor of zeros (`false` for bool).
+    pub fn zeros<S>(lengths: S) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        Self::full(lengths, T::zero())
+    }
+
+    /// A tensor of ones (`true` for bool).
+    pub fn ones<S>(lengths: S) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        Self::full(lengths, T::one())
+    }
+
+    /// A tensor over `data`, laid out row-major in the order the lengths are named (the last
+    /// named axis varies fastest). The tensor views `data` without copying it, whatever the
+    /// order of `A`.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] struct Hidden;
+    /// // data stored Hidden-major, viewed as (Batch, Hidden)
+    /// let x = Tensor::<i32, (Batch, Hidden)>::from_vec((Hidden.len(2), Batch.len(3)), vec![1, 2, 3, 4, 5, 6])?;
+    /// assert_eq!(x.get((Batch.at(0), Hidden.at(1)))?, 4);
+    /// let err = Tensor::<i32, (Batch, Hidden)>::from_vec((Batch.len(2), Hidden.len(2)), vec![1, 2, 3]);
+    /// assert_eq!(err.unwrap_err().to_string(),
+    ///     "3 elements were given, but the lengths (Batch=2, Hidden=2) need 4");
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn from_vec<S>(lengths: S, data: Vec<T>) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        let shape = Self::shape(&lengths)?;
+        if data.len() != shape.count {
+            return Err(Error::ElementCount {
+                lengths: describe_lengths::<A>(shape.lens()),
+                expected: shape.count,
+                got: data.len(),
+            });
+        }
+        // Row-major in the written order S, then viewed in A's order.
+        let written = <S::Axes as AxisList>::RANK;
+        let written_lens = &lengths.values()[..written];
+        let layout = Layout::row_major(written_lens);
+        let from = <S::Axes as SameAxes<A>>::FROM;
+        Ok(Tensor {
+            storage: Storage::new(data),
+            layout: layout.permuted(&from[..written]),
+            _axes: PhantomData,
+        })
+    }
+
+    /// A tensor whose element at each position is `f` of that position, read by axis name.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let eye = Tensor::<f64, (Row, Col)>::from_fn((Row.len(3), Col.len(3)), |ix| {
+    ///     if ix.of::<Row>() == ix.of::<Col>() { 1.0 } else { 0.0 }
+    /// })?;
+    /// assert_eq!(eye.get((Row.at(1), Col.at(1)))?, 1.0);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn from_fn<S, F>(lengths: S, mut f: F) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+        F: FnMut(&Coords<A>) -> T,
+    {
+        let shape = Self::shape(&lengths)?;
+        let mut data = Vec::with_capacity(shape.count);
+        let mut index = [0usize; MAX_RANK];
+        for _ in 0..shape.count {
+            data.push(f(&Coords::new(index)));
+            for axis in (0..shape.rank).rev() {
+                index[axis] += 1;
+                if index[axis] < shape.lens[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Ok(Self::row_major(&shape, data))
+    }
+
+    /// A tensor of values drawn uniformly from `[low, high)` with a seeded generator
+    /// (ChaCha8, so the same seed gives the same tensor on every machine). Integer and bool
+    /// tensors draw whole values in `[low, high)`; float values may round to `high`.
+    ///
+    /// ```
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Sample;
+    /// let a = Tensor::<f32, (Sample,)>::random_uniform(Sample.len(100), -1.0, 1.0, 7)?;
+    /// let b = Tensor::<f32, (Sample,)>::random_uniform(Sample.len(100), -1.0, 1.0, 7)?;
+    /// assert_eq!(a, b);
+    /// assert!(a.to_vec().iter().all(|v| (-1.0..=1.0).contains(v)));
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn random_uniform<S>(lengths: S, low: T, high: T, seed: u64) -> Result<Self>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        let (lo, hi) = (low.to_f64(), high.to_f64());
+        if !(lo < hi) {
+            return Err(Error::InvalidRange {
+                low: low.to_string(),
+                high: high.to_string(),
+            });
+        }
+        let shape = Self::shape(&lengths)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let data = (0..shape.count)
+            .map(|_| {
+                let v = lo + rng.random::<f64>() * (hi - lo);
+                T::from_f64(if T::IS_FLOAT { v } else { v.floor() })
+            })
+            .collect();
+        Ok(Self::row_major(&shape, data))
+    }
+}

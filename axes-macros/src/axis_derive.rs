@@ -1,0 +1,123 @@
+//! `#[derive(Axis)]`: parse the struct and its `#[axis(..)]` attributes, check them, and emit
+//! the `Axis` impl with the axis's type-level id.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{Data, DeriveInput, Fields, LitInt, Path};
+
+use crate::errors::Errors;
+
+/// Roles that `axes::roles` defines; a bare role name among these needs no import.
+const BUILT_IN_ROLES: [&str; 7] = ["Batch", "Channel", "Height", "Width", "Depth", "Time", "Feature"];
+
+/// What `#[axis(..)]` says.
+#[derive(Default)]
+struct AxisAttrs {
+    len: Option<LitInt>,
+    roles: Vec<Path>,
+}
+
+fn parse_attrs(input: &DeriveInput, errors: &mut Errors) -> AxisAttrs {
+    let mut attrs = AxisAttrs::default();
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("axis")) {
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("len") {
+                let lit: LitInt = meta.value()?.parse()?;
+                if let Err(e) = lit.base10_parse::<usize>() {
+                    errors.push(syn::Error::new(lit.span(), format!("`len` must be a length (usize): {e}")));
+                } else if attrs.len.is_some() {
+                    errors.at(&meta.path, "`len` is given more than once");
+                }
+                attrs.len = Some(lit);
+                Ok(())
+            } else if meta.path.is_ident("role") {
+                attrs.roles.push(meta.value()?.parse()?);
+                Ok(())
+            } else {
+                Err(meta.error("unknown axis attribute: expected `len = N` or `role = Trait`"))
+            }
+        });
+        if let Err(e) = parsed {
+            errors.push(e);
+        }
+    }
+    attrs
+}
+
+pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let mut errors = Errors::default();
+    let is_unit_struct = matches!(&input.data, Data::Struct(s) if matches!(s.fields, Fields::Unit));
+    if !is_unit_struct {
+        errors.at(
+            &input.ident,
+            "`Axis` can only be derived for a unit struct, such as `struct Batch;`",
+        );
+    }
+    if !input.generics.params.is_empty() {
+        errors.at(&input.generics, "an axis cannot have generic parameters");
+    }
+    let attrs = parse_attrs(input, &mut errors);
+    errors.finish()?;
+
+    let ident = &input.ident;
+    let name = ident.to_string();
+    let id = id_type(&type_id_hash(ident));
+    let fixed_len = match &attrs.len {
+        Some(len) => quote!(::axes::__private::Some(#len)),
+        None => quote!(::axes::__private::None),
+    };
+    let roles = attrs.roles.iter().map(|role| {
+        let path = match role.get_ident() {
+            Some(bare) if BUILT_IN_ROLES.contains(&bare.to_string().as_str()) => {
+                quote!(::axes::__private::roles::#bare)
+            }
+            _ => quote!(#role),
+        };
+        quote!(impl #path for #ident {})
+    });
+    Ok(quote! {
+        const _: () = {
+            impl ::axes::__private::Axis for #ident {
+                type Id = #id;
+                const FIXED_LEN: ::core::option::Option<usize> = #fixed_len;
+                fn name() -> ::axes::__private::Cow<'static, str> {
+                    ::axes::__private::Cow::Borrowed(#name)
+                }
+            }
+            impl ::axes::__private::PrimalAxis for #ident {}
+            #(#roles)*
+        };
+    })
+}
+
+/// FNV-1a of the crate, file, line, column and name of the axis, NUL-separated.
+fn type_id_hash(ident: &syn::Ident) -> u64 {
+    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
+    let (file, line, column) = location(ident.span());
+    let parts = [krate, file, line.to_string(), column.to_string(), ident.to_string()];
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts.iter().map(String::as_bytes).flat_map(|bytes| bytes.iter().chain([&0u8])) {
+        hash = (hash ^ u64::from(*part)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// Where the axis is declared. Outside a real macro expansion (unit tests) there is no
+/// source file, and the line and column of `proc_macro2`'s fallback spans are used.
+fn location(span: Span) -> (String, usize, usize) {
+    if proc_macro::is_available() {
+        let span = span.unwrap();
+        (span.file(), span.line(), span.column())
+    } else {
+        let start = span.start();
+        (String::new(), start.line, start.column)
+    }
+}
+
+/// The id as a type: sixteen hex digits, most significant first.
+fn id_type(hash: &u64) -> TokenStream {
+    (0..16).rev().fold(quote!(::axes::__private::IdEnd), |rest, k| {
+        let digit = format_ident!("X{:X}", (hash >> (4 * (15 - k))) & 0xF);
+        quote!(::axes::__private::IdCons<::axes::__private::#digit, #rest>)
+    })
+}
