@@ -59,10 +59,15 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let overflow = || Error::SizeOverflow {
             lengths: describe_lengths::<A>(&lens[..A::RANK]),
         };
-        let count = lens[..A::RANK]
-            .iter()
-            .try_fold(1usize, |n, &len| n.checked_mul(len))
-            .ok_or_else(overflow)?;
+        // Any zero length makes an empty tensor, however long the other axes are.
+        let count = if lens[..A::RANK].contains(&0) {
+            0
+        } else {
+            lens[..A::RANK]
+                .iter()
+                .try_fold(1usize, |n, &len| n.checked_mul(len))
+                .ok_or_else(overflow)?
+        };
         let bytes = count.checked_mul(size_of::<T>().max(1)).ok_or_else(overflow)?;
         if bytes > isize::MAX as usize {
             return Err(overflow());
@@ -149,16 +154,23 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 got: data.len(),
             });
         }
-        // Row-major in the written order S, then viewed in A's order.
+        Ok(Self::row_major_in_written_order(&lengths, data))
+    }
+
+    /// Views `data`, row-major in the order the lengths are named, in `A`'s order.
+    fn row_major_in_written_order<S>(lengths: &S, data: Vec<T>) -> Self
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
         let written = <S::Axes as AxisList>::RANK;
-        let written_lens = &lengths.values()[..written];
-        let layout = Layout::row_major(written_lens);
+        let layout = Layout::row_major(&lengths.values()[..written]);
         let from = <S::Axes as SameAxes<A>>::FROM;
-        Ok(Tensor {
+        Tensor {
             storage: Storage::new(data),
             layout: layout.permuted(&from[..written]),
             _axes: PhantomData,
-        })
+        }
     }
 
     /// A tensor whose element at each position is `f` of that position, read by axis name.
@@ -196,8 +208,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// A tensor of values drawn uniformly from `[low, high)` with a seeded generator
-    /// (ChaCha8, so the same seed gives the same tensor on every machine). Integer and bool
-    /// tensors draw whole values in `[low, high)`; float values may round to `high`.
+    /// (ChaCha8, so the same seed gives the same tensor on every machine). Values are drawn
+    /// row-major in the order the lengths are named, so the value at each named index depends
+    /// only on the seed and the lengths, not on the order of `A`. Integer and bool tensors
+    /// draw whole values in `[low, high)`; float values may round to `high`.
     ///
     /// ```
     /// use axes::prelude::*;
@@ -228,6 +242,6 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 T::from_f64(if T::IS_FLOAT { v } else { v.floor() })
             })
             .collect();
-        Ok(Self::row_major(&shape, data))
+        Ok(Self::row_major_in_written_order(&lengths, data))
     }
 }

@@ -1,0 +1,6 @@
+use axes::prelude::*;
+
+#[derive(Axis)]
+struct Batch(usize);
+
+fn main() {}

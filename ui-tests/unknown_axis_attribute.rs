@@ -1,0 +1,7 @@
+use axes::prelude::*;
+
+#[derive(Axis)]
+#[axis(lenght = 3)]
+struct Rgb;
+
+fn main() {}
