@@ -39,8 +39,15 @@ fn main() -> axes::Result<()> {
     println!("== the same values viewed Hidden-major: a new layout, no copy");
     let t = x.axes_with_order::<(Hidden, Batch)>();
     println!("{t}");
-    println!("strides {:?}, shares storage: {}", t.layout().strides(), t.shares_storage_with(&x));
-    println!("equal to the original (order carries no meaning): {}\n", t == x);
+    println!(
+        "strides {:?}, shares storage: {}",
+        t.layout().strides(),
+        t.shares_storage_with(&x)
+    );
+    println!(
+        "equal to the original (order carries no meaning): {}\n",
+        t == x
+    );
 
     println!("== named indexing in any order");
     println!(
@@ -52,23 +59,49 @@ fn main() -> axes::Result<()> {
     println!("(Hidden, Batch): {:?}\n", x.to_vec_in::<(Hidden, Batch)>());
 
     println!("== seeded random fill, and a fixed-length axis");
-    let image = Tensor::<u8, (H, W, Rgb)>::random_uniform((H.len(2), W.len(2), Rgb.len(3)), 0, 255, 42)?;
+    let image =
+        Tensor::<u8, (H, W, Rgb)>::random_uniform((H.len(2), W.len(2), Rgb.len(3)), 0, 255, 42)?;
     println!("{image}\n");
 
     println!("== the elementwise result order (DESIGN.md section 2), computed by the compiler");
-    println!("(H, W) + (N, H, W)          -> {}", axes_of::<Broadcast<(H, W), (N, H, W)>>());
-    println!("(C, H, W) + (N, W, H)       -> {}", axes_of::<Broadcast<(C, H, W), (N, W, H)>>());
-    println!("(N, C, H, W) + (C, H, W, N) -> {}", axes_of::<Broadcast<(N, C, H, W), (C, H, W, N)>>());
-    println!("(H,) + (W,)                 -> {}", axes_of::<Broadcast<(H,), (W,)>>());
-    println!("(W,) + (H,)                 -> {}", axes_of::<Broadcast<(W,), (H,)>>());
-    println!("union of (N, C) and (C, H)  -> {}", axes_of::<Union<(N, C), (C, H)>>());
-    println!("(N, C, H) without (C,)      -> {}", axes_of::<Difference<(N, C, H), (C,)>>());
-    println!("a square weight has axes {}\n", axes_of::<(Dual<Hidden>, Hidden)>());
+    println!(
+        "(H, W) + (N, H, W)          -> {}",
+        axes_of::<Broadcast<(H, W), (N, H, W)>>()
+    );
+    println!(
+        "(C, H, W) + (N, W, H)       -> {}",
+        axes_of::<Broadcast<(C, H, W), (N, W, H)>>()
+    );
+    println!(
+        "(N, C, H, W) + (C, H, W, N) -> {}",
+        axes_of::<Broadcast<(N, C, H, W), (C, H, W, N)>>()
+    );
+    println!(
+        "(H,) + (W,)                 -> {}",
+        axes_of::<Broadcast<(H,), (W,)>>()
+    );
+    println!(
+        "(W,) + (H,)                 -> {}",
+        axes_of::<Broadcast<(W,), (H,)>>()
+    );
+    println!(
+        "union of (N, C) and (C, H)  -> {}",
+        axes_of::<Union<(N, C), (C, H)>>()
+    );
+    println!(
+        "(N, C, H) without (C,)      -> {}",
+        axes_of::<Difference<(N, C, H), (C,)>>()
+    );
+    println!(
+        "a square weight has axes {}\n",
+        axes_of::<(Dual<Hidden>, Hidden)>()
+    );
 
     println!("== run-time errors name the axis and the lengths");
     let errors = [
         x.get((Batch.at(2), Hidden.at(0))).map(|_| ()),
-        Tensor::<f32, (Batch, Hidden)>::from_vec((Batch.len(2), Hidden.len(3)), vec![0.0; 5]).map(|_| ()),
+        Tensor::<f32, (Batch, Hidden)>::from_vec((Batch.len(2), Hidden.len(3)), vec![0.0; 5])
+            .map(|_| ()),
         Tensor::<u8, (H, Rgb)>::zeros((H.len(2), Rgb.len(4))).map(|_| ()),
         Tensor::<f32, (Batch, Hidden)>::zeros((Batch.len(usize::MAX), Hidden.len(2))).map(|_| ()),
     ];

@@ -20,12 +20,18 @@ struct Rgb;
 
 /// Random lengths in 0..=4 (so 0 and 1 occur often).
 fn random_lens(rng: &mut ChaCha8Rng) -> [usize; 3] {
-    [rng.random_range(0..=4), rng.random_range(0..=4), rng.random_range(0..=4)]
+    [
+        rng.random_range(0..=4),
+        rng.random_range(0..=4),
+        rng.random_range(0..=4),
+    ]
 }
 
 /// Row-major position of `index` in a buffer with `lens`, both in the same axis order.
 fn row_major_pos(lens: &[usize], index: &[usize]) -> usize {
-    lens.iter().zip(index).fold(0, |pos, (len, i)| pos * len + i)
+    lens.iter()
+        .zip(index)
+        .fold(0, |pos, (len, i)| pos * len + i)
 }
 
 /// Element of the reference data at a named position (i, j, k), when the data is row-major in
@@ -110,12 +116,36 @@ macro_rules! check_orders {
 fn every_type_order_and_written_order_against_the_reference() -> axes::Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     for _ in 0..20 {
-        check_orders!(&mut rng, (I, J, K) = [0, 1, 2], written (I, J, K) = [0, 1, 2]);
-        check_orders!(&mut rng, (I, J, K) = [0, 1, 2], written (K, I, J) = [2, 0, 1]);
-        check_orders!(&mut rng, (J, K, I) = [1, 2, 0], written (I, J, K) = [0, 1, 2]);
-        check_orders!(&mut rng, (K, J, I) = [2, 1, 0], written (J, I, K) = [1, 0, 2]);
-        check_orders!(&mut rng, (I, K, J) = [0, 2, 1], written (K, J, I) = [2, 1, 0]);
-        check_orders!(&mut rng, (J, I, K) = [1, 0, 2], written (I, K, J) = [0, 2, 1]);
+        check_orders!(
+            &mut rng,
+            (I, J, K) = [0, 1, 2],
+            written(I, J, K) = [0, 1, 2]
+        );
+        check_orders!(
+            &mut rng,
+            (I, J, K) = [0, 1, 2],
+            written(K, I, J) = [2, 0, 1]
+        );
+        check_orders!(
+            &mut rng,
+            (J, K, I) = [1, 2, 0],
+            written(I, J, K) = [0, 1, 2]
+        );
+        check_orders!(
+            &mut rng,
+            (K, J, I) = [2, 1, 0],
+            written(J, I, K) = [1, 0, 2]
+        );
+        check_orders!(
+            &mut rng,
+            (I, K, J) = [0, 2, 1],
+            written(K, J, I) = [2, 1, 0]
+        );
+        check_orders!(
+            &mut rng,
+            (J, I, K) = [1, 0, 2],
+            written(I, K, J) = [0, 2, 1]
+        );
     }
     Ok(())
 }
@@ -124,8 +154,18 @@ fn every_type_order_and_written_order_against_the_reference() -> axes::Result<()
 fn full_zeros_ones_for_every_element_type() -> axes::Result<()> {
     fn check<T: Element>(value: T) -> axes::Result<()> {
         let shape = (J.len(3), I.len(2));
-        assert!(Tensor::<T, (I, J)>::zeros(shape)?.to_vec().iter().all(|&v| v == T::zero()));
-        assert!(Tensor::<T, (I, J)>::ones(shape)?.to_vec().iter().all(|&v| v == T::one()));
+        assert!(
+            Tensor::<T, (I, J)>::zeros(shape)?
+                .to_vec()
+                .iter()
+                .all(|&v| v == T::zero())
+        );
+        assert!(
+            Tensor::<T, (I, J)>::ones(shape)?
+                .to_vec()
+                .iter()
+                .all(|&v| v == T::one())
+        );
         let full = Tensor::<T, (I, J)>::full(shape, value)?;
         assert_eq!(full.to_vec(), vec![value; 6]);
         assert_eq!(full.element_count(), 6);
@@ -157,30 +197,73 @@ fn named_index_out_of_range_names_axis_index_and_length() -> axes::Result<()> {
     let err = x.get((I.at(1), J.at(3))).unwrap_err();
     assert_eq!(
         err,
-        Error::IndexOutOfRange { axis: "J".into(), index: 3, len: 3 }
+        Error::IndexOutOfRange {
+            axis: "J".into(),
+            index: 3,
+            len: 3
+        }
     );
-    assert_eq!(err.to_string(), "index 3 is out of range for axis `J` of length 3");
-    assert!(matches!(x.set((J.at(0), I.at(2)), 1.0), Err(Error::IndexOutOfRange { index: 2, len: 2, .. })));
+    assert_eq!(
+        err.to_string(),
+        "index 3 is out of range for axis `J` of length 3"
+    );
+    assert!(matches!(
+        x.set((J.at(0), I.at(2)), 1.0),
+        Err(Error::IndexOutOfRange {
+            index: 2,
+            len: 2,
+            ..
+        })
+    ));
     let empty = Tensor::<f32, (I, J)>::zeros((I.len(0), J.len(3)))?;
-    assert!(matches!(empty.get((I.at(0), J.at(0))), Err(Error::IndexOutOfRange { len: 0, .. })));
+    assert!(matches!(
+        empty.get((I.at(0), J.at(0))),
+        Err(Error::IndexOutOfRange { len: 0, .. })
+    ));
     Ok(())
 }
 
 #[test]
 fn wrong_element_count_names_the_lengths() {
     let err = Tensor::<u8, (I, J)>::from_vec((J.len(3), I.len(2)), vec![0; 5]).unwrap_err();
-    assert_eq!(err, Error::ElementCount { lengths: "I=2, J=3".into(), expected: 6, got: 5 });
-    assert_eq!(err.to_string(), "5 elements were given, but the lengths (I=2, J=3) need 6");
+    assert_eq!(
+        err,
+        Error::ElementCount {
+            lengths: "I=2, J=3".into(),
+            expected: 6,
+            got: 5
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "5 elements were given, but the lengths (I=2, J=3) need 6"
+    );
 }
 
 #[test]
 fn fixed_length_axes_are_checked() -> axes::Result<()> {
-    assert_eq!(Tensor::<f32, (I, Rgb)>::zeros((I.len(2), Rgb.len(3)))?.lens(), [2, 3]);
+    assert_eq!(
+        Tensor::<f32, (I, Rgb)>::zeros((I.len(2), Rgb.len(3)))?.lens(),
+        [2, 3]
+    );
     let err = Tensor::<f32, (I, Rgb)>::zeros((I.len(2), Rgb.len(4))).unwrap_err();
-    assert_eq!(err, Error::FixedLength { axis: "Rgb".into(), fixed: 3, got: 4 });
-    assert_eq!(err.to_string(), "axis `Rgb` has the fixed length 3, but length 4 was given");
+    assert_eq!(
+        err,
+        Error::FixedLength {
+            axis: "Rgb".into(),
+            fixed: 3,
+            got: 4
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "axis `Rgb` has the fixed length 3, but length 4 was given"
+    );
     let err = Tensor::<f32, (Dual<Rgb>,)>::zeros(Len::<Dual<Rgb>>::new(2)).unwrap_err();
-    assert_eq!(err.to_string(), "axis `Dual<Rgb>` has the fixed length 3, but length 2 was given");
+    assert_eq!(
+        err.to_string(),
+        "axis `Dual<Rgb>` has the fixed length 3, but length 2 was given"
+    );
     Ok(())
 }
 
@@ -200,8 +283,14 @@ fn element_counts_that_overflow_are_errors() {
 fn random_fills_are_seeded_and_in_range() -> axes::Result<()> {
     let shape = (I.len(40), J.len(25));
     let a = Tensor::<f64, (I, J)>::random_uniform(shape, -2.0, 3.0, 11)?;
-    assert_eq!(a, Tensor::<f64, (J, I)>::random_uniform(shape, -2.0, 3.0, 11)?);
-    assert_ne!(a, Tensor::<f64, (I, J)>::random_uniform(shape, -2.0, 3.0, 12)?);
+    assert_eq!(
+        a,
+        Tensor::<f64, (J, I)>::random_uniform(shape, -2.0, 3.0, 11)?
+    );
+    assert_ne!(
+        a,
+        Tensor::<f64, (I, J)>::random_uniform(shape, -2.0, 3.0, 12)?
+    );
     let values = a.to_vec();
     assert!(values.iter().all(|v| (-2.0..3.0).contains(v)));
     let mean = values.iter().sum::<f64>() / values.len() as f64;
@@ -209,10 +298,16 @@ fn random_fills_are_seeded_and_in_range() -> axes::Result<()> {
 
     let dice = Tensor::<i32, (I, J)>::random_uniform(shape, 1, 7, 5)?.to_vec();
     assert!(dice.iter().all(|v| (1..7).contains(v)));
-    assert!((1..7).all(|face| dice.contains(&face)), "every face appears in 1000 throws");
+    assert!(
+        (1..7).all(|face| dice.contains(&face)),
+        "every face appears in 1000 throws"
+    );
 
     let err = Tensor::<f32, (I,)>::random_uniform(I.len(3), 1.0, 1.0, 0).unwrap_err();
-    assert_eq!(err.to_string(), "cannot draw values from the empty or invalid range [1, 1)");
+    assert_eq!(
+        err.to_string(),
+        "cannot draw values from the empty or invalid range [1, 1)"
+    );
     assert!(Tensor::<f32, (I,)>::random_uniform(I.len(3), f32::NAN, 1.0, 0).is_err());
     Ok(())
 }
@@ -227,11 +322,19 @@ fn display_shows_axis_names_lengths_and_values() -> axes::Result<()> {
         "Tensor<i64, (I=2, J=2, K=2)>\n[[[0, 1],\n  [10, 11]],\n [[100, 101],\n  [110, 111]]]"
     );
     let long = Tensor::<u8, (I,)>::from_fn(I.len(20), |ix| ix.of::<I>() as u8)?;
-    assert_eq!(long.to_string(), "Tensor<u8, (I=20)>\n[0, 1, 2, ..., 17, 18, 19]");
+    assert_eq!(
+        long.to_string(),
+        "Tensor<u8, (I=20)>\n[0, 1, 2, ..., 17, 18, 19]"
+    );
     let empty = Tensor::<f32, (I, J)>::zeros((I.len(0), J.len(2)))?;
     assert_eq!(empty.to_string(), "Tensor<f32, (I=0, J=2)>\n[]");
-    assert_eq!(format!("{:?}", Tensor::<bool, (Dual<I>,)>::ones(Len::<Dual<I>>::new(2))?),
-        "Tensor<bool, (Dual<I>=2)>\n[true, true]");
+    assert_eq!(
+        format!(
+            "{:?}",
+            Tensor::<bool, (Dual<I>,)>::ones(Len::<Dual<I>>::new(2))?
+        ),
+        "Tensor<bool, (Dual<I>=2)>\n[true, true]"
+    );
     Ok(())
 }
 
@@ -261,7 +364,8 @@ fn layouts_outside_their_buffer_are_rejected() {
     assert!(Layout::new(&[0, 3], &[100, 100], 50, 6).is_some());
     // reversed rows read correctly
     let reversed = Layout::new(&[2, 3], &[-3, 1], 3, 6).unwrap();
-    let t = Tensor::<f32, (I, J)>::from_parts(Storage::new(vec![0., 1., 2., 3., 4., 5.]), reversed).unwrap();
+    let t = Tensor::<f32, (I, J)>::from_parts(Storage::new(vec![0., 1., 2., 3., 4., 5.]), reversed)
+        .unwrap();
     assert_eq!(t.to_vec(), [3., 4., 5., 0., 1., 2.]);
 }
 

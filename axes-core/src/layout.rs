@@ -49,7 +49,12 @@ impl Layout {
     /// assert!(Layout::new(&[2, 3], &[1, 2], 1, 6).is_none()); // reaches element 6
     /// assert!(Layout::new(&[2, 3], &[-3, 1], 3, 6).is_some()); // rows reversed
     /// ```
-    pub fn new(lens: &[usize], strides: &[isize], offset: usize, buffer_len: usize) -> Option<Layout> {
+    pub fn new(
+        lens: &[usize],
+        strides: &[isize],
+        offset: usize,
+        buffer_len: usize,
+    ) -> Option<Layout> {
         if lens.len() != strides.len() || lens.len() > MAX_RANK {
             return None;
         }
@@ -105,7 +110,9 @@ impl Layout {
 
     /// The number of elements, or `None` if it overflows `usize`.
     pub fn element_count(&self) -> Option<usize> {
-        self.lens().iter().try_fold(1usize, |n, &len| n.checked_mul(len))
+        self.lens()
+            .iter()
+            .try_fold(1usize, |n, &len| n.checked_mul(len))
     }
 
     /// The buffer position of the element at `index` (one entry per axis, each in range).
@@ -114,7 +121,9 @@ impl Layout {
         let pos = index
             .iter()
             .zip(self.strides())
-            .fold(self.offset as isize, |pos, (&i, &stride)| pos + i as isize * stride);
+            .fold(self.offset as isize, |pos, (&i, &stride)| {
+                pos + i as isize * stride
+            });
         pos as usize
     }
 

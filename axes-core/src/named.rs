@@ -108,7 +108,10 @@ pub struct Coords<L> {
 
 impl<L: AxisList> Coords<L> {
     pub(crate) fn new(at: [usize; MAX_RANK]) -> Self {
-        Coords { at, _axes: PhantomData }
+        Coords {
+            at,
+            _axes: PhantomData,
+        }
     }
 
     /// The position along axis `X`.

@@ -8,7 +8,9 @@ use syn::{Data, DeriveInput, Fields, LitInt, Path};
 use crate::errors::Errors;
 
 /// Roles that `axes::roles` defines; a bare role name among these needs no import.
-const BUILT_IN_ROLES: [&str; 7] = ["Batch", "Channel", "Height", "Width", "Depth", "Time", "Feature"];
+const BUILT_IN_ROLES: [&str; 7] = [
+    "Batch", "Channel", "Height", "Width", "Depth", "Time", "Feature",
+];
 
 /// What `#[axis(..)]` says.
 #[derive(Default)]
@@ -24,7 +26,10 @@ fn parse_attrs(input: &DeriveInput, errors: &mut Errors) -> AxisAttrs {
             if meta.path.is_ident("len") {
                 let lit: LitInt = meta.value()?.parse()?;
                 if let Err(e) = lit.base10_parse::<usize>() {
-                    errors.push(syn::Error::new(lit.span(), format!("`len` must be a length (usize): {e}")));
+                    errors.push(syn::Error::new(
+                        lit.span(),
+                        format!("`len` must be a length (usize): {e}"),
+                    ));
                 } else if attrs.len.is_some() {
                     errors.at(&meta.path, "`len` is given more than once");
                 }
@@ -94,9 +99,19 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
 fn type_id_hash(ident: &syn::Ident) -> u64 {
     let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
     let (file, line, column) = location(ident.span());
-    let parts = [krate, file, line.to_string(), column.to_string(), ident.to_string()];
+    let parts = [
+        krate,
+        file,
+        line.to_string(),
+        column.to_string(),
+        ident.to_string(),
+    ];
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts.iter().map(String::as_bytes).flat_map(|bytes| bytes.iter().chain([&0u8])) {
+    for part in parts
+        .iter()
+        .map(String::as_bytes)
+        .flat_map(|bytes| bytes.iter().chain([&0u8]))
+    {
         hash = (hash ^ u64::from(*part)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     hash
@@ -116,8 +131,10 @@ fn location(span: Span) -> (String, usize, usize) {
 
 /// The id as a type: sixteen hex digits, most significant first.
 fn id_type(hash: &u64) -> TokenStream {
-    (0..16).rev().fold(quote!(::axes::__private::IdEnd), |rest, k| {
-        let digit = format_ident!("X{:X}", (hash >> (4 * (15 - k))) & 0xF);
-        quote!(::axes::__private::IdCons<::axes::__private::#digit, #rest>)
-    })
+    (0..16)
+        .rev()
+        .fold(quote!(::axes::__private::IdEnd), |rest, k| {
+            let digit = format_ident!("X{:X}", (hash >> (4 * (15 - k))) & 0xF);
+            quote!(::axes::__private::IdCons<::axes::__private::#digit, #rest>)
+        })
 }

@@ -24,7 +24,9 @@ use proc_macro::TokenStream;
 #[proc_macro_derive(Axis, attributes(axis))]
 pub fn derive_axis(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    axis_derive::expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+    axis_derive::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 /// The tensor type with element type `T` and the listed axes:
@@ -44,5 +46,7 @@ pub fn derive_axis(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn tensor(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as tensor_type::TensorType);
-    tensor_type::expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+    tensor_type::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }

@@ -20,9 +20,12 @@ pub(crate) struct TensorType {
 impl Parse for TensorType {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let element = input.parse()?;
-        input
-            .parse::<Token![;]>()
-            .map_err(|e| syn::Error::new(e.span(), "expected `;` after the element type, as in `tensor![f32; Batch, Hidden]`"))?;
+        input.parse::<Token![;]>().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected `;` after the element type, as in `tensor![f32; Batch, Hidden]`",
+            )
+        })?;
         let axes = Punctuated::parse_terminated(input)?;
         Ok(TensorType { element, axes })
     }
@@ -34,10 +37,19 @@ pub(crate) fn expand(input: &TensorType) -> syn::Result<TokenStream> {
     for (k, axis) in input.axes.iter().enumerate() {
         let text = axis.to_token_stream().to_string();
         if seen.contains(&text) {
-            errors.at(axis, format!("axis `{text}` appears more than once in this tensor type"));
+            errors.at(
+                axis,
+                format!("axis `{text}` appears more than once in this tensor type"),
+            );
         }
         if k == MAX_RANK {
-            errors.at(axis, format!("a tensor has at most {MAX_RANK} axes; this is axis number {}", k + 1));
+            errors.at(
+                axis,
+                format!(
+                    "a tensor has at most {MAX_RANK} axes; this is axis number {}",
+                    k + 1
+                ),
+            );
         }
         seen.push(text);
     }

@@ -73,7 +73,25 @@ impl<
     XD: Bit,
     XE: Bit,
     XF: Bit,
-> Select for (X0, X1, X2, X3, X4, X5, X6, X7, X8, X9, XA, XB, XC, XD, XE, XF)
+> Select
+    for (
+        X0,
+        X1,
+        X2,
+        X3,
+        X4,
+        X5,
+        X6,
+        X7,
+        X8,
+        X9,
+        XA,
+        XB,
+        XC,
+        XD,
+        XE,
+        XF,
+    )
 {
     type At0 = X0;
     type At1 = X1;

@@ -125,4 +125,3 @@ where
 {
     const FROM: [usize; MAX_RANK] = <R::List as PositionsIn<L::List>>::POSITIONS;
 }
-

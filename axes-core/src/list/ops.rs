@@ -73,7 +73,8 @@ where
     T: Filter<R, Keep>,
     <<R as Has<H>>::Out as Xnor<Keep>>::Out: KeepIf<H, <T as Filter<R, Keep>>::Out>,
 {
-    type Out = <<<R as Has<H>>::Out as Xnor<Keep>>::Out as KeepIf<H, <T as Filter<R, Keep>>::Out>>::Out;
+    type Out =
+        <<<R as Has<H>>::Out as Xnor<Keep>>::Out as KeepIf<H, <T as Filter<R, Keep>>::Out>>::Out;
 }
 
 /// Bit equality (true when both bits agree).

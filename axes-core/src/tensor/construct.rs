@@ -68,7 +68,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 .try_fold(1usize, |n, &len| n.checked_mul(len))
                 .ok_or_else(overflow)?
         };
-        let bytes = count.checked_mul(size_of::<T>().max(1)).ok_or_else(overflow)?;
+        let bytes = count
+            .checked_mul(size_of::<T>().max(1))
+            .ok_or_else(overflow)?;
         if bytes > isize::MAX as usize {
             return Err(overflow());
         }
@@ -228,7 +230,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         S::Axes: SameAxes<A>,
     {
         let (lo, hi) = (low.to_f64(), high.to_f64());
-        if !(lo < hi) {
+        // Also rejects NaN bounds.
+        if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
             return Err(Error::InvalidRange {
                 low: low.to_string(),
                 high: high.to_string(),

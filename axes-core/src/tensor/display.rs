@@ -11,7 +11,12 @@ const ELIDE_ABOVE: usize = 8;
 const EDGE: usize = 3;
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
-    fn write_values(&self, f: &mut fmt::Formatter<'_>, axis: usize, index: &mut Vec<usize>) -> fmt::Result {
+    fn write_values(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        axis: usize,
+        index: &mut Vec<usize>,
+    ) -> fmt::Result {
         if axis == A::RANK {
             let value = self.storage.as_slice()[self.layout.position(index)];
             return write!(f, "{value}");
@@ -19,7 +24,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let len = self.lens()[axis];
         f.write_str("[")?;
         let shown: Vec<Option<usize>> = if len > ELIDE_ABOVE {
-            (0..EDGE).map(Some).chain([None]).chain((len - EDGE..len).map(Some)).collect()
+            (0..EDGE)
+                .map(Some)
+                .chain([None])
+                .chain((len - EDGE..len).map(Some))
+                .collect()
         } else {
             (0..len).map(Some).collect()
         };
@@ -65,4 +74,3 @@ impl<T: Element, A: AxisSet> fmt::Debug for Tensor<T, A> {
         fmt::Display::fmt(self, f)
     }
 }
-
