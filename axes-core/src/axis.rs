@@ -4,6 +4,7 @@
 //! are the same type; equal lengths never make axes match.
 //!
 //! ```
+//! # extern crate axes_core as axes;
 //! use axes::prelude::*;
 //!
 //! #[derive(Axis)]
@@ -157,6 +158,7 @@ copy_debug!(At => "@", Len => "=");
 /// as a convolution, can find its axes by bound.
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// use axes::roles::Height;
 ///

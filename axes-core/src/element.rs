@@ -48,6 +48,7 @@ mod sealed {
 /// A type a tensor can hold.
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::Element;
 /// assert_eq!(<half::f16 as Element>::from_f64(1.5).to_f64(), 1.5);
 /// assert_eq!(<u8 as Element>::DTYPE.name(), "u8");

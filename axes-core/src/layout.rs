@@ -20,6 +20,7 @@ impl Layout {
     /// The caller has checked that the element count fits in `isize`.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// let l = axes::Layout::row_major(&[2, 3, 4]);
     /// assert_eq!(l.strides(), &[12, 4, 1]);
     /// ```
@@ -44,6 +45,7 @@ impl Layout {
     /// `0..buffer_len`.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::Layout;
     /// assert!(Layout::new(&[2, 3], &[1, 2], 0, 6).is_some());
     /// assert!(Layout::new(&[2, 3], &[1, 2], 1, 6).is_none()); // reaches element 6
@@ -142,6 +144,7 @@ impl Layout {
     /// Every buffer position of the view, in row-major order of its axes (last axis fastest).
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// let l = axes::Layout::new(&[2, 2], &[1, 2], 0, 4).unwrap();
     /// assert_eq!(l.positions().collect::<Vec<_>>(), [0, 2, 1, 3]);
     /// ```

@@ -6,6 +6,7 @@
 //! unimplemented trait whose message names the axis and the list.
 //!
 //! ```
+//! # extern crate axes_core as axes;
 //! use axes::prelude::*;
 //! use axes::list::{AxisList, Broadcast, Difference, Intersection, Union};
 //! # use std::any::TypeId;
@@ -171,6 +172,7 @@ const fn prepend(first: usize, rest: [usize; MAX_RANK]) -> [usize; MAX_RANK] {
 /// permutation that reorders `M`'s data into `L`'s order.
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// #[derive(Axis)] struct A;
 /// #[derive(Axis)] struct B;

@@ -92,6 +92,7 @@ impl<A: Axis> NamedIndex for At<A> {
 /// [`Tensor::from_fn`](crate::Tensor::from_fn).
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// #[derive(Axis)] struct Row;
 /// #[derive(Axis)] struct Col;

@@ -19,6 +19,7 @@ use crate::storage::Storage;
 /// preference only: operations pair axes by type, never by position.
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// #[derive(Axis)] struct Batch;
 /// #[derive(Axis)] struct Hidden;
@@ -99,6 +100,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// layout over the same storage, no copy.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Row;
     /// #[derive(Axis)] struct Col;

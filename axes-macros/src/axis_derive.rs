@@ -138,3 +138,56 @@ fn id_type(hash: &u64) -> TokenStream {
             quote!(::axes::__private::IdCons<::axes::__private::#digit, #rest>)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_differ_by_name_and_place() {
+        let a: syn::Ident = syn::parse_str("Batch").unwrap();
+        let b: syn::Ident = syn::parse_str("Hidden").unwrap();
+        assert_ne!(type_id_hash(&a), type_id_hash(&b));
+        assert_eq!(type_id_hash(&a), type_id_hash(&a));
+    }
+
+    #[test]
+    fn id_type_has_sixteen_digits_most_significant_first() {
+        let id = id_type(&0x0123_4567_89ab_cdef).to_string();
+        let digits: Vec<&str> = id
+            .split("__private :: X")
+            .skip(1)
+            .map(|s| &s[..1])
+            .collect();
+        assert_eq!(digits.concat(), "0123456789ABCDEF");
+    }
+
+    #[test]
+    fn rejects_non_unit_structs_and_unknown_attributes() {
+        let input: DeriveInput = syn::parse_quote!(
+            struct Batch(usize);
+        );
+        assert!(
+            expand(&input)
+                .unwrap_err()
+                .to_string()
+                .contains("unit struct")
+        );
+        let input: DeriveInput = syn::parse_quote!(
+            #[axis(size = 3)]
+            struct Batch;
+        );
+        assert!(
+            expand(&input)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown axis attribute")
+        );
+        let input: DeriveInput = syn::parse_quote!(
+            #[axis(len = 3, role = Height)]
+            struct Rgb;
+        );
+        let out = expand(&input).unwrap().to_string();
+        assert!(out.contains("roles :: Height for Rgb"), "{out}");
+    }
+}

@@ -43,6 +43,7 @@ impl<A, W> AppearsOnce<A, W> for B0 {}
 /// A list that has axis `A`, and where.
 ///
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// use axes::list::HasAxis;
 /// #[derive(Axis)] struct Batch;

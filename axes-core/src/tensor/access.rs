@@ -29,6 +29,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The element at a named index (every axis named once, in any order).
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Row;
     /// #[derive(Axis)] struct Col;
@@ -51,6 +52,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// buffer is copied first (copy-on-write), so they keep their values.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Row;
     /// let mut x = Tensor::<f32, (Row,)>::zeros(Row.len(3))?;
@@ -79,6 +81,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The elements, row-major in the axis order `O` (any order of `A`'s axes).
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Row;
     /// #[derive(Axis)] struct Col;

@@ -92,6 +92,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// A tensor with every element `value`.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Batch;
     /// #[derive(Axis)] struct Hidden;
@@ -132,6 +133,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// order of `A`.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Batch;
     /// #[derive(Axis)] struct Hidden;
@@ -178,6 +180,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// A tensor whose element at each position is `f` of that position, read by axis name.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Row;
     /// #[derive(Axis)] struct Col;
@@ -216,6 +219,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// draw whole values in `[low, high)`; float values may round to `high`.
     ///
     /// ```
+    /// # extern crate axes_core as axes;
     /// use axes::prelude::*;
     /// #[derive(Axis)] struct Sample;
     /// let a = Tensor::<f32, (Sample,)>::random_uniform(Sample.len(100), -1.0, 1.0, 7)?;

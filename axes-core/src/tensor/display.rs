@@ -54,6 +54,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 }
 
 /// ```
+/// # extern crate axes_core as axes;
 /// use axes::prelude::*;
 /// #[derive(Axis)] struct Batch;
 /// #[derive(Axis)] struct Hidden;
