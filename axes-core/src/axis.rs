@@ -18,7 +18,10 @@
 //! assert_eq!(<Dual<Batch>>::name(), "Dual<Batch>");
 //! ```
 
+mod flat;
 pub mod id;
+
+pub use flat::Flat;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -37,6 +40,8 @@ pub trait Axis: 'static {
     /// The type-level id (hex digits of a hash; see [`id`]).
     #[doc(hidden)]
     type Id;
+    /// The axis `transpose` maps this one to: `Dual<A>` for `A`, and `A` for `Dual<A>`.
+    type Transposed: Axis;
     /// The length every tensor must give this axis, if it was fixed with `#[axis(len = N)]`.
     const FIXED_LEN: Option<usize>;
     /// The axis name as the user wrote it, for messages and `Display`.
@@ -102,6 +107,7 @@ impl<A: PrimalAxis> fmt::Debug for Dual<A> {
 
 impl<A: PrimalAxis> Axis for Dual<A> {
     type Id = id::DualId<A::Id>;
+    type Transposed = A;
     const FIXED_LEN: Option<usize> = A::FIXED_LEN;
     fn name() -> Cow<'static, str> {
         Cow::Owned(format!("Dual<{}>", A::name()))

@@ -52,6 +52,84 @@ pub enum Error {
         /// The named lengths.
         lengths: String,
     },
+    /// A range is not within an axis.
+    #[error("range {start}..{end} is out of bounds for axis `{axis}` of length {len}")]
+    RangeOutOfBounds {
+        /// The axis.
+        axis: String,
+        /// Start of the range.
+        start: usize,
+        /// End of the range (exclusive).
+        end: usize,
+        /// The axis length.
+        len: usize,
+    },
+    /// A slice step of zero.
+    #[error("the slice step for axis `{axis}` is 0; use a positive or negative step")]
+    ZeroStep {
+        /// The axis.
+        axis: String,
+    },
+    /// `unflatten` on a composite axis whose part lengths are not known.
+    #[error("the part lengths of axis `{axis}` are unknown: it did not come from `flatten`")]
+    UnknownFlatParts {
+        /// The composite axis.
+        axis: String,
+    },
+    /// `unflatten` on a composite axis whose length no longer matches its parts.
+    #[error("axis `{axis}` has length {len}, but its parts ({parts}) make {product}")]
+    FlatLengthMismatch {
+        /// The composite axis.
+        axis: String,
+        /// Its length.
+        len: usize,
+        /// The remembered parts, e.g. `H=2, W=3`.
+        parts: String,
+        /// Their product.
+        product: usize,
+    },
+    /// `concat` or `stack` of no tensors.
+    #[error("nothing to join along axis `{axis}`: no tensors were given")]
+    NothingToJoin {
+        /// The axis.
+        axis: String,
+    },
+    /// `split` lengths that do not add up to the axis length.
+    #[error("cannot split axis `{axis}` of length {len} into pieces {pieces}")]
+    SplitLengths {
+        /// The axis.
+        axis: String,
+        /// Its length.
+        len: usize,
+        /// The piece lengths asked for.
+        pieces: String,
+    },
+    /// An index in a `gather` index tensor is negative or too large.
+    #[error("gather index {index} is out of range for axis `{axis}` of length {len}")]
+    GatherIndex {
+        /// The axis gathered along.
+        axis: String,
+        /// The index found.
+        index: i64,
+        /// The axis length.
+        len: usize,
+    },
+    /// An operation that needs stored elements got a padded view.
+    #[error("the tensor ({lengths}) is a padded view; make it contiguous first")]
+    Padded {
+        /// The tensor's named lengths.
+        lengths: String,
+    },
+    /// An array with a different number of axes than the tensor type.
+    #[error("an array with {got} axes cannot become a tensor with the {expected} axes {axes}")]
+    RankMismatch {
+        /// The tensor's axes.
+        axes: String,
+        /// The tensor's number of axes.
+        expected: usize,
+        /// The array's number of axes.
+        got: usize,
+    },
     /// A random fill was asked for an empty or invalid range.
     #[error("cannot draw values from the empty or invalid range [{low}, {high})")]
     InvalidRange {

@@ -1,20 +1,41 @@
-//! Layouts: per-axis lengths and signed strides (in elements) plus an offset into a buffer.
+//! Layouts: the one stride description behind every view.
 //!
-//! A layout describes one tensor's view of a buffer; its axes are in the order of the tensor's
-//! type. Every layout a tensor holds has been checked to stay inside its buffer.
+//! A layout holds, per axis, a length, a signed stride (in elements) and zero padding
+//! before and after the stored part, plus the buffer offset of the first stored element.
+//! Its axes are in the order of the tensor's type. Every view (reorder, broadcast, cast,
+//! slice, index, flatten, pad, transpose) is a function from layout to layout; none copies.
+//! Every layout a tensor holds has been checked to stay inside its buffer.
 
 use crate::list::MAX_RANK;
 
-/// Lengths, signed strides (in elements) and an offset, for up to [`MAX_RANK`] axes.
+/// Lengths, signed strides (in elements), padding and an offset, for up to [`MAX_RANK`] axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     rank: usize,
+    /// Logical lengths: stored part plus padding.
     lens: [usize; MAX_RANK],
     strides: [isize; MAX_RANK],
+    /// Zero elements before the stored part of each axis.
+    pad_before: [usize; MAX_RANK],
+    /// Length of the stored part of each axis.
+    stored: [usize; MAX_RANK],
+    /// Buffer position of the first stored element.
     offset: usize,
 }
 
 impl Layout {
+    fn empty(rank: usize, offset: usize) -> Layout {
+        assert!(rank <= MAX_RANK, "at most {MAX_RANK} axes");
+        Layout {
+            rank,
+            lens: [0; MAX_RANK],
+            strides: [0; MAX_RANK],
+            pad_before: [0; MAX_RANK],
+            stored: [0; MAX_RANK],
+            offset,
+        }
+    }
+
     /// The row-major (last axis fastest) layout of `lens` at offset 0.
     ///
     /// The caller has checked that the element count fits in `isize`.
@@ -25,17 +46,10 @@ impl Layout {
     /// assert_eq!(l.strides(), &[12, 4, 1]);
     /// ```
     pub fn row_major(lens: &[usize]) -> Layout {
-        assert!(lens.len() <= MAX_RANK, "at most {MAX_RANK} axes");
-        let mut layout = Layout {
-            rank: lens.len(),
-            lens: [0; MAX_RANK],
-            strides: [0; MAX_RANK],
-            offset: 0,
-        };
+        let mut layout = Layout::empty(lens.len(), 0);
         let mut stride: isize = 1;
         for axis in (0..lens.len()).rev() {
-            layout.lens[axis] = lens[axis];
-            layout.strides[axis] = stride;
+            layout.set_axis(axis, lens[axis], stride);
             stride = stride.saturating_mul(lens[axis].max(1) as isize);
         }
         layout
@@ -60,27 +74,29 @@ impl Layout {
         if lens.len() != strides.len() || lens.len() > MAX_RANK {
             return None;
         }
-        let mut layout = Layout {
-            rank: lens.len(),
-            lens: [0; MAX_RANK],
-            strides: [0; MAX_RANK],
-            offset,
-        };
-        layout.lens[..lens.len()].copy_from_slice(lens);
-        layout.strides[..lens.len()].copy_from_slice(strides);
+        let mut layout = Layout::empty(lens.len(), offset);
+        for axis in 0..lens.len() {
+            layout.set_axis(axis, lens[axis], strides[axis]);
+        }
         layout.fits(buffer_len).then_some(layout)
     }
 
-    /// Whether every element this layout reaches lies in `0..buffer_len` (an empty layout
-    /// reaches nothing and always fits).
+    fn set_axis(&mut self, axis: usize, len: usize, stride: isize) {
+        self.lens[axis] = len;
+        self.stored[axis] = len;
+        self.strides[axis] = stride;
+        self.pad_before[axis] = 0;
+    }
+
+    /// Whether every stored element this layout reaches lies in `0..buffer_len` (a layout
+    /// with nothing stored reaches nothing and always fits).
     pub fn fits(&self, buffer_len: usize) -> bool {
-        if self.element_count() == Some(0) {
+        if self.stored_lens().contains(&0) {
             return true;
         }
-        let mut low = self.offset as i128;
-        let mut high = self.offset as i128;
+        let (mut low, mut high) = (self.offset as i128, self.offset as i128);
         for axis in 0..self.rank {
-            let reach = (self.lens[axis] as i128 - 1) * self.strides[axis] as i128;
+            let reach = (self.stored[axis] as i128 - 1) * self.strides[axis] as i128;
             if reach < 0 {
                 low += reach;
             } else {
@@ -95,7 +111,7 @@ impl Layout {
         self.rank
     }
 
-    /// The per-axis lengths.
+    /// The per-axis lengths (padding included).
     pub fn lens(&self) -> &[usize] {
         &self.lens[..self.rank]
     }
@@ -105,28 +121,49 @@ impl Layout {
         &self.strides[..self.rank]
     }
 
-    /// The buffer position of the element at index 0 on every axis.
+    /// The lengths of the stored (unpadded) part of each axis.
+    pub fn stored_lens(&self) -> &[usize] {
+        &self.stored[..self.rank]
+    }
+
+    /// The zero padding before the stored part of each axis.
+    pub fn pad_before(&self) -> &[usize] {
+        &self.pad_before[..self.rank]
+    }
+
+    /// Whether any axis has padding.
+    pub fn is_padded(&self) -> bool {
+        self.lens() != self.stored_lens()
+    }
+
+    /// The buffer position of the first stored element.
     pub fn offset(&self) -> usize {
         self.offset
     }
 
     /// The number of elements, or `None` if it overflows `usize`.
     pub fn element_count(&self) -> Option<usize> {
+        if self.lens().contains(&0) {
+            return Some(0);
+        }
         self.lens()
             .iter()
             .try_fold(1usize, |n, &len| n.checked_mul(len))
     }
 
-    /// The buffer position of the element at `index` (one entry per axis, each in range).
-    pub fn position(&self, index: &[usize]) -> usize {
+    /// The buffer position of the element at `index` (one entry per axis, each in range), or
+    /// `None` where the index falls in the padding (the element is zero).
+    pub fn position(&self, index: &[usize]) -> Option<usize> {
         debug_assert!(index.iter().zip(self.lens()).all(|(i, len)| i < len));
-        let pos = index
-            .iter()
-            .zip(self.strides())
-            .fold(self.offset as isize, |pos, (&i, &stride)| {
-                pos + i as isize * stride
-            });
-        pos as usize
+        let mut pos = self.offset as isize;
+        for (axis, &i) in index.iter().enumerate() {
+            let stored = i.wrapping_sub(self.pad_before[axis]);
+            if stored >= self.stored[axis] {
+                return None;
+            }
+            pos += stored as isize * self.strides[axis];
+        }
+        Some(pos as usize)
     }
 
     /// The same view with its axes reordered: axis `i` of the result is axis `order[i]` of
@@ -137,54 +174,198 @@ impl Layout {
         for (to, &from) in order.iter().enumerate() {
             out.lens[to] = self.lens[from];
             out.strides[to] = self.strides[from];
+            out.pad_before[to] = self.pad_before[from];
+            out.stored[to] = self.stored[from];
         }
         out
     }
 
-    /// Every buffer position of the view, in row-major order of its axes (last axis fastest).
+    /// A layout of `rank` axes whose axis `i` is `self`'s axis `from[i]`, or a new axis of
+    /// length `new_lens[i]` and stride 0 where `from[i]` is `None` (broadcasting).
+    pub fn broadcast(&self, from: &[Option<usize>], new_lens: &[usize]) -> Layout {
+        let mut out = Layout::empty(from.len(), self.offset);
+        for (to, source) in from.iter().enumerate() {
+            match *source {
+                Some(axis) => {
+                    out.lens[to] = self.lens[axis];
+                    out.strides[to] = self.strides[axis];
+                    out.pad_before[to] = self.pad_before[axis];
+                    out.stored[to] = self.stored[axis];
+                }
+                None => out.set_axis(to, new_lens[to], 0),
+            }
+        }
+        out
+    }
+
+    /// Axis `axis` restricted to the positions `start..end` taken every `step` (from the end
+    /// when `step` is negative). The caller has checked `start <= end <= len` and `step != 0`.
+    pub fn sliced(&self, axis: usize, start: usize, end: usize, step: isize) -> Layout {
+        let mut out = *self;
+        let span = end - start;
+        let by = step.unsigned_abs();
+        let count = span.div_ceil(by);
+        // The logical positions taken are first, first ± by, ... (count of them).
+        let first = if step > 0 {
+            start
+        } else {
+            end.saturating_sub(1)
+        };
+        let logical = |k: usize| -> isize { first as isize + k as isize * step };
+        // The stored part is the run of k whose logical position is stored.
+        let (before, stored) = (self.pad_before[axis] as isize, self.stored[axis] as isize);
+        let is_stored = |k: usize| (before..before + stored).contains(&logical(k));
+        let k0 = (0..count).find(|&k| is_stored(k)).unwrap_or(count);
+        let k1 = (k0..count).find(|&k| !is_stored(k)).unwrap_or(count);
+        out.lens[axis] = count;
+        out.pad_before[axis] = k0;
+        out.stored[axis] = k1 - k0;
+        if k1 > k0 {
+            let first_stored = logical(k0) - before;
+            out.offset = (self.offset as isize + first_stored * self.strides[axis]) as usize;
+        }
+        out.strides[axis] = self.strides[axis] * step;
+        out
+    }
+
+    /// The layout without axis `axis`, fixed at position `index` (in range); `None` when that
+    /// position is padding (every element of the result is zero).
+    pub fn indexed(&self, axis: usize, index: usize) -> Option<Layout> {
+        let stored = index.wrapping_sub(self.pad_before[axis]);
+        if stored >= self.stored[axis] {
+            return None;
+        }
+        let mut out = Layout::empty(self.rank - 1, self.offset);
+        out.offset = (self.offset as isize + stored as isize * self.strides[axis]) as usize;
+        for (to, from) in (0..self.rank).filter(|&a| a != axis).enumerate() {
+            out.lens[to] = self.lens[from];
+            out.strides[to] = self.strides[from];
+            out.pad_before[to] = self.pad_before[from];
+            out.stored[to] = self.stored[from];
+        }
+        Some(out)
+    }
+
+    /// Axis `axis` with `before` and `after` more zeros around it, or `None` if its length
+    /// would overflow.
+    pub fn padded(&self, axis: usize, before: usize, after: usize) -> Option<Layout> {
+        let mut out = *self;
+        out.lens[axis] = self.lens[axis].checked_add(before)?.checked_add(after)?;
+        out.pad_before[axis] = self.pad_before[axis] + before;
+        Some(out)
+    }
+
+    /// Merges `axes` (in that order, the last varying fastest) into one axis placed last,
+    /// keeping the other axes in order; `None` when the strides do not allow a view (or an
+    /// axis involved is padded).
+    pub fn merged(&self, axes: &[usize]) -> Option<Layout> {
+        let mut len = 1usize;
+        let mut stride = 1isize;
+        let mut expected: Option<isize> = None;
+        for &axis in axes.iter().rev() {
+            if self.lens[axis] != self.stored[axis] {
+                return None;
+            }
+            if self.lens[axis] == 1 {
+                continue;
+            }
+            match expected {
+                None => stride = self.strides[axis],
+                Some(e) if e == self.strides[axis] => {}
+                Some(_) => return None,
+            }
+            expected = Some(self.strides[axis] * self.lens[axis] as isize);
+            len *= self.lens[axis];
+        }
+        if axes.iter().any(|&a| self.lens[a] == 0) {
+            len = 0;
+        }
+        let kept: Vec<usize> = (0..self.rank).filter(|a| !axes.contains(a)).collect();
+        let mut out = Layout::empty(kept.len() + 1, self.offset);
+        for (to, &from) in kept.iter().enumerate() {
+            out.lens[to] = self.lens[from];
+            out.strides[to] = self.strides[from];
+            out.pad_before[to] = self.pad_before[from];
+            out.stored[to] = self.stored[from];
+        }
+        out.set_axis(kept.len(), len, stride);
+        Some(out)
+    }
+
+    /// Splits axis `axis` (unpadded, of length the product of `parts`) into `parts`, appended
+    /// last in that order (the last varying fastest); the other axes keep their order.
+    pub fn split(&self, axis: usize, parts: &[usize]) -> Layout {
+        let mut out = Layout::empty(self.rank - 1 + parts.len(), self.offset);
+        let mut to = 0;
+        for from in (0..self.rank).filter(|&a| a != axis) {
+            out.lens[to] = self.lens[from];
+            out.strides[to] = self.strides[from];
+            out.pad_before[to] = self.pad_before[from];
+            out.stored[to] = self.stored[from];
+            to += 1;
+        }
+        let mut stride = self.strides[axis];
+        for (k, &len) in parts.iter().enumerate().rev() {
+            out.set_axis(to + k, len, stride);
+            stride *= len.max(1) as isize;
+        }
+        out
+    }
+
+    /// Every element of the view in row-major order of its axes (last axis fastest): its
+    /// buffer position, or `None` where it is padding.
     ///
     /// ```
     /// # extern crate axes_core as axes;
     /// let l = axes::Layout::new(&[2, 2], &[1, 2], 0, 4).unwrap();
-    /// assert_eq!(l.positions().collect::<Vec<_>>(), [0, 2, 1, 3]);
+    /// assert_eq!(l.positions().collect::<Vec<_>>(), [Some(0), Some(2), Some(1), Some(3)]);
     /// ```
     pub fn positions(&self) -> Positions {
-        let count = self.element_count().unwrap_or(0);
+        let mut next = self.offset as isize;
+        for axis in 0..self.rank {
+            next -= self.pad_before[axis] as isize * self.strides[axis];
+        }
         Positions {
             layout: *self,
+            padded: self.is_padded(),
             index: [0; MAX_RANK],
-            next: self.offset as isize,
-            remaining: count,
+            next,
+            remaining: self.element_count().unwrap_or(0),
         }
     }
 }
 
-/// Iterator over the buffer positions of a [`Layout`], from [`Layout::positions`].
+/// Iterator over the elements of a [`Layout`], from [`Layout::positions`].
 #[derive(Clone, Debug)]
 pub struct Positions {
     layout: Layout,
+    padded: bool,
     index: [usize; MAX_RANK],
+    /// Buffer position of `index` as if the padding were stored.
     next: isize,
     remaining: usize,
 }
 
 impl Iterator for Positions {
-    type Item = usize;
+    type Item = Option<usize>;
 
-    fn next(&mut self) -> Option<usize> {
+    fn next(&mut self) -> Option<Option<usize>> {
         if self.remaining == 0 {
             return None;
         }
         self.remaining -= 1;
-        let current = self.next as usize;
+        let l = &self.layout;
+        let stored = !self.padded
+            || (0..l.rank).all(|a| self.index[a].wrapping_sub(l.pad_before[a]) < l.stored[a]);
+        let current = stored.then_some(self.next as usize);
         // Odometer step: advance the last axis, carrying into earlier ones.
-        for axis in (0..self.layout.rank).rev() {
+        for axis in (0..l.rank).rev() {
             self.index[axis] += 1;
-            self.next += self.layout.strides[axis];
-            if self.index[axis] < self.layout.lens[axis] {
+            self.next += l.strides[axis];
+            if self.index[axis] < l.lens[axis] {
                 break;
             }
-            self.next -= self.layout.strides[axis] * self.layout.lens[axis] as isize;
+            self.next -= l.strides[axis] * l.lens[axis] as isize;
             self.index[axis] = 0;
         }
         Some(current)
@@ -196,3 +377,23 @@ impl Iterator for Positions {
 }
 
 impl ExactSizeIterator for Positions {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slicing_a_padded_axis_keeps_the_stored_run() {
+        // stored [10, 11, 12] with 2 zeros before and 1 after: 0 0 10 11 12 0
+        let l = Layout::new(&[3], &[1], 10, 13)
+            .unwrap()
+            .padded(0, 2, 1)
+            .unwrap();
+        let values = |l: &Layout| l.positions().map(|p| p.unwrap_or(0)).collect::<Vec<_>>();
+        assert_eq!(values(&l), [0, 0, 10, 11, 12, 0]);
+        assert_eq!(values(&l.sliced(0, 1, 6, 2)), [0, 11, 0]);
+        assert_eq!(values(&l.sliced(0, 0, 6, -1)), [0, 12, 11, 10, 0, 0]);
+        assert_eq!(values(&l.sliced(0, 0, 2, 1)), [0, 0]);
+        assert_eq!(values(&l.sliced(0, 3, 5, -3)), [12]);
+    }
+}

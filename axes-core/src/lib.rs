@@ -8,6 +8,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as axes;
 
+pub mod arena;
 pub mod axis;
 pub mod element;
 pub mod error;
@@ -17,18 +18,18 @@ pub mod named;
 pub mod storage;
 pub mod tensor;
 
-pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
+pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
 pub use element::{DType, Element};
 pub use error::{Error, Result};
 pub use layout::Layout;
 pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
 pub use storage::Storage;
-pub use tensor::Tensor;
+pub use tensor::{Flattened, IndexElement, Tensor, Unflattened};
 
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {
-    pub use crate::axis::{At, Axis, Dual, Len};
+    pub use crate::axis::{At, Axis, Dual, Flat, Len};
     pub use crate::element::Element;
     pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
     pub use crate::tensor::Tensor;
@@ -41,7 +42,7 @@ pub mod __private {
     pub use crate::axis::id::{
         DualId, IdCons, IdEnd, X0, X1, X2, X3, X4, X5, X6, X7, X8, X9, XA, XB, XC, XD, XE, XF,
     };
-    pub use crate::axis::{Axis, PrimalAxis, roles};
+    pub use crate::axis::{Axis, Dual, PrimalAxis, roles};
     pub use crate::list::AxisSet;
     pub use crate::tensor::Tensor;
     pub use std::borrow::Cow;

@@ -26,12 +26,13 @@
 mod checks;
 mod ops;
 
-pub use checks::{AxisSet, HasAxis, SameAxes, SubsetOf};
+pub use checks::{AxisSet, HasAxis, SameAxes, SameCount, SubsetOf};
 pub use ops::{
     Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, Intersection,
-    IntersectionWith, Union, UnionWith,
+    IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,
 };
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
@@ -84,8 +85,10 @@ pub trait AxisList: 'static {
     const RANK: usize;
     /// The axis names in order, for messages.
     fn names() -> Vec<Cow<'static, str>>;
+    /// The axes' `TypeId`s in order (unused entries are the id of `()`).
+    fn type_ids() -> [TypeId; MAX_RANK];
     /// The fixed lengths (`#[axis(len = N)]`) in order; `None` where an axis has none.
-    fn fixed_lens() -> [Option<usize>; MAX_RANK];
+    const FIXED_LENS: [Option<usize>; MAX_RANK];
 }
 
 macro_rules! tuple_lists {
@@ -96,12 +99,13 @@ macro_rules! tuple_lists {
             fn names() -> Vec<Cow<'static, str>> {
                 vec![$($axis::name()),*]
             }
-            fn fixed_lens() -> [Option<usize>; MAX_RANK] {
-                let mut lens = [None; MAX_RANK];
-                let given: &[Option<usize>] = &[$($axis::FIXED_LEN),*];
-                lens[..given.len()].copy_from_slice(given);
-                lens
+            fn type_ids() -> [TypeId; MAX_RANK] {
+                let mut ids = [TypeId::of::<()>(); MAX_RANK];
+                let given: &[TypeId] = &[$(TypeId::of::<$axis>()),*];
+                ids[..given.len()].copy_from_slice(given);
+                ids
             }
+            const FIXED_LENS: [Option<usize>; MAX_RANK] = pad_to_max_rank(&[$($axis::FIXED_LEN),*]);
         }
 
         impl<$($axis: Axis),*> ToTuple for $cons {
@@ -120,6 +124,16 @@ tuple_lists! {
     (A B C D E F) => Cons<A, Cons<B, Cons<C, Cons<D, Cons<E, Cons<F, Nil>>>>>>;
     (A B C D E F G) => Cons<A, Cons<B, Cons<C, Cons<D, Cons<E, Cons<F, Cons<G, Nil>>>>>>>;
     (A B C D E F G H) => Cons<A, Cons<B, Cons<C, Cons<D, Cons<E, Cons<F, Cons<G, Cons<H, Nil>>>>>>>>;
+}
+
+const fn pad_to_max_rank(given: &[Option<usize>]) -> [Option<usize>; MAX_RANK] {
+    let mut out = [None; MAX_RANK];
+    let mut i = 0;
+    while i < given.len() {
+        out[i] = given[i];
+        i += 1;
+    }
+    out
 }
 
 /// Position of axis `A` in an internal list (the list's length when `A` is absent).
@@ -164,6 +178,30 @@ const fn prepend(first: usize, rest: [usize; MAX_RANK]) -> [usize; MAX_RANK] {
     while i < MAX_RANK {
         out[i] = rest[i - 1];
         i += 1;
+    }
+    out
+}
+
+/// For each axis of `L`, its position in `M`, or `M::RANK` where `M` lacks it; computed at
+/// run time from the axes' `TypeId`s, so generic code needs no bound beyond [`AxisList`].
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct A;
+/// #[derive(Axis)] struct B;
+/// #[derive(Axis)] struct C;
+/// let p = axes::list::find_positions::<(C, B), (A, C)>();
+/// assert_eq!(&p[..2], &[1, 2]);
+/// ```
+pub fn find_positions<L: AxisList, M: AxisList>() -> [usize; MAX_RANK] {
+    let (mine, theirs) = (L::type_ids(), M::type_ids());
+    let mut out = [0; MAX_RANK];
+    for (slot, id) in out.iter_mut().zip(&mine[..L::RANK]) {
+        *slot = theirs[..M::RANK]
+            .iter()
+            .position(|t| t == id)
+            .unwrap_or(M::RANK);
     }
     out
 }

@@ -3,8 +3,16 @@
 mod access;
 mod construct;
 mod display;
+mod interop;
+mod join;
+mod views;
 
+pub use join::IndexElement;
+pub use views::{Flattened, Unflattened};
+
+use std::any::TypeId;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use crate::element::Element;
 use crate::layout::Layout;
@@ -37,17 +45,36 @@ use crate::storage::Storage;
 pub struct Tensor<T: Element, A: AxisSet> {
     storage: Storage<T>,
     layout: Layout,
+    flat_parts: FlatParts,
     _axes: PhantomData<fn() -> A>,
+}
+
+/// The part lengths of the `Flat` axes a tensor was flattened into, keyed by the `Flat`
+/// axis type, so that `unflatten` needs no lengths. Shared by all views of the tensor.
+#[derive(Clone, Default, Debug)]
+struct FlatParts(Option<Arc<Vec<(TypeId, Vec<usize>)>>>);
+
+impl FlatParts {
+    fn get(&self, axis: TypeId) -> Option<&[usize]> {
+        let parts = self.0.as_deref()?;
+        parts
+            .iter()
+            .rev()
+            .find(|(id, _)| *id == axis)
+            .map(|(_, lens)| &lens[..])
+    }
+
+    fn with(&self, axis: TypeId, lens: Vec<usize>) -> FlatParts {
+        let mut parts = self.0.as_deref().cloned().unwrap_or_default();
+        parts.push((axis, lens));
+        FlatParts(Some(Arc::new(parts)))
+    }
 }
 
 impl<T: Element, A: AxisSet> Clone for Tensor<T, A> {
     /// Another handle on the same storage (no copy).
     fn clone(&self) -> Self {
-        Tensor {
-            storage: self.storage.clone(),
-            layout: self.layout,
-            _axes: PhantomData,
-        }
+        self.view(self.layout)
     }
 }
 
@@ -55,11 +82,31 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// A tensor over `storage` with `layout`, which must have `A`'s rank and stay inside the
     /// buffer (checked; `None` otherwise).
     pub fn from_parts(storage: Storage<T>, layout: Layout) -> Option<Self> {
-        (layout.rank() == A::RANK && layout.fits(storage.len())).then_some(Tensor {
+        (layout.rank() == A::RANK && layout.fits(storage.len()))
+            .then(|| Self::new_unchecked(storage, layout))
+    }
+
+    /// A tensor over `storage` with `layout`, already known to fit.
+    fn new_unchecked(storage: Storage<T>, layout: Layout) -> Self {
+        debug_assert!(layout.rank() == A::RANK && layout.fits(storage.len()));
+        Tensor {
             storage,
             layout,
+            flat_parts: FlatParts::default(),
             _axes: PhantomData,
-        })
+        }
+    }
+
+    /// Another view of this tensor's storage, with axes `B` and `layout` (which the caller
+    /// derived from this tensor's layout, so it stays inside the buffer).
+    fn view<B: AxisSet>(&self, layout: Layout) -> Tensor<T, B> {
+        debug_assert!(layout.rank() == B::RANK && layout.fits(self.storage.len()));
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            flat_parts: self.flat_parts.clone(),
+            _axes: PhantomData,
+        }
     }
 
     /// The view's layout, axes in the order of `A`.
@@ -96,6 +143,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         self.layout.element_count().unwrap_or(0)
     }
 
+    /// The axis names with their lengths, e.g. `Batch=2, Hidden=3`, for messages.
+    pub fn describe_lengths(&self) -> String {
+        construct::describe_lengths::<A>(self.lens())
+    }
+
     /// The same elements with the axes in the order `O` (any order of `A`'s axes): a new
     /// layout over the same storage, no copy.
     ///
@@ -115,11 +167,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         A: SameAxes<O>,
     {
         let order = <A as SameAxes<O>>::FROM;
-        Tensor {
-            storage: self.storage.clone(),
-            layout: self.layout.permuted(&order[..A::RANK]),
-            _axes: PhantomData,
-        }
+        self.view(self.layout.permuted(&order[..A::RANK]))
     }
 }
 

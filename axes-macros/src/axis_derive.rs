@@ -84,6 +84,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         const _: () = {
             impl ::axes::__private::Axis for #ident {
                 type Id = #id;
+                type Transposed = ::axes::__private::Dual<#ident>;
                 const FIXED_LEN: ::core::option::Option<usize> = #fixed_len;
                 fn name() -> ::axes::__private::Cow<'static, str> {
                     ::axes::__private::Cow::Borrowed(#name)

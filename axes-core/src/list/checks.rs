@@ -126,3 +126,25 @@ where
 {
     const FROM: [usize; MAX_RANK] = <R::List as PositionsIn<L::List>>::POSITIONS;
 }
+
+/// A list with as many axes as `R`, so that its axes can be renamed to `R`'s position by
+/// position (`cast_axes`).
+#[diagnostic::on_unimplemented(
+    message = "cannot rename the axes `{Self}` to `{R}`: they differ in number",
+    label = "a different number of axes than `{R}`"
+)]
+pub trait SameCount<R: AxisList>: AxisList {}
+
+impl<L: AxisList, R: AxisList> SameCount<R> for L where L::List: CountEq<R::List, L, R> {}
+
+/// Internal: two lists of equal length (`L` and `R` are the whole tuples, for the message).
+#[diagnostic::on_unimplemented(
+    message = "cannot rename the axes `{L}` to `{R}`: they differ in number",
+    label = "a different number of axes than `{R}`",
+    note = "`cast_axes` renames axes position by position, so both lists need as many axes"
+)]
+pub trait CountEq<Other, L, R> {}
+
+impl<L, R> CountEq<Nil, L, R> for Nil {}
+
+impl<H, T: CountEq<U, L, R>, G, U, L, R> CountEq<Cons<G, U>, L, R> for Cons<H, T> {}

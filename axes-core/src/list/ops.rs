@@ -5,7 +5,7 @@
 
 use typenum::{B0, B1, Bit};
 
-use super::{AxisList, Cons, Nil, ToTuple};
+use super::{AxisList, AxisSet, Cons, Nil, ToTuple};
 use crate::axis::Axis;
 use crate::axis::id::IdEq;
 
@@ -161,12 +161,13 @@ macro_rules! tuple_op {
         $(#[$doc])*
         pub trait $trait<R: AxisList>: AxisList {
             /// The resulting tuple.
-            type Output: AxisList;
+            type Output: AxisSet;
         }
 
         impl<L: AxisList, R: AxisList> $trait<R> for L
         where
             $($bound)*
+            <$out as ToTuple>::Tuple: AxisSet,
         {
             type Output = <$out as ToTuple>::Tuple;
         }
@@ -227,3 +228,35 @@ tuple_op!(
         RInL<L, R>: Choose<LOf<L>, RightOrUnion<L, R>>,
         BroadcastList<L, R>: ToTuple,
 );
+
+/// Internal: every axis replaced by its transpose (`A` ↔ `Dual<A>`).
+pub trait MapTranspose {
+    /// The mapped list.
+    type Out;
+}
+
+impl MapTranspose for Nil {
+    type Out = Nil;
+}
+
+impl<H: Axis, T: MapTranspose> MapTranspose for Cons<H, T> {
+    type Out = Cons<H::Transposed, T::Out>;
+}
+
+/// Every axis `A` of the list replaced by `Dual<A>`, and every `Dual<A>` by `A`.
+pub trait TransposeAxes: AxisList {
+    /// The resulting tuple.
+    type Output: AxisSet;
+}
+
+impl<L: AxisList> TransposeAxes for L
+where
+    L::List: MapTranspose,
+    <L::List as MapTranspose>::Out: ToTuple,
+    <<L::List as MapTranspose>::Out as ToTuple>::Tuple: AxisSet,
+{
+    type Output = <<L::List as MapTranspose>::Out as ToTuple>::Tuple;
+}
+
+/// Every axis `A` of `L` replaced by `Dual<A>`, and every `Dual<A>` by `A`.
+pub type Transposed<L> = <L as TransposeAxes>::Output;

@@ -8,7 +8,7 @@ use crate::named::NamedIndex;
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// Checks a named index against the lengths and returns its buffer position.
-    fn position_of<I>(&self, index: &I) -> Result<usize>
+    fn position_of<I>(&self, index: &I) -> Result<Option<usize>>
     where
         I: NamedIndex,
         I::Axes: SameAxes<A>,
@@ -45,11 +45,12 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         I::Axes: SameAxes<A>,
     {
         let pos = self.position_of(&index)?;
-        Ok(self.storage.as_slice()[pos])
+        Ok(pos.map_or(T::zero(), |pos| self.storage.as_slice()[pos]))
     }
 
     /// Writes the element at a named index. If other tensors share this tensor's buffer, the
-    /// buffer is copied first (copy-on-write), so they keep their values.
+    /// buffer is copied first (copy-on-write), so they keep their values. Writing into the
+    /// padding of a padded view, or into a broadcast axis, first makes the tensor contiguous.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -67,15 +68,20 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         I: NamedIndex,
         I::Axes: SameAxes<A>,
     {
-        let pos = self.position_of(&index)?;
+        let writable = !self.layout.is_padded() && !self.layout.strides().contains(&0);
+        if !writable {
+            *self = self.contiguous();
+        }
+        let pos = self
+            .position_of(&index)?
+            .expect("a contiguous layout has no padding");
         self.storage.make_mut()[pos] = value;
         Ok(())
     }
 
     /// The elements, row-major in the order of `A` (last axis fastest).
     pub fn to_vec(&self) -> Vec<T> {
-        let data = self.storage.as_slice();
-        self.layout.positions().map(|pos| data[pos]).collect()
+        self.read_in(&self.layout)
     }
 
     /// The elements, row-major in the axis order `O` (any order of `A`'s axes).
@@ -110,10 +116,11 @@ where
             return false;
         }
         let (mine, theirs) = (self.storage.as_slice(), other.storage.as_slice());
+        let read = |data: &[T], pos: Option<usize>| pos.map_or(T::zero(), |pos| data[pos]);
         self.layout
             .positions()
             .zip(other.layout.positions())
-            .all(|(p, q)| mine[p] == theirs[q])
+            .all(|(p, q)| read(mine, p) == read(theirs, q))
     }
 }
 

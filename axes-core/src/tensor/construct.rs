@@ -1,7 +1,5 @@
 //! Constructors: zeros, ones, full, from a `Vec`, from a function of the named index, random.
 
-use std::marker::PhantomData;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -14,10 +12,10 @@ use crate::named::{Coords, NamedLengths};
 use crate::storage::Storage;
 
 /// Checked lengths in the order of `A`, with their element count.
-struct Shape {
+pub(crate) struct Shape {
     lens: [usize; MAX_RANK],
     rank: usize,
-    count: usize,
+    pub(crate) count: usize,
 }
 
 impl Shape {
@@ -38,14 +36,27 @@ pub(crate) fn describe_lengths<A: AxisList>(lens: &[usize]) -> String {
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// Puts named lengths in `A`'s order and checks fixed lengths and the element count.
-    fn shape<S>(lengths: &S) -> Result<Shape>
+    pub(crate) fn shape<S>(lengths: &S) -> Result<Shape>
     where
         S: NamedLengths,
         S::Axes: SameAxes<A>,
     {
-        let lens = reorder::<S::Axes, A>(lengths.values());
+        Self::shape_in_order(reorder::<S::Axes, A>(lengths.values()))
+    }
+
+    /// Named lengths in `A`'s order, checked.
+    pub(crate) fn checked_lens<S>(lengths: &S) -> Result<Vec<usize>>
+    where
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        Ok(Self::shape(lengths)?.lens().to_vec())
+    }
+
+    /// Checks lengths given in `A`'s order.
+    pub(crate) fn shape_in_order(lens: [usize; MAX_RANK]) -> Result<Shape> {
         let names = A::names();
-        for ((&len, fixed), name) in lens.iter().zip(A::fixed_lens()).zip(&names) {
+        for ((&len, fixed), name) in lens.iter().zip(A::FIXED_LENS).zip(&names) {
             if let Some(fixed) = fixed
                 && fixed != len
             {
@@ -81,12 +92,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         })
     }
 
-    fn row_major(shape: &Shape, data: Vec<T>) -> Self {
-        Tensor {
-            storage: Storage::new(data),
-            layout: Layout::row_major(shape.lens()),
-            _axes: PhantomData,
-        }
+    pub(crate) fn row_major(shape: &Shape, data: Vec<T>) -> Self {
+        Self::new_unchecked(Storage::new(data), Layout::row_major(shape.lens()))
     }
 
     /// A tensor with every element `value`.
@@ -170,11 +177,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let written = <S::Axes as AxisList>::RANK;
         let layout = Layout::row_major(&lengths.values()[..written]);
         let from = <S::Axes as SameAxes<A>>::FROM;
-        Tensor {
-            storage: Storage::new(data),
-            layout: layout.permuted(&from[..written]),
-            _axes: PhantomData,
-        }
+        Self::new_unchecked(Storage::new(data), layout.permuted(&from[..written]))
     }
 
     /// A tensor whose element at each position is `f` of that position, read by axis name.

@@ -18,7 +18,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         index: &mut Vec<usize>,
     ) -> fmt::Result {
         if axis == A::RANK {
-            let value = self.storage.as_slice()[self.layout.position(index)];
+            let value = self
+                .layout
+                .position(index)
+                .map_or(T::zero(), |p| self.storage.as_slice()[p]);
             return write!(f, "{value}");
         }
         let len = self.lens()[axis];

@@ -1,0 +1,159 @@
+//! Many typed tensors at offsets of one buffer: an [`Arena`] holds, for example, every
+//! parameter of a model, so that one pass over [`Arena::flat_mut`] updates them all.
+
+use std::marker::PhantomData;
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::list::{AxisSet, SameAxes};
+use crate::named::NamedLengths;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Each tensor starts at a multiple of this many elements (64 bytes of f32), so that vector
+/// loads of one tensor never straddle into the previous one.
+const ALIGN: usize = 16;
+
+/// A typed handle on one tensor of an [`Arena`].
+pub struct Slot<A> {
+    index: usize,
+    _axes: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for Slot<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for Slot<A> {}
+
+/// Collects the shapes of an arena's tensors, then allocates them all at once.
+#[derive(Default)]
+pub struct ArenaBuilder {
+    layouts: Vec<Layout>,
+    len: usize,
+}
+
+impl ArenaBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reserves a tensor with axes `A` and the given named lengths.
+    pub fn add<A: AxisSet, T: Element>(
+        &mut self,
+        lengths: impl NamedLengths<Axes: SameAxes<A>>,
+    ) -> Result<Slot<A>> {
+        // Reuse the constructor's checks (fixed lengths, overflow) on an empty tensor.
+        let lens = Tensor::<T, A>::checked_lens(&lengths)?;
+        let count: usize = lens.iter().product();
+        let start = self.len.next_multiple_of(ALIGN);
+        let end = start
+            .checked_add(count)
+            .ok_or_else(|| Error::SizeOverflow {
+                lengths: format!("arena of {} elements", self.len),
+            })?;
+        let mut layout = Layout::row_major(&lens);
+        layout =
+            Layout::new(layout.lens(), layout.strides(), start, end).expect("fits its own span");
+        self.layouts.push(layout);
+        self.len = end;
+        Ok(Slot {
+            index: self.layouts.len() - 1,
+            _axes: PhantomData,
+        })
+    }
+
+    /// Allocates one buffer for every reserved tensor, filled with `value`.
+    pub fn build<T: Element>(self, value: T) -> Arena<T> {
+        Arena {
+            storage: Storage::new(vec![value; self.len]),
+            layouts: self.layouts,
+        }
+    }
+}
+
+/// Typed tensors at offsets of one buffer.
+///
+/// Tensors taken out with [`Arena::tensor`] view the arena's buffer without copying.
+/// Writes go through the arena (`set`, `flat_mut`); if views taken earlier are still alive,
+/// the first write copies the buffer (copy-on-write), so those views keep the values they
+/// had — take tensors out again after writing.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::arena::ArenaBuilder;
+/// #[derive(Axis)] struct In;
+/// #[derive(Axis)] struct Out;
+///
+/// let mut builder = ArenaBuilder::new();
+/// let w = builder.add::<(In, Out), f32>((In.len(2), Out.len(3)))?;
+/// let b = builder.add::<(Out,), f32>(Out.len(3))?;
+/// let mut params = builder.build(0.5f32);
+/// // one pass over every parameter
+/// params.flat_mut().iter_mut().for_each(|p| *p *= 2.0);
+/// assert_eq!(params.tensor(&b).to_vec(), [1.0, 1.0, 1.0]);
+/// assert!(params.tensor(&w).shares_storage_with(&params.tensor(&b)));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub struct Arena<T: Element> {
+    storage: Storage<T>,
+    layouts: Vec<Layout>,
+}
+
+impl<T: Element> Arena<T> {
+    /// A view of the tensor behind `slot` (no copy).
+    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Tensor<T, A> {
+        Tensor::from_parts(self.storage.clone(), self.layouts[slot.index])
+            .expect("arena layouts fit the arena buffer and match their slot's rank")
+    }
+
+    /// Copies `value` into the tensor behind `slot`; every axis must have the slot's length.
+    pub fn set<A: AxisSet, B: AxisSet + SameAxes<A>>(
+        &mut self,
+        slot: &Slot<A>,
+        value: &Tensor<T, B>,
+    ) -> Result<()> {
+        let layout = self.layouts[slot.index];
+        let value = value.axes_with_order::<A>();
+        for (axis, (&mine, &theirs)) in layout.lens().iter().zip(value.lens()).enumerate() {
+            if mine != theirs {
+                return Err(Error::LengthMismatch {
+                    axis: A::names()[axis].to_string(),
+                    left: theirs,
+                    right: mine,
+                });
+            }
+        }
+        let values = value.to_vec();
+        let data = self.storage.make_mut();
+        for (pos, v) in layout.positions().zip(values) {
+            data[pos.expect("arena layouts are not padded")] = v;
+        }
+        Ok(())
+    }
+
+    /// Every element of the arena (including alignment gaps), for reading in one pass.
+    pub fn flat(&self) -> &[T] {
+        self.storage.as_slice()
+    }
+
+    /// Every element of the arena, for updating in one pass.
+    pub fn flat_mut(&mut self) -> &mut [T] {
+        self.storage.make_mut()
+    }
+
+    /// The number of elements in the buffer.
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Whether the arena holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.storage.is_empty()
+    }
+}

@@ -1,0 +1,63 @@
+//! `Flat<L>`: one axis made of the axes of `L`, as `flatten` produces.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use super::id::FlatId;
+use super::{Axis, Dual, PrimalAxis};
+use crate::list::{AxisSet, Cons, MAX_RANK, Nil};
+
+/// The composite axis made of the axes `L` in order (the last varying fastest), as
+/// `Tensor::flatten::<L>()` produces; `unflatten` splits it back.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::axis::Flat;
+/// #[derive(Axis)] struct C;
+/// #[derive(Axis)] #[axis(len = 4)] struct H;
+/// assert_eq!(<Flat<(C, H)>>::name(), "Flat<(C, H)>");
+/// assert_eq!(<Flat<(C, H)>>::FIXED_LEN, None);
+/// ```
+pub struct Flat<L>(PhantomData<fn() -> L>);
+
+/// The ids of the axes of an internal list, as a nested tuple.
+pub trait ListIds {
+    /// `(Id0, (Id1, ..., ()))`
+    type Ids;
+}
+
+impl ListIds for Nil {
+    type Ids = ();
+}
+
+impl<H: Axis, T: ListIds> ListIds for Cons<H, T> {
+    type Ids = (H::Id, T::Ids);
+}
+
+const fn product_if_all_fixed(lens: [Option<usize>; MAX_RANK], rank: usize) -> Option<usize> {
+    let mut product = 1usize;
+    let mut i = 0;
+    while i < rank {
+        match lens[i] {
+            Some(len) => product *= len,
+            None => return None,
+        }
+        i += 1;
+    }
+    Some(product)
+}
+
+impl<L: AxisSet> Axis for Flat<L>
+where
+    L::List: ListIds,
+{
+    type Id = FlatId<<L::List as ListIds>::Ids>;
+    type Transposed = Dual<Flat<L>>;
+    const FIXED_LEN: Option<usize> = product_if_all_fixed(L::FIXED_LENS, L::RANK);
+    fn name() -> Cow<'static, str> {
+        Cow::Owned(format!("Flat<({})>", L::names().join(", ")))
+    }
+}
+
+impl<L: AxisSet> PrimalAxis for Flat<L> where L::List: ListIds {}
