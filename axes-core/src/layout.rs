@@ -259,6 +259,7 @@ impl Layout {
     /// keeping the other axes in order; `None` when the strides do not allow a view (or an
     /// axis involved is padded).
     pub fn merged(&self, axes: &[usize]) -> Option<Layout> {
+        let empty = axes.iter().any(|&a| self.lens[a] == 0);
         let mut len = 1usize;
         let mut stride = 1isize;
         let mut expected: Option<isize> = None;
@@ -266,7 +267,8 @@ impl Layout {
             if self.lens[axis] != self.stored[axis] {
                 return None;
             }
-            if self.lens[axis] == 1 {
+            // An empty merge reaches nothing, so any stride will do.
+            if empty || self.lens[axis] == 1 {
                 continue;
             }
             match expected {
@@ -277,7 +279,7 @@ impl Layout {
             expected = Some(self.strides[axis] * self.lens[axis] as isize);
             len *= self.lens[axis];
         }
-        if axes.iter().any(|&a| self.lens[a] == 0) {
+        if empty {
             len = 0;
         }
         let kept: Vec<usize> = (0..self.rank).filter(|a| !axes.contains(a)).collect();

@@ -25,7 +25,7 @@ pub use layout::Layout;
 pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
 pub use storage::Storage;
-pub use tensor::{Flattened, IndexElement, Tensor, Unflattened};
+pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {

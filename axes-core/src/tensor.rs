@@ -7,7 +7,7 @@ mod interop;
 mod join;
 mod views;
 
-pub use join::IndexElement;
+pub use join::{Gathered, IndexElement};
 pub use views::{Flattened, Unflattened};
 
 use std::any::TypeId;
@@ -52,7 +52,10 @@ pub struct Tensor<T: Element, A: AxisSet> {
 /// The part lengths of the `Flat` axes a tensor was flattened into, keyed by the `Flat`
 /// axis type, so that `unflatten` needs no lengths. Shared by all views of the tensor.
 #[derive(Clone, Default, Debug)]
-struct FlatParts(Option<Arc<Vec<(TypeId, Vec<usize>)>>>);
+struct FlatParts(Option<Arc<PartsByAxis>>);
+
+/// `(TypeId of Flat<L>, lengths of L)` for each flatten, newest last.
+type PartsByAxis = Vec<(TypeId, Vec<usize>)>;
 
 impl FlatParts {
     fn get(&self, axis: TypeId) -> Option<&[usize]> {

@@ -39,23 +39,22 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         }
         let data = self.storage.as_slice();
         let lens = layout.lens();
-        let empty = lens.contains(&0);
+        if lens.contains(&0) {
+            return Ok(ArrayViewD::from_shape(IxDyn(lens), &[])
+                .expect("an empty shape fits an empty slice"));
+        }
         // The lowest buffer position the view reaches: the ndarray view starts there and
         // walks with the absolute strides; axes with negative strides are then inverted.
-        let lowest = if empty {
-            0
-        } else {
-            let back: isize = lens
-                .iter()
-                .zip(layout.strides())
-                .filter(|(_, s)| **s < 0)
-                .map(|(&len, &s)| (len as isize - 1) * s)
-                .sum();
-            (layout.offset() as isize + back) as usize
-        };
+        let back: isize = lens
+            .iter()
+            .zip(layout.strides())
+            .filter(|(_, s)| **s < 0)
+            .map(|(&len, &s)| (len as isize - 1) * s)
+            .sum();
+        let lowest = (layout.offset() as isize + back) as usize;
         let strides: Vec<usize> = layout.strides().iter().map(|s| s.unsigned_abs()).collect();
         let shape = IxDyn(lens).strides(IxDyn(&strides));
-        let mut out = ArrayViewD::from_shape(shape, &data[lowest.min(data.len())..])
+        let mut out = ArrayViewD::from_shape(shape, &data[lowest..])
             .expect("a layout checked against its buffer is a valid ndarray view");
         for (axis, &stride) in layout.strides().iter().enumerate() {
             if stride < 0 {

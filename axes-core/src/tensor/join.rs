@@ -12,6 +12,10 @@ use crate::list::{
 };
 use crate::storage::Storage;
 
+/// The axes after `gather::<X, ..>` with an index tensor over `I`: `A` without `X`, then the
+/// axes of `I` that `A` lacks.
+pub type Gathered<A, X, I> = Union<Difference<A, (X,)>, I>;
+
 /// Element types that can index an axis (in `gather`).
 pub trait IndexElement: Element {
     /// The value as a signed index.
@@ -224,10 +228,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// assert_eq!(picked.to_vec(), [2., 3.]);
     /// # Ok::<(), axes::Error>(())
     /// ```
-    pub fn gather<X, I, Ix>(
-        &self,
-        indices: &Tensor<Ix, I>,
-    ) -> Result<Tensor<T, Union<Difference<A, (X,)>, I>>>
+    pub fn gather<X, I, Ix>(&self, indices: &Tensor<Ix, I>) -> Result<Tensor<T, Gathered<A, X, I>>>
     where
         X: Axis,
         I: AxisSet,
@@ -235,13 +236,12 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         A: HasAxis<X> + DifferenceWith<(X,)>,
         Difference<A, (X,)>: UnionWith<I>,
     {
-        type Out<A, X, I> = Union<Difference<A, (X,)>, I>;
         let axis = <A as HasAxis<X>>::POS;
         check_shared_lengths::<A, I>(self.lens(), indices.lens())?;
         // For each output axis: where it is in self, and where in the index tensor.
-        let in_self = find_positions::<Out<A, X, I>, A>();
-        let in_indices = find_positions::<Out<A, X, I>, I>();
-        let rank = <Out<A, X, I>>::RANK;
+        let in_self = find_positions::<Gathered<A, X, I>, A>();
+        let in_indices = find_positions::<Gathered<A, X, I>, I>();
+        let rank = <Gathered<A, X, I>>::RANK;
         let lens: Vec<usize> = (0..rank)
             .map(|o| {
                 if in_self[o] < A::RANK {
@@ -251,7 +251,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 }
             })
             .collect();
-        let count = <Tensor<T, Out<A, X, I>>>::checked_shape(&lens)?;
+        let count = <Tensor<T, Gathered<A, X, I>>>::checked_shape(&lens)?;
         let (src, idx) = (self.storage.as_slice(), indices.storage.as_slice());
         let mut out_index = [0usize; MAX_RANK];
         let mut data = Vec::with_capacity(count);
