@@ -73,6 +73,32 @@ pub trait Element:
     fn to_f64(self) -> f64;
     /// The nearest value to `v` (integers truncate toward zero and saturate; bool is `v != 0`).
     fn from_f64(v: f64) -> Self;
+    /// The value as an `i64` (floats truncate toward zero and saturate; `true` is 1).
+    fn to_i64(self) -> i64;
+    /// `v` converted (integers wrap like `as`; bool is `v != 0`).
+    fn from_i64(v: i64) -> Self;
+
+    /// This value converted to another element type: exactly between integer types (with
+    /// `as` wrapping), through `f64` where a float is involved (rounding to nearest, floats
+    /// to integers truncating toward zero and saturating). This is the conversion of a
+    /// marshalling assignment.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Element;
+    /// assert_eq!(2.7f32.cast::<i32>(), 2);
+    /// assert_eq!(i64::MAX.cast::<i64>(), i64::MAX);
+    /// assert_eq!(300i32.cast::<u8>(), 44);
+    /// assert!(3u8.cast::<bool>());
+    /// ```
+    #[inline(always)]
+    fn cast<U: Element>(self) -> U {
+        if Self::IS_FLOAT || U::IS_FLOAT {
+            U::from_f64(self.to_f64())
+        } else {
+            U::from_i64(self.to_i64())
+        }
+    }
 }
 
 macro_rules! primitive_elements {
@@ -85,6 +111,8 @@ macro_rules! primitive_elements {
             fn one() -> Self { 1 as $t }
             fn to_f64(self) -> f64 { self as f64 }
             fn from_f64(v: f64) -> Self { v as $t }
+            fn to_i64(self) -> i64 { self as i64 }
+            fn from_i64(v: i64) -> Self { v as $t }
         }
     )*};
 }
@@ -101,6 +129,8 @@ macro_rules! half_elements {
             fn one() -> Self { <$t>::ONE }
             fn to_f64(self) -> f64 { self.to_f64() }
             fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+            fn to_i64(self) -> i64 { self.to_f64() as i64 }
+            fn from_i64(v: i64) -> Self { <$t>::from_f64(v as f64) }
         }
     )*};
 }
@@ -122,5 +152,11 @@ impl Element for bool {
     }
     fn from_f64(v: f64) -> Self {
         v != 0.0
+    }
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn from_i64(v: i64) -> Self {
+        v != 0
     }
 }

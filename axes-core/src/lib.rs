@@ -14,7 +14,9 @@ pub mod element;
 pub mod error;
 pub mod layout;
 pub mod list;
+pub mod math;
 pub mod named;
+pub mod num;
 pub mod storage;
 pub mod tensor;
 
@@ -24,6 +26,7 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
+pub use num::{Float, Num};
 pub use storage::Storage;
 pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 

@@ -1,0 +1,338 @@
+//! Arithmetic on elements: [`Num`] for every numeric element type, [`Float`] for the
+//! floating-point ones. Integer arithmetic wraps and integer division by zero gives 0, so
+//! evaluation never panics; f16 and bf16 compute in f32.
+
+use half::{bf16, f16};
+
+use crate::element::Element;
+use crate::math;
+
+/// Numeric element types (all but bool).
+pub trait Num: Element {
+    /// `a + b` (wrapping for integers).
+    fn add(self, b: Self) -> Self;
+    /// `a - b` (wrapping for integers).
+    fn sub(self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(self, b: Self) -> Self;
+    /// `a / b` (integers: truncating, 0 when `b` is 0, wrapping for `MIN / -1`).
+    fn div(self, b: Self) -> Self;
+    /// `-a` (wrapping for integers; `0 - a` for u8).
+    fn neg(self) -> Self;
+    /// The larger value; NaN if either is NaN.
+    fn max(self, b: Self) -> Self;
+    /// The smaller value; NaN if either is NaN.
+    fn min(self, b: Self) -> Self;
+    /// `|a|` (wrapping for `MIN`).
+    fn abs(self) -> Self;
+    /// -1, 0 or 1 (NaN stays NaN).
+    fn signum(self) -> Self;
+    /// The smallest value (-inf for floats): the identity of `max`.
+    fn lowest() -> Self;
+    /// The largest value (+inf for floats): the identity of `min`.
+    fn highest() -> Self;
+    /// `a` raised to the integer power `n` (integers: wrapping; negative `n` gives 0 unless
+    /// `a` is ±1).
+    fn powi(self, n: i32) -> Self;
+}
+
+/// Floating-point element types.
+pub trait Float: Num {
+    /// e^x
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// 1 / sqrt(x)
+    fn rsqrt(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// 1 / (1 + e^-x)
+    fn sigmoid(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// x^y
+    fn powf(self, y: Self) -> Self;
+    /// Round down.
+    fn floor(self) -> Self;
+    /// Round up.
+    fn ceil(self) -> Self;
+    /// `a * b + c`.
+    fn mul_add(self, b: Self, c: Self) -> Self;
+    /// Not a number.
+    fn nan() -> Self;
+    /// Whether this is NaN.
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! int_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(self, b: Self) -> Self { self.wrapping_add(b) }
+            #[inline(always)] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
+            #[inline(always)] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
+            #[inline(always)] fn div(self, b: Self) -> Self { if b == 0 { 0 } else { self.wrapping_div(b) } }
+            #[inline(always)] fn neg(self) -> Self { (0 as $t).wrapping_sub(self) }
+            #[inline(always)] fn max(self, b: Self) -> Self { Ord::max(self, b) }
+            #[inline(always)] fn min(self, b: Self) -> Self { Ord::min(self, b) }
+            #[inline(always)] fn abs(self) -> Self { if self < (0 as $t) { self.neg() } else { self } }
+            #[inline(always)] fn signum(self) -> Self { (self > 0 as $t) as $t - ((self < 0 as $t) as $t) }
+            fn lowest() -> Self { <$t>::MIN }
+            fn highest() -> Self { <$t>::MAX }
+            fn powi(self, n: i32) -> Self {
+                if n >= 0 {
+                    self.wrapping_pow(n as u32)
+                } else if self == 1 {
+                    1
+                } else if self.abs() == 1 {
+                    if n % 2 == 0 { 1 } else { self }
+                } else {
+                    0
+                }
+            }
+        }
+    )*};
+}
+
+int_num!(i32, i64);
+
+impl Num for u8 {
+    #[inline(always)]
+    fn add(self, b: Self) -> Self {
+        self.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn sub(self, b: Self) -> Self {
+        self.wrapping_sub(b)
+    }
+    #[inline(always)]
+    fn mul(self, b: Self) -> Self {
+        self.wrapping_mul(b)
+    }
+    #[inline(always)]
+    fn div(self, b: Self) -> Self {
+        self.checked_div(b).unwrap_or(0)
+    }
+    #[inline(always)]
+    fn neg(self) -> Self {
+        0u8.wrapping_sub(self)
+    }
+    #[inline(always)]
+    fn max(self, b: Self) -> Self {
+        Ord::max(self, b)
+    }
+    #[inline(always)]
+    fn min(self, b: Self) -> Self {
+        Ord::min(self, b)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn signum(self) -> Self {
+        u8::from(self > 0)
+    }
+    fn lowest() -> Self {
+        0
+    }
+    fn highest() -> Self {
+        u8::MAX
+    }
+    fn powi(self, n: i32) -> Self {
+        if n >= 0 {
+            self.wrapping_pow(n as u32)
+        } else if self == 1 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+macro_rules! float_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(self, b: Self) -> Self { self + b }
+            #[inline(always)] fn sub(self, b: Self) -> Self { self - b }
+            #[inline(always)] fn mul(self, b: Self) -> Self { self * b }
+            #[inline(always)] fn div(self, b: Self) -> Self { self / b }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn max(self, b: Self) -> Self {
+                if self.is_nan() || b.is_nan() { <$t>::NAN } else if self > b { self } else { b }
+            }
+            #[inline(always)] fn min(self, b: Self) -> Self {
+                if self.is_nan() || b.is_nan() { <$t>::NAN } else if self < b { self } else { b }
+            }
+            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)] fn signum(self) -> Self {
+                if self.is_nan() { self } else if self > 0.0 { 1.0 } else if self < 0.0 { -1.0 } else { 0.0 }
+            }
+            fn lowest() -> Self { <$t>::NEG_INFINITY }
+            fn highest() -> Self { <$t>::INFINITY }
+            #[inline(always)] fn powi(self, n: i32) -> Self { <$t>::powi(self, n) }
+        }
+    )*};
+}
+
+float_num!(f32, f64);
+
+impl Float for f32 {
+    #[inline(always)]
+    fn exp(self) -> Self {
+        math::exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        math::ln_f32(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn rsqrt(self) -> Self {
+        1.0 / f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        math::tanh_f32(self)
+    }
+    #[inline(always)]
+    fn sigmoid(self) -> Self {
+        math::sigmoid_f32(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        f32::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        f32::cos(self)
+    }
+    #[inline(always)]
+    fn powf(self, y: Self) -> Self {
+        f32::powf(self, y)
+    }
+    #[inline(always)]
+    fn floor(self) -> Self {
+        f32::floor(self)
+    }
+    #[inline(always)]
+    fn ceil(self) -> Self {
+        f32::ceil(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, b: Self, c: Self) -> Self {
+        self * b + c
+    }
+    fn nan() -> Self {
+        f32::NAN
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+
+impl Float for f64 {
+    #[inline(always)]
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn rsqrt(self) -> Self {
+        1.0 / f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        f64::tanh(self)
+    }
+    #[inline(always)]
+    fn sigmoid(self) -> Self {
+        1.0 / (1.0 + f64::exp(-self))
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        f64::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        f64::cos(self)
+    }
+    #[inline(always)]
+    fn powf(self, y: Self) -> Self {
+        f64::powf(self, y)
+    }
+    #[inline(always)]
+    fn floor(self) -> Self {
+        f64::floor(self)
+    }
+    #[inline(always)]
+    fn ceil(self) -> Self {
+        f64::ceil(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, b: Self, c: Self) -> Self {
+        self * b + c
+    }
+    fn nan() -> Self {
+        f64::NAN
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// f16 and bf16 compute in f32 and round back.
+macro_rules! half_float {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() + b.to_f32()) }
+            #[inline(always)] fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
+            #[inline(always)] fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }
+            #[inline(always)] fn div(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() / b.to_f32()) }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn max(self, b: Self) -> Self { <$t>::from_f32(Num::max(self.to_f32(), b.to_f32())) }
+            #[inline(always)] fn min(self, b: Self) -> Self { <$t>::from_f32(Num::min(self.to_f32(), b.to_f32())) }
+            #[inline(always)] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
+            #[inline(always)] fn signum(self) -> Self { <$t>::from_f32(Num::signum(self.to_f32())) }
+            fn lowest() -> Self { <$t>::NEG_INFINITY }
+            fn highest() -> Self { <$t>::INFINITY }
+            fn powi(self, n: i32) -> Self { <$t>::from_f32(self.to_f32().powi(n)) }
+        }
+
+        impl Float for $t {
+            #[inline(always)] fn exp(self) -> Self { <$t>::from_f32(Float::exp(self.to_f32())) }
+            #[inline(always)] fn ln(self) -> Self { <$t>::from_f32(Float::ln(self.to_f32())) }
+            #[inline(always)] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
+            #[inline(always)] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
+            #[inline(always)] fn tanh(self) -> Self { <$t>::from_f32(Float::tanh(self.to_f32())) }
+            #[inline(always)] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
+            #[inline(always)] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
+            #[inline(always)] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
+            #[inline(always)] fn powf(self, y: Self) -> Self { <$t>::from_f32(self.to_f32().powf(y.to_f32())) }
+            #[inline(always)] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
+            #[inline(always)] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
+            #[inline(always)] fn mul_add(self, b: Self, c: Self) -> Self {
+                <$t>::from_f32(self.to_f32() * b.to_f32() + c.to_f32())
+            }
+            fn nan() -> Self { <$t>::NAN }
+            #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    )*};
+}
+
+half_float!(f16, bf16);
