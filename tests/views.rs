@@ -8,6 +8,9 @@ use axes::{Error, Flat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod common;
+use common::{Ref, assert_matches};
+
 #[derive(Axis)]
 struct I;
 #[derive(Axis)]
@@ -16,142 +19,6 @@ struct J;
 struct K;
 #[derive(Axis)]
 struct L;
-
-/// A dense reference tensor: axis names, lengths, and row-major data in that axis order.
-#[derive(Clone, Debug, PartialEq)]
-struct Ref {
-    names: Vec<String>,
-    lens: Vec<usize>,
-    data: Vec<f64>,
-}
-
-impl Ref {
-    fn random(rng: &mut ChaCha8Rng, names: &[&str], max_len: usize) -> Ref {
-        let lens: Vec<usize> = names
-            .iter()
-            .map(|_| rng.random_range(0..=max_len))
-            .collect();
-        let count = lens.iter().product();
-        Ref {
-            names: names.iter().map(|n| n.to_string()).collect(),
-            lens,
-            data: (0..count)
-                .map(|_| rng.random_range(1..1000) as f64)
-                .collect(),
-        }
-    }
-
-    fn axis(&self, name: &str) -> usize {
-        self.names.iter().position(|n| n == name).unwrap()
-    }
-
-    /// Every index in row-major order.
-    fn indices(lens: &[usize]) -> Vec<Vec<usize>> {
-        let count: usize = lens.iter().product();
-        (0..count)
-            .map(|mut flat| {
-                let mut index = vec![0; lens.len()];
-                for axis in (0..lens.len()).rev() {
-                    index[axis] = flat % lens[axis];
-                    flat /= lens[axis];
-                }
-                index
-            })
-            .collect()
-    }
-
-    fn at(&self, index: &[usize]) -> f64 {
-        let pos = index
-            .iter()
-            .zip(&self.lens)
-            .fold(0, |p, (i, len)| p * len + i);
-        self.data[pos]
-    }
-
-    /// Builds a tensor of the given lengths whose element at each index is `f(index)`.
-    fn build(names: Vec<String>, lens: Vec<usize>, f: impl Fn(&[usize]) -> f64) -> Ref {
-        let data = Ref::indices(&lens).iter().map(|ix| f(ix)).collect();
-        Ref { names, lens, data }
-    }
-
-    fn reorder(&self, names: &[std::borrow::Cow<'static, str>]) -> Ref {
-        let from: Vec<usize> = names.iter().map(|n| self.axis(n)).collect();
-        let lens = from.iter().map(|&a| self.lens[a]).collect();
-        Ref::build(names.iter().map(|n| n.to_string()).collect(), lens, |ix| {
-            let mut mine = vec![0; ix.len()];
-            for (k, &a) in from.iter().enumerate() {
-                mine[a] = ix[k];
-            }
-            self.at(&mine)
-        })
-    }
-
-    fn broadcast(&self, name: &str, len: usize) -> Ref {
-        let mut names = self.names.clone();
-        names.push(name.into());
-        let mut lens = self.lens.clone();
-        lens.push(len);
-        Ref::build(names, lens, |ix| self.at(&ix[..ix.len() - 1]))
-    }
-
-    fn slice(&self, name: &str, start: usize, end: usize, step: isize) -> Ref {
-        let a = self.axis(name);
-        let picked: Vec<usize> = if step > 0 {
-            (start..end).step_by(step as usize).collect()
-        } else {
-            (start..end).rev().step_by(step.unsigned_abs()).collect()
-        };
-        let mut lens = self.lens.clone();
-        lens[a] = picked.len();
-        Ref::build(self.names.clone(), lens, |ix| {
-            let mut mine = ix.to_vec();
-            mine[a] = picked[ix[a]];
-            self.at(&mine)
-        })
-    }
-
-    fn index(&self, name: &str, i: usize) -> Ref {
-        let a = self.axis(name);
-        let mut names = self.names.clone();
-        names.remove(a);
-        let mut lens = self.lens.clone();
-        lens.remove(a);
-        Ref::build(names, lens, |ix| {
-            let mut mine = ix.to_vec();
-            mine.insert(a, i);
-            self.at(&mine)
-        })
-    }
-
-    fn pad(&self, name: &str, before: usize, after: usize) -> Ref {
-        let a = self.axis(name);
-        let mut lens = self.lens.clone();
-        lens[a] += before + after;
-        Ref::build(self.names.clone(), lens, |ix| {
-            if ix[a] < before || ix[a] >= before + self.lens[a] {
-                return 0.0;
-            }
-            let mut mine = ix.to_vec();
-            mine[a] -= before;
-            self.at(&mine)
-        })
-    }
-
-    fn rename(&self, names: &[&str]) -> Ref {
-        Ref {
-            names: names.iter().map(|n| n.to_string()).collect(),
-            ..self.clone()
-        }
-    }
-}
-
-/// The tensor's values in its own axis order, compared with the reference in that order.
-#[track_caller]
-fn assert_matches<A: AxisSet>(t: &Tensor<f64, A>, r: &Ref) {
-    let expected = r.reorder(&A::names());
-    assert_eq!(t.lens(), &expected.lens[..], "lengths of {:?}", A::names());
-    assert_eq!(t.to_vec(), expected.data, "values of {:?}", A::names());
-}
 
 fn tensor_ij(r: &Ref) -> Tensor<f64, (I, J)> {
     Tensor::from_vec((I.len(r.lens[0]), J.len(r.lens[1])), r.data.clone()).unwrap()

@@ -130,6 +130,12 @@ pub enum Error {
         /// The array's number of axes.
         got: usize,
     },
+    /// A reduction that needs at least one element got an empty axis.
+    #[error("cannot reduce over the empty axis `{axis}`: it has length 0")]
+    EmptyReduction {
+        /// The axis.
+        axis: String,
+    },
     /// A random fill was asked for an empty or invalid range.
     #[error("cannot draw values from the empty or invalid range [{low}, {high})")]
     InvalidRange {

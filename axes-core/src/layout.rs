@@ -106,6 +106,26 @@ impl Layout {
         low >= 0 && high < buffer_len as i128
     }
 
+    /// Whether no two indices reach one buffer position and nothing is padded: the layout
+    /// can be written element by element in any order. (Checks a sufficient condition:
+    /// sorted by |stride|, each axis steps past everything the inner ones reach.)
+    pub fn is_injective(&self) -> bool {
+        if self.is_padded() {
+            return false;
+        }
+        let mut axes: Vec<usize> = (0..self.rank).filter(|&a| self.lens[a] > 1).collect();
+        axes.sort_by_key(|&a| self.strides[a].unsigned_abs());
+        let mut reach = 0usize;
+        for a in axes {
+            let stride = self.strides[a].unsigned_abs();
+            if stride <= reach {
+                return false;
+            }
+            reach += stride * (self.lens[a] - 1);
+        }
+        true
+    }
+
     /// The number of axes.
     pub fn rank(&self) -> usize {
         self.rank

@@ -11,7 +11,9 @@ extern crate self as axes;
 pub mod arena;
 pub mod axis;
 pub mod element;
+pub mod engine;
 pub mod error;
+pub mod expr;
 pub mod layout;
 pub mod list;
 pub mod math;
@@ -22,7 +24,9 @@ pub mod tensor;
 
 pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
 pub use element::{DType, Element};
+pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
+pub use expr::{Expr, ExprExt, IntoExpr, argmax, argmin, log_softmax, select, softmax};
 pub use layout::Layout;
 pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
@@ -34,6 +38,7 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Flat, Len};
     pub use crate::element::Element;
+    pub use crate::expr::{Expr, ExprExt, argmax, argmin, log_softmax, select, softmax};
     pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
     pub use crate::tensor::Tensor;
     pub use axes_macros::{Axis, tensor};

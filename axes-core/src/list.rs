@@ -78,7 +78,7 @@ pub trait ToTuple {
     label = "not an axis list",
     note = "an axis list is a tuple of at most 8 axes, each with `#[derive(Axis)]`: `(Batch, Hidden)`, `(Class,)`, or `()` for a scalar"
 )]
-pub trait AxisList: 'static {
+pub trait AxisList: Sized + 'static {
     /// The internal cons form of the list.
     type List: List + ToTuple<Tuple = Self>;
     /// The number of axes.

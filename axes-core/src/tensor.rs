@@ -90,7 +90,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// A tensor over `storage` with `layout`, already known to fit.
-    fn new_unchecked(storage: Storage<T>, layout: Layout) -> Self {
+    pub(crate) fn new_unchecked(storage: Storage<T>, layout: Layout) -> Self {
         debug_assert!(layout.rank() == A::RANK && layout.fits(storage.len()));
         Tensor {
             storage,
@@ -120,6 +120,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The buffer this tensor views.
     pub fn storage(&self) -> &Storage<T> {
         &self.storage
+    }
+
+    /// The buffer, for writing (copy-on-write happens in `Storage::make_mut`).
+    pub(crate) fn storage_mut(&mut self) -> &mut Storage<T> {
+        &mut self.storage
     }
 
     /// Whether both tensors view one buffer.

@@ -6,7 +6,7 @@
 
 use typenum::{B0, B1};
 
-use super::ops::Has;
+use super::ops::{BroadcastWith, Has};
 use super::{AxisList, Cons, Find, MAX_RANK, Nil, PositionsIn};
 use crate::axis::Axis;
 
@@ -16,9 +16,17 @@ use crate::axis::Axis;
     label = "not a set of distinct axes",
     note = "a tensor's axes are a tuple of at most 8 distinct axes"
 )]
-pub trait AxisSet: AxisList {}
+pub trait AxisSet: AxisList + BroadcastWith<Self, Output = Self> + BroadcastWith<(), Output = Self> {}
 
-impl<L: AxisList> AxisSet for L where L::List: NoDuplicates<L> {}
+// The `BroadcastWith` supertraits (ordering rules 1 and 2: the same set keeps the left
+// order; a scalar takes the tensor's) let generic code combine two tensors of one axis type
+// `A`, or a tensor and a scalar, and get `A` back without any further bound.
+impl<L> AxisSet for L
+where
+    L: AxisList + BroadcastWith<L, Output = L> + BroadcastWith<(), Output = L>,
+    L::List: NoDuplicates<L>,
+{
+}
 
 /// Internal: no axis of the list appears again later in it (`W` is the whole tuple).
 pub trait NoDuplicates<W> {}

@@ -158,16 +158,19 @@ impl<Then, Else> Choose<Then, Else> for B0 {
 
 macro_rules! tuple_op {
     ($(#[$doc:meta])* $trait:ident, $alias:ident => $out:ty, where $($bound:tt)*) => {
+        tuple_op!(@ $(#[$doc])* $trait, $alias, AxisSet => $out, where $($bound)*);
+    };
+    (@ $(#[$doc:meta])* $trait:ident, $alias:ident, $output:ident => $out:ty, where $($bound:tt)*) => {
         $(#[$doc])*
         pub trait $trait<R: AxisList>: AxisList {
             /// The resulting tuple.
-            type Output: AxisSet;
+            type Output: $output;
         }
 
         impl<L: AxisList, R: AxisList> $trait<R> for L
         where
             $($bound)*
-            <$out as ToTuple>::Tuple: AxisSet,
+            <$out as ToTuple>::Tuple: $output,
         {
             type Output = <$out as ToTuple>::Tuple;
         }
@@ -216,11 +219,13 @@ type LInR<L, R> = <LOf<L> as AllIn<LOf<R>>>::Out;
 type RightOrUnion<L, R> = <LInR<L, R> as Choose<LOf<R>, UnionList<L, R>>>::Out;
 type BroadcastList<L, R> = <RInL<L, R> as Choose<LOf<L>, RightOrUnion<L, R>>>::Out;
 
-tuple_op!(
+tuple_op!(@
     /// The axes of an elementwise result (DESIGN.md §2): with the same set, `L`'s order; when
     /// one operand's set contains the other's, that operand's order (`L` first); otherwise
     /// `L`'s axes then `R`'s axes not in `L`.
-    BroadcastWith, Broadcast => BroadcastList<L, R>,
+    ///
+    /// (Its result is only checked to be a list here: `AxisSet` builds on this trait.)
+    BroadcastWith, Broadcast, AxisList => BroadcastList<L, R>,
     where
         LOf<R>: AllIn<LOf<L>> + Filter<LOf<L>, B0>,
         LOf<L>: AllIn<LOf<R>> + Append<<LOf<R> as Filter<LOf<L>, B0>>::Out>,

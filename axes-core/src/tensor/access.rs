@@ -79,6 +79,30 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(())
     }
 
+    /// The element at `index` (in `A`'s order, each in range).
+    pub(crate) fn element_at(&self, index: &[usize]) -> T {
+        self.layout.position(index).map_or(T::zero(), |p| self.storage.as_slice()[p])
+    }
+
+    /// A fresh row-major tensor of `lens` (in `A`'s order, already checked) whose element at
+    /// each index is `f(index)`.
+    pub(crate) fn from_index_fn(lens: &[usize], mut f: impl FnMut(&[usize]) -> T) -> Self {
+        let count: usize = lens.iter().product();
+        let mut data = Vec::with_capacity(count);
+        let mut index = vec![0usize; lens.len()];
+        for _ in 0..count {
+            data.push(f(&index));
+            for axis in (0..lens.len()).rev() {
+                index[axis] += 1;
+                if index[axis] < lens[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Tensor::new_unchecked(crate::storage::Storage::new(data), crate::layout::Layout::row_major(lens))
+    }
+
     /// The elements, row-major in the order of `A` (last axis fastest).
     pub fn to_vec(&self) -> Vec<T> {
         self.read_in(&self.layout)

@@ -1,0 +1,18 @@
+//! The CPU engine: plans a loop nest for an expression and runs it.
+//!
+//! The flow of one evaluation: the expression's leaves describe their layouts
+//! ([`plan::LeafLayout`]); the planner builds one iteration space (the result's axes, then any
+//! reduced axes), gives every operand a stride per axis (0 where it broadcasts; the
+//! destination has 0 on reduced axes), and canonicalises it: length-1 axes dropped, axes
+//! ordered by stride (smallest innermost), axes contiguous in every operand merged
+//! ([`plan::Plan`]). The executor ([`exec`]) then walks the outer axes and evaluates the
+//! innermost one in chunks of [`CHUNK`] elements with a monomorphised, vectorisable loop,
+//! split across threads above [`exec::PARALLEL_MIN_ELEMENTS`].
+
+pub mod exec;
+pub mod plan;
+pub mod threads;
+
+/// Elements evaluated per step of the innermost loop: leaves that are not contiguous are
+/// gathered into a stack buffer of this many elements.
+pub const CHUNK: usize = 256;

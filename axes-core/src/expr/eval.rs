@@ -1,0 +1,481 @@
+//! Building, evaluating and assigning expressions: the [`ExprExt`] methods, [`IntoExpr`],
+//! and `Tensor::assign`.
+
+use std::any::TypeId;
+
+use half::{bf16, f16};
+
+use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
+use super::ops::{binary, unary};
+use super::{Expr, reduce};
+use crate::element::Element;
+use crate::engine::exec::{self, Assign, Sink};
+use crate::engine::plan::Plan;
+use crate::error::Result;
+use crate::list::{AxisSet, SameAxes};
+use crate::num::{Float, Num};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Anything usable as an operand: an expression, or a scalar (which has no axes).
+pub trait IntoExpr {
+    /// The expression.
+    type Expr: Expr;
+    /// Converts.
+    fn into_expr(self) -> Self::Expr;
+}
+
+impl<E: Expr> IntoExpr for E {
+    type Expr = E;
+    #[inline]
+    fn into_expr(self) -> E {
+        self
+    }
+}
+
+macro_rules! scalar_into_expr {
+    ($($t:ty),*) => {$(
+        impl IntoExpr for $t {
+            type Expr = Scalar<$t>;
+            #[inline]
+            fn into_expr(self) -> Scalar<$t> {
+                Scalar(self)
+            }
+        }
+    )*};
+}
+
+scalar_into_expr!(f32, f64, f16, bf16, i32, i64, u8, bool);
+
+/// An operand of element type `T`: an expression of `T`, or a `T` scalar. The element type
+/// is a parameter of the trait (not only of its expression), so a literal such as `2.0`
+/// takes the element type of the other operand.
+pub trait Operand<T: Element> {
+    /// The expression.
+    type Expr: Expr<Elem = T>;
+    /// Converts.
+    fn into_operand(self) -> Self::Expr;
+}
+
+impl<T: Element, E: Expr<Elem = T>> Operand<T> for E {
+    type Expr = E;
+    #[inline]
+    fn into_operand(self) -> E {
+        self
+    }
+}
+
+macro_rules! scalar_operand {
+    ($($t:ty),*) => {$(
+        impl Operand<$t> for $t {
+            type Expr = Scalar<$t>;
+            #[inline]
+            fn into_operand(self) -> Scalar<$t> {
+                Scalar(self)
+            }
+        }
+    )*};
+}
+
+scalar_operand!(f32, f64, f16, bf16, i32, i64, u8, bool);
+
+/// `a` where `cond` is true, else `b`, element-wise with broadcasting.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct T;
+/// let x = Tensor::<f32, (T,)>::from_vec(T.len(3), vec![-1., 0., 2.])?;
+/// let y = select((&x).greater(0.0), &x, 0.0).eval()?;
+/// assert_eq!(y.to_vec(), [0., 0., 2.]);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn select<C, A, B>(cond: C, a: A, b: B) -> Select<<A::Expr as Expr>::Elem, C::Expr, A::Expr, B::Expr>
+where
+    C: IntoExpr,
+    A: IntoExpr,
+    B: Operand<<A::Expr as Expr>::Elem>,
+{
+    Select::new(cond.into_expr(), a.into_expr(), b.into_operand())
+}
+
+/// The methods every expression has: element-wise operations, evaluation and reductions.
+/// (Tensors have the element-wise ones as inherent methods too, borrowing the tensor.)
+pub trait ExprExt: Expr {
+    /// Applies a unary operator.
+    fn unary<Op: super::UnaryOp<Self::Elem>>(self, op: Op) -> Unary<Op::Out, Self, Op> {
+        Unary::new(self, op)
+    }
+
+    /// Applies a binary operator with `other`.
+    fn binary<R: Operand<Self::Elem>, Op: super::BinaryOp<Self::Elem>>(self, other: R, op: Op) -> Binary<Op::Out, Self, R::Expr, Op> {
+        Binary::new(self, other.into_operand(), op)
+    }
+
+    /// |x|
+    fn abs(self) -> Unary<Self::Elem, Self, unary::Abs>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Abs)
+    }
+    /// x²
+    fn square(self) -> Unary<Self::Elem, Self, unary::Square>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Square)
+    }
+    /// -1, 0 or 1
+    fn signum(self) -> Unary<Self::Elem, Self, unary::Signum>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Signum)
+    }
+    /// max(x, 0)
+    fn relu(self) -> Unary<Self::Elem, Self, unary::Relu>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Relu)
+    }
+    /// xⁿ
+    fn powi(self, n: i32) -> Unary<Self::Elem, Self, unary::Powi>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Powi(n))
+    }
+    /// min(max(x, low), high)
+    fn clamp(self, low: Self::Elem, high: Self::Elem) -> Unary<Self::Elem, Self, unary::Clamp<Self::Elem>>
+    where
+        Self::Elem: Num,
+    {
+        self.unary(unary::Clamp(low, high))
+    }
+    /// e^x (vectorised for f32; see [`crate::math`])
+    fn exp(self) -> Unary<Self::Elem, Self, unary::Exp>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Exp)
+    }
+    /// ln x
+    fn ln(self) -> Unary<Self::Elem, Self, unary::Ln>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Ln)
+    }
+    /// √x
+    fn sqrt(self) -> Unary<Self::Elem, Self, unary::Sqrt>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Sqrt)
+    }
+    /// 1/√x
+    fn rsqrt(self) -> Unary<Self::Elem, Self, unary::Rsqrt>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Rsqrt)
+    }
+    /// tanh x
+    fn tanh(self) -> Unary<Self::Elem, Self, unary::Tanh>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Tanh)
+    }
+    /// 1 / (1 + e^-x)
+    fn sigmoid(self) -> Unary<Self::Elem, Self, unary::Sigmoid>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Sigmoid)
+    }
+    /// sin x
+    fn sin(self) -> Unary<Self::Elem, Self, unary::Sin>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Sin)
+    }
+    /// cos x
+    fn cos(self) -> Unary<Self::Elem, Self, unary::Cos>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Cos)
+    }
+    /// 1/x
+    fn recip(self) -> Unary<Self::Elem, Self, unary::Recip>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Recip)
+    }
+    /// ⌊x⌋
+    fn floor(self) -> Unary<Self::Elem, Self, unary::Floor>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Floor)
+    }
+    /// ⌈x⌉
+    fn ceil(self) -> Unary<Self::Elem, Self, unary::Ceil>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Ceil)
+    }
+    /// x^p
+    fn powf(self, p: Self::Elem) -> Unary<Self::Elem, Self, unary::Powf<Self::Elem>>
+    where
+        Self::Elem: Float,
+    {
+        self.unary(unary::Powf(p))
+    }
+
+    /// The larger of the two, element-wise (NaN if either is NaN).
+    fn max<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Max>
+    where
+        Self::Elem: Num,
+    {
+        self.binary(other, binary::Max)
+    }
+    /// The smaller of the two, element-wise (NaN if either is NaN).
+    fn min<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Min>
+    where
+        Self::Elem: Num,
+    {
+        self.binary(other, binary::Min)
+    }
+    /// self^other, element-wise.
+    fn pow<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Pow>
+    where
+        Self::Elem: Float,
+    {
+        self.binary(other, binary::Pow)
+    }
+    /// `self == other`, element-wise, as a bool expression.
+    fn equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Equal> {
+        self.binary(other, binary::Equal)
+    }
+    /// `self != other`, element-wise.
+    fn not_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::NotEqual> {
+        self.binary(other, binary::NotEqual)
+    }
+    /// `self < other`, element-wise.
+    fn less<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Less> {
+        self.binary(other, binary::Less)
+    }
+    /// `self <= other`, element-wise.
+    fn less_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::LessEqual> {
+        self.binary(other, binary::LessEqual)
+    }
+    /// `self > other`, element-wise.
+    fn greater<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Greater> {
+        self.binary(other, binary::Greater)
+    }
+    /// `self >= other`, element-wise.
+    fn greater_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::GreaterEqual> {
+        self.binary(other, binary::GreaterEqual)
+    }
+    /// `self * b + c`
+    #[allow(clippy::type_complexity)]
+    fn mul_add<B: Operand<Self::Elem>, C: Operand<Self::Elem>>(
+        self,
+        b: B,
+        c: C,
+    ) -> Binary<Self::Elem, Binary<Self::Elem, Self, B::Expr, binary::Mul>, C::Expr, binary::Add>
+    where
+        Self::Elem: Num,
+    {
+        Binary::new(Binary::new(self, b.into_operand(), binary::Mul), c.into_operand(), binary::Add)
+    }
+    /// Converts every element to `U` ([`Element::cast`]).
+    fn cast<U: Element>(self) -> Cast<Self, U> {
+        Cast::new(self)
+    }
+    /// Applies a closure to every element (CPU only; it cannot run on other devices).
+    fn map<U: Element, F: Fn(Self::Elem) -> U + Sync>(self, f: F) -> MapFn<U, Self, F> {
+        MapFn::new(self, f)
+    }
+
+    /// Evaluates into a new tensor with the expression's axes, in one pass.
+    fn eval(self) -> Result<Tensor<Self::Elem, Self::Axes>> {
+        evaluate(&self, &[], Assign, Self::Elem::zero())
+    }
+
+    /// Evaluates into a new tensor laid out in the axis order `O` (any order of the
+    /// expression's axes).
+    fn eval_in<O: AxisSet>(self) -> Result<Tensor<Self::Elem, O>>
+    where
+        Self::Axes: SameAxes<O>,
+    {
+        evaluate(&self, &[], Assign, Self::Elem::zero())
+    }
+
+    /// The sum of every element, in one pass with no temporary.
+    fn sum_all(self) -> Result<Self::Elem>
+    where
+        Self::Elem: Num,
+    {
+        reduce::sum_all(&self)
+    }
+
+    /// Sums over the axes `Over` (each one of the expression's).
+    fn sum<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::reduce::<Self, Over>(&self, reduce::sum_sink())
+    }
+
+    /// The product over the axes `Over`.
+    fn prod<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::reduce::<Self, Over>(&self, reduce::prod_sink())
+    }
+
+    /// The largest element over the axes `Over` (NaN if any is NaN; the lowest value of the
+    /// type, -inf for floats, over an empty axis).
+    fn max_over<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::reduce::<Self, Over>(&self, reduce::max_sink())
+    }
+
+    /// The smallest element over the axes `Over` (NaN if any is NaN).
+    fn min_over<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::reduce::<Self, Over>(&self, reduce::min_sink())
+    }
+
+    /// The mean over the axes `Over` (NaN for floats over an empty axis; integer means
+    /// truncate).
+    fn mean<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::mean::<Self, Over>(&self)
+    }
+
+    /// ln Σ e^x over the axes `Over`, computed stably (shifted by the maximum).
+    fn logsumexp<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Float,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::logsumexp::<Self, Over>(&self)
+    }
+
+    /// The (population) variance over the axes `Over`: the mean squared deviation.
+    fn var<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Float,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        reduce::var::<Self, Over>(&self)
+    }
+
+    /// The (population) standard deviation over the axes `Over`.
+    fn std<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Float,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let var = reduce::var::<Self, Over>(&self)?;
+        (&var).sqrt().eval()
+    }
+}
+
+impl<E: Expr> ExprExt for E {}
+
+/// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
+/// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
+pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
+    expr: &E,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<Tensor<E::Elem, O>> {
+    let mut leaves = Vec::new();
+    expr.operands(&mut leaves);
+    let ids = O::type_ids();
+    let (plan, layout) = Plan::new(&ids[..O::RANK], &O::names(), reduced, None, &leaves)?;
+    let count = layout.element_count().unwrap_or(0);
+    Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
+    let mut data = vec![init; count];
+    let make = || {
+        let mut next = 0;
+        expr.evaluator(&plan, &mut next)
+    };
+    exec::run(&plan, &mut data, sink, &make);
+    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh row-major layout fits its buffer"))
+}
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// Evaluates `expr` into this tensor (a marshalling assignment: elements are converted
+    /// to `T` with [`Element::cast`]). The expression's axes must be this tensor's, in any
+    /// order; every length must match. Storage shared with other tensors is copied first
+    /// (copy-on-write), so an expression that reads this tensor's own elements is computed
+    /// from their old values.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<f32, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1., 2., 3., 4.])?;
+    /// let mut y = Tensor::<f64, (Col, Row)>::zeros((Row.len(2), Col.len(2)))?;
+    /// y.assign(&x * 2.0)?;
+    /// assert_eq!(y.to_vec(), [2., 6., 4., 8.]);
+    /// // x + its transpose, into x itself
+    /// let mut z = x.clone();
+    /// z.assign(&x + x.axes_with_order::<(Col, Row)>().cast_axes::<(Row, Col)>()?)?;
+    /// assert_eq!(z.to_vec(), [2., 5., 5., 8.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn assign<E: IntoExpr>(&mut self, expr: E) -> Result<()>
+    where
+        <E::Expr as Expr>::Axes: SameAxes<A>,
+    {
+        let expr = expr.into_expr().cast::<T>();
+        self.run_into(&expr, Assign)
+    }
+
+    /// Evaluates `expr` and combines it into this tensor with `sink`.
+    pub(crate) fn run_into<E: Expr<Elem = T>, S: Sink<T>>(&mut self, expr: &E, sink: S) -> Result<()>
+    where
+        E::Axes: SameAxes<A>,
+    {
+        if !self.layout().is_injective() {
+            *self = self.contiguous();
+        }
+        let mut leaves = Vec::new();
+        expr.operands(&mut leaves);
+        let ids = A::type_ids();
+        let (plan, _) = Plan::new(&ids[..A::RANK], &A::names(), &[], Some(self.layout()), &leaves)?;
+        let data = self.storage_mut().make_mut();
+        let make = || {
+            let mut next = 0;
+            expr.evaluator(&plan, &mut next)
+        };
+        exec::run(&plan, data, sink, &make);
+        Ok(())
+    }
+}

@@ -1,0 +1,369 @@
+//! The nodes of an expression tree and their chunk evaluators.
+
+use std::marker::PhantomData;
+
+use super::ops::{BinaryOp, UnaryOp};
+use super::{Expr, Ir, IrNode};
+use crate::element::Element;
+use crate::engine::exec::ChunkEval;
+use crate::engine::plan::{LeafLayout, Plan};
+use crate::list::{AxisSet, Broadcast, BroadcastWith};
+
+/// A constant: an expression with no axes.
+#[derive(Clone, Copy, Debug)]
+pub struct Scalar<T>(pub T);
+
+/// The evaluator of a [`Scalar`].
+pub struct ScalarEval<T>(T);
+
+// SAFETY: `at` reads no memory.
+unsafe impl<T: Element> ChunkEval for ScalarEval<T> {
+    type Out = T;
+    #[inline(always)]
+    fn load(&mut self, _: &[usize], _: usize, _: usize) {}
+    #[inline(always)]
+    unsafe fn at(&self, _: usize) -> T {
+        self.0
+    }
+}
+
+impl<T: Element> Expr for Scalar<T> {
+    type Elem = T;
+    type Axes = ();
+    type Eval<'a>
+        = ScalarEval<T>
+    where
+        Self: 'a;
+    fn operands(&self, _: &mut Vec<LeafLayout>) {}
+    fn evaluator<'a>(&'a self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
+        ScalarEval(self.0)
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        ir.push(IrNode::Scalar(self.0.to_f64()))
+    }
+}
+
+/// An element-wise function of one expression, with result element type `T`.
+#[derive(Clone, Copy, Debug)]
+pub struct Unary<T, E, Op> {
+    pub(crate) inner: E,
+    pub(crate) op: Op,
+    _out: PhantomData<fn() -> T>,
+}
+
+impl<T, E, Op> Unary<T, E, Op> {
+    pub(crate) fn new(inner: E, op: Op) -> Self {
+        Unary {
+            inner,
+            op,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`Unary`] node.
+pub struct UnaryEval<E, Op> {
+    inner: E,
+    op: Op,
+}
+
+// SAFETY: forwards to the inner evaluator with the same index.
+unsafe impl<E: ChunkEval, Op: UnaryOp<E::Out>> ChunkEval for UnaryEval<E, Op> {
+    type Out = Op::Out;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.inner.load(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> Op::Out {
+        // SAFETY: same contract as ours.
+        self.op.apply(unsafe { self.inner.at(i) })
+    }
+}
+
+impl<T: Element, E: Expr, Op: UnaryOp<E::Elem, Out = T>> Expr for Unary<T, E, Op> {
+    type Elem = T;
+    type Axes = E::Axes;
+    type Eval<'a>
+        = UnaryEval<E::Eval<'a>, Op>
+    where
+        Self: 'a;
+    fn operands(&self, out: &mut Vec<LeafLayout>) {
+        self.inner.operands(out);
+    }
+    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        UnaryEval {
+            inner: self.inner.evaluator(plan, next_leaf),
+            op: self.op,
+        }
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        let a = self.inner.describe(ir);
+        ir.push(IrNode::Unary(Op::NAME, a))
+    }
+}
+
+/// An element-wise function of two expressions; the result axes follow the elementwise
+/// ordering rules ([`Broadcast`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Binary<T, L, R, Op> {
+    pub(crate) left: L,
+    pub(crate) right: R,
+    pub(crate) op: Op,
+    _out: PhantomData<fn() -> T>,
+}
+
+impl<T, L, R, Op> Binary<T, L, R, Op> {
+    pub(crate) fn new(left: L, right: R, op: Op) -> Self {
+        Binary {
+            left,
+            right,
+            op,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`Binary`] node.
+pub struct BinaryEval<L, R, Op> {
+    left: L,
+    right: R,
+    op: Op,
+}
+
+// SAFETY: forwards to both evaluators with the same index.
+unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryOp<L::Out>> ChunkEval for BinaryEval<L, R, Op> {
+    type Out = Op::Out;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.left.load(outer, start, n);
+        self.right.load(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> Op::Out {
+        // SAFETY: same contract as ours.
+        unsafe { self.op.apply(self.left.at(i), self.right.at(i)) }
+    }
+}
+
+impl<T, L, R, Op> Expr for Binary<T, L, R, Op>
+where
+    T: Element,
+    L: Expr,
+    R: Expr<Elem = L::Elem>,
+    L::Axes: BroadcastWith<R::Axes>,
+    Broadcast<L::Axes, R::Axes>: AxisSet,
+    Op: BinaryOp<L::Elem, Out = T>,
+{
+    type Elem = T;
+    type Axes = Broadcast<L::Axes, R::Axes>;
+    type Eval<'a>
+        = BinaryEval<L::Eval<'a>, R::Eval<'a>, Op>
+    where
+        Self: 'a;
+    fn operands(&self, out: &mut Vec<LeafLayout>) {
+        self.left.operands(out);
+        self.right.operands(out);
+    }
+    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        let left = self.left.evaluator(plan, next_leaf);
+        BinaryEval {
+            left,
+            right: self.right.evaluator(plan, next_leaf),
+            op: self.op,
+        }
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        let a = self.left.describe(ir);
+        let b = self.right.describe(ir);
+        ir.push(IrNode::Binary(Op::NAME, a, b))
+    }
+}
+
+/// `select(cond, a, b)`: `a` where `cond` is true, else `b`.
+#[derive(Clone, Copy, Debug)]
+pub struct Select<T, C, A, B> {
+    pub(crate) cond: C,
+    pub(crate) a: A,
+    pub(crate) b: B,
+    _out: PhantomData<fn() -> T>,
+}
+
+impl<T, C, A, B> Select<T, C, A, B> {
+    pub(crate) fn new(cond: C, a: A, b: B) -> Self {
+        Select {
+            cond,
+            a,
+            b,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`Select`] node.
+pub struct SelectEval<C, A, B> {
+    cond: C,
+    a: A,
+    b: B,
+}
+
+// SAFETY: forwards to the three evaluators with the same index.
+unsafe impl<C: ChunkEval<Out = bool>, A: ChunkEval, B: ChunkEval<Out = A::Out>> ChunkEval for SelectEval<C, A, B> {
+    type Out = A::Out;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.cond.load(outer, start, n);
+        self.a.load(outer, start, n);
+        self.b.load(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> A::Out {
+        // SAFETY: same contract as ours; both sides are read so the loop stays branch-free.
+        let (c, a, b) = unsafe { (self.cond.at(i), self.a.at(i), self.b.at(i)) };
+        if c { a } else { b }
+    }
+}
+
+impl<T, C, A, B> Expr for Select<T, C, A, B>
+where
+    T: Element,
+    C: Expr<Elem = bool>,
+    A: Expr<Elem = T>,
+    B: Expr<Elem = A::Elem>,
+    C::Axes: BroadcastWith<A::Axes>,
+    Broadcast<C::Axes, A::Axes>: BroadcastWith<B::Axes>,
+    Broadcast<Broadcast<C::Axes, A::Axes>, B::Axes>: AxisSet,
+{
+    type Elem = A::Elem;
+    type Axes = Broadcast<Broadcast<C::Axes, A::Axes>, B::Axes>;
+    type Eval<'a>
+        = SelectEval<C::Eval<'a>, A::Eval<'a>, B::Eval<'a>>
+    where
+        Self: 'a;
+    fn operands(&self, out: &mut Vec<LeafLayout>) {
+        self.cond.operands(out);
+        self.a.operands(out);
+        self.b.operands(out);
+    }
+    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        let cond = self.cond.evaluator(plan, next_leaf);
+        let a = self.a.evaluator(plan, next_leaf);
+        SelectEval {
+            cond,
+            a,
+            b: self.b.evaluator(plan, next_leaf),
+        }
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        let c = self.cond.describe(ir);
+        let a = self.a.describe(ir);
+        let b = self.b.describe(ir);
+        ir.push(IrNode::Select(c, a, b))
+    }
+}
+
+/// A conversion to element type `U` ([`Element::cast`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Cast<E, U> {
+    pub(crate) inner: E,
+    _to: PhantomData<fn() -> U>,
+}
+
+impl<E, U> Cast<E, U> {
+    pub(crate) fn new(inner: E) -> Self {
+        Cast {
+            inner,
+            _to: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`Cast`] node.
+pub struct CastEval<E, U>(E, PhantomData<fn() -> U>);
+
+// SAFETY: forwards to the inner evaluator with the same index.
+unsafe impl<E: ChunkEval, U: Element> ChunkEval for CastEval<E, U> {
+    type Out = U;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.0.load(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> U {
+        // SAFETY: same contract as ours.
+        unsafe { self.0.at(i) }.cast()
+    }
+}
+
+impl<E: Expr, U: Element> Expr for Cast<E, U> {
+    type Elem = U;
+    type Axes = E::Axes;
+    type Eval<'a>
+        = CastEval<E::Eval<'a>, U>
+    where
+        Self: 'a;
+    fn operands(&self, out: &mut Vec<LeafLayout>) {
+        self.inner.operands(out);
+    }
+    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        CastEval(self.inner.evaluator(plan, next_leaf), PhantomData)
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        let a = self.inner.describe(ir);
+        ir.push(IrNode::Cast(U::DTYPE.name(), a))
+    }
+}
+
+/// A user closure applied to every element (CPU only).
+#[derive(Clone, Copy, Debug)]
+pub struct MapFn<U, E, F> {
+    pub(crate) inner: E,
+    pub(crate) f: F,
+    _out: PhantomData<fn() -> U>,
+}
+
+impl<U, E, F> MapFn<U, E, F> {
+    pub(crate) fn new(inner: E, f: F) -> Self {
+        MapFn {
+            inner,
+            f,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`MapFn`] node.
+pub struct MapEval<'f, E, F>(E, &'f F);
+
+// SAFETY: forwards to the inner evaluator with the same index.
+unsafe impl<E: ChunkEval, U: Element, F: Fn(E::Out) -> U> ChunkEval for MapEval<'_, E, F> {
+    type Out = U;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.0.load(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> U {
+        // SAFETY: same contract as ours.
+        (self.1)(unsafe { self.0.at(i) })
+    }
+}
+
+impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
+    type Elem = U;
+    type Axes = E::Axes;
+    type Eval<'a>
+        = MapEval<'a, E::Eval<'a>, F>
+    where
+        Self: 'a;
+    fn operands(&self, out: &mut Vec<LeafLayout>) {
+        self.inner.operands(out);
+    }
+    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        MapEval(self.inner.evaluator(plan, next_leaf), &self.f)
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        let a = self.inner.describe(ir);
+        ir.push(IrNode::Map(a))
+    }
+}

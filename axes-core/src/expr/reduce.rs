@@ -1,0 +1,257 @@
+//! Reductions over named axes, fused with the expression feeding them, and the functions
+//! built on them: softmax, log-softmax, argmax, argmin.
+
+use std::any::TypeId;
+
+use super::Expr;
+use super::nodes::Scalar;
+use super::ops::binary;
+use super::eval::{ExprExt, evaluate};
+use crate::axis::Axis;
+use crate::element::Element;
+use crate::engine::exec::{self, Reduce};
+use crate::engine::plan::Plan;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
+use crate::num::{Float, Num};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// The axes left after reducing expression `E` over `Over`.
+pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
+
+/// Axes that can be reduced over `Over` (every axis of `Over` is one of them).
+pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
+
+impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
+
+pub(crate) fn sum_sink<T: Num>() -> Reduce<T> {
+    Reduce {
+        identity: T::zero(),
+        op: T::add,
+    }
+}
+
+pub(crate) fn prod_sink<T: Num>() -> Reduce<T> {
+    Reduce {
+        identity: T::one(),
+        op: T::mul,
+    }
+}
+
+pub(crate) fn max_sink<T: Num>() -> Reduce<T> {
+    Reduce {
+        identity: T::lowest(),
+        op: T::max,
+    }
+}
+
+pub(crate) fn min_sink<T: Num>() -> Reduce<T> {
+    Reduce {
+        identity: T::highest(),
+        op: T::min,
+    }
+}
+
+/// Reduces `expr` over `Over` into a fresh tensor of the remaining axes.
+pub(crate) fn reduce<E: Expr, Over: AxisSet>(expr: &E, sink: Reduce<E::Elem>) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Axes: Reducible<Over>,
+{
+    let over = Over::type_ids();
+    evaluate(expr, &over[..Over::RANK], sink, sink.identity)
+}
+
+/// The sum of every element of `expr`.
+pub(crate) fn sum_all<E: Expr>(expr: &E) -> Result<E::Elem>
+where
+    E::Elem: Num,
+{
+    let all = E::Axes::type_ids();
+    let sink = sum_sink();
+    let total: Tensor<E::Elem, ()> = evaluate(expr, &all[..E::Axes::RANK], sink, sink.identity)?;
+    Ok(total.to_vec()[0])
+}
+
+/// The lengths `expr` gives the axes `ids` (1 where no leaf has one).
+fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
+    let mut leaves = Vec::new();
+    expr.operands(&mut leaves);
+    ids.iter()
+        .map(|id| {
+            leaves
+                .iter()
+                .find_map(|leaf| {
+                    let axis = leaf.ids[..leaf.layout.rank()].iter().position(|x| x == id)?;
+                    Some(leaf.layout.lens()[axis])
+                })
+                .unwrap_or(1)
+        })
+        .collect()
+}
+
+/// Reduces `expr` over the axes `over` and views the result with the expression's own axes,
+/// the reduced ones kept with stride 0 (a keep-dims reduction): it combines with the input
+/// element-wise with no further type-level bound.
+pub(crate) fn reduce_keep<E: Expr>(expr: &E, over: &[TypeId], sink: Reduce<E::Elem>) -> Result<Tensor<E::Elem, E::Axes>> {
+    let all = E::Axes::type_ids();
+    let names = E::Axes::names();
+    let kept: Vec<usize> = (0..E::Axes::RANK).filter(|&a| !over.contains(&all[a])).collect();
+    let kept_ids: Vec<TypeId> = kept.iter().map(|&a| all[a]).collect();
+    let kept_names: Vec<_> = kept.iter().map(|&a| names[a].clone()).collect();
+    let mut leaves = Vec::new();
+    expr.operands(&mut leaves);
+    let (plan, layout) = Plan::new(&kept_ids, &kept_names, over, None, &leaves)?;
+    let mut data = vec![sink.identity; layout.element_count().unwrap_or(0)];
+    let make = || {
+        let mut next = 0;
+        expr.evaluator(&plan, &mut next)
+    };
+    exec::run(&plan, &mut data, sink, &make);
+    // Put the result back in the expression's axis order, stride 0 on reduced axes.
+    let full_lens = lengths_of(expr, &all[..E::Axes::RANK]);
+    let mut strides = [0isize; MAX_RANK];
+    for (k, &a) in kept.iter().enumerate() {
+        strides[a] = layout.strides()[k];
+    }
+    let keep = Layout::new(&full_lens, &strides[..E::Axes::RANK], 0, data.len()).expect("a broadcast of a fresh buffer fits it");
+    Ok(Tensor::from_parts(Storage::new(data), keep).expect("rank and bounds checked"))
+}
+
+/// Divides every element of `t` by `count`.
+fn divide<T: Num, A: AxisSet>(t: &Tensor<T, A>, count: usize) -> Result<Tensor<T, A>> {
+    t.binary(Scalar(T::from_i64(count as i64)), binary::Div).eval()
+}
+
+pub(crate) fn mean<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Num,
+    E::Axes: Reducible<Over>,
+{
+    let over = Over::type_ids();
+    let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
+    divide(&reduce::<E, Over>(expr, sum_sink())?, count)
+}
+
+/// Replaces non-finite shifts (an all -inf or empty slice) by 0.
+fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+    m.map(|v: T| if v.to_f64().is_finite() { v } else { T::zero() }).eval()
+}
+
+pub(crate) fn logsumexp<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    let over = Over::type_ids();
+    let m = finite_or_zero(&reduce_keep(expr, &over[..Over::RANK], max_sink())?)?;
+    let sums: Tensor<E::Elem, Reduced<E, Over>> = evaluate(&expr.binary(&m, binary::Sub).exp(), &over[..Over::RANK], sum_sink(), E::Elem::zero())?;
+    let shift: Tensor<E::Elem, Reduced<E, Over>> = evaluate(&m, &over[..Over::RANK], max_sink(), E::Elem::lowest())?;
+    (&shift + (&sums).ln()).eval()
+}
+
+pub(crate) fn var<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    let over = Over::type_ids();
+    let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
+    let sums = reduce_keep(expr, &over[..Over::RANK], sum_sink())?;
+    let mean = divide(&sums, count)?;
+    let squares: Tensor<E::Elem, Reduced<E, Over>> =
+        evaluate(&expr.binary(&mean, binary::Sub).square(), &over[..Over::RANK], sum_sink(), E::Elem::zero())?;
+    divide(&squares, count)
+}
+
+/// Softmax over axis `Over`: e^x / Σ e^x along `Over`, shifted by the maximum so it never
+/// overflows. Generic over any axis list that has `Over`.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] struct Class;
+/// let logits = Tensor::<f64, (Batch, Class)>::from_vec((Batch.len(1), Class.len(3)), vec![1000., 1000., 1000.])?;
+/// let p = softmax::<_, _, Class>(&logits)?;
+/// assert!(p.to_vec().iter().all(|&v| (v - 1.0 / 3.0).abs() < 1e-12));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(x: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+    let over = [TypeId::of::<Over>()];
+    let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
+    let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
+    ((x - &m).exp() / &sums).eval()
+}
+
+/// Log-softmax over axis `Over`: x - ln Σ e^x along `Over`, computed stably.
+pub fn log_softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(x: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+    let over = [TypeId::of::<Over>()];
+    let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
+    let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
+    (x - &m - (&sums).ln()).eval()
+}
+
+/// The position of the largest element along axis `X` (the first one on ties; the first NaN
+/// if there is one). An empty axis is an error.
+pub fn argmax<T: Num, A, X>(x: &Tensor<T, A>) -> Result<Tensor<i64, Difference<A, (X,)>>>
+where
+    X: Axis,
+    A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
+{
+    arg_best(x, |candidate, best| candidate > best)
+}
+
+/// The position of the smallest element along axis `X` (the first one on ties; the first
+/// NaN if there is one). An empty axis is an error.
+pub fn argmin<T: Num, A, X>(x: &Tensor<T, A>) -> Result<Tensor<i64, Difference<A, (X,)>>>
+where
+    X: Axis,
+    A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
+{
+    arg_best(x, |candidate, best| candidate < best)
+}
+
+fn arg_best<T: Num, A, X>(x: &Tensor<T, A>, better: fn(T, T) -> bool) -> Result<Tensor<i64, Difference<A, (X,)>>>
+where
+    X: Axis,
+    A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
+{
+    let axis = <A as HasAxis<X>>::POS;
+    let len = x.lens()[axis];
+    if len == 0 {
+        return Err(Error::EmptyReduction {
+            axis: X::name().into_owned(),
+        });
+    }
+    let is_nan = |v: T| v != v;
+    let mut lens = x.lens().to_vec();
+    lens.remove(axis);
+    let out = Tensor::<i64, Difference<A, (X,)>>::from_index_fn(&lens, |index| {
+        let mut full = [0usize; MAX_RANK];
+        let mut k = 0;
+        for (a, slot) in full.iter_mut().enumerate().take(A::RANK) {
+            if a != axis {
+                *slot = index[k];
+                k += 1;
+            }
+        }
+        let mut best_at = 0;
+        full[axis] = 0;
+        let mut best = x.element_at(&full[..A::RANK]);
+        for i in 1..len {
+            if is_nan(best) {
+                break;
+            }
+            full[axis] = i;
+            let v = x.element_at(&full[..A::RANK]);
+            if is_nan(v) || better(v, best) {
+                best = v;
+                best_at = i;
+            }
+        }
+        best_at as i64
+    });
+    Ok(out)
+}
