@@ -37,7 +37,8 @@ fn random_view(rng: &mut ChaCha8Rng, j_len: usize) -> (Tensor<f64, (I, J)>, Ref)
         1 => {
             // stored (J, I): the (I, J) view has unit stride on I
             let r = Ref::random_with(rng, &["J", "I"], &[j_len, i_len]);
-            let t = Tensor::<f64, (J, I)>::from_vec((J.len(j_len), I.len(i_len)), r.data.clone()).unwrap();
+            let t = Tensor::<f64, (J, I)>::from_vec((J.len(j_len), I.len(i_len)), r.data.clone())
+                .unwrap();
             (t.axes_with_order::<(I, J)>(), r)
         }
         2 => {
@@ -62,7 +63,9 @@ fn binary_ops_broadcast_by_name_against_the_reference() {
         let j = rng.random_range(0..5);
         let (x, rx) = random_view(&mut rng, j);
         let ry = Ref::random(&mut rng, &["J", "K"], 4);
-        let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| (ix[0] * 3 + ix[1]) as f64 + 0.5);
+        let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| {
+            (ix[0] * 3 + ix[1]) as f64 + 0.5
+        });
         let y = tensor_jk(&ry);
         // (I, J) op (J, K) -> (I, J, K)
         let sum: Tensor<f64, (I, J, K)> = (&x + &y).eval().unwrap();
@@ -79,7 +82,10 @@ fn binary_ops_broadcast_by_name_against_the_reference() {
         let other: Tensor<f64, (K, I, J)> = (&x + &y).eval_in().unwrap();
         assert_matches(&other, &rx.zip(&ry, |a, b| a + b));
         // scalars on both sides
-        assert_matches(&(2.0 * &x - 1.0).eval().unwrap(), &rx.map(|v| 2.0 * v - 1.0));
+        assert_matches(
+            &(2.0 * &x - 1.0).eval().unwrap(),
+            &rx.map(|v| 2.0 * v - 1.0),
+        );
         assert_matches(&(-&x).eval().unwrap(), &rx.map(|v| -v));
     }
 }
@@ -88,8 +94,12 @@ fn binary_ops_broadcast_by_name_against_the_reference() {
 fn large_expressions_split_across_threads_match_the_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(31);
     let rx = Ref::random(&mut rng, &["I", "J"], 1).map(|v| v / 7.0);
-    let rx = Ref::build(vec!["I".into(), "J".into()], vec![700, 300], |ix| ((ix[0] * 31 + ix[1] * 17) % 101) as f64 + rx.data.first().copied().unwrap_or(0.0));
-    let ry = Ref::build(vec!["J".into(), "K".into()], vec![300, 2], |ix| (ix[0] % 13) as f64 - ix[1] as f64);
+    let rx = Ref::build(vec!["I".into(), "J".into()], vec![700, 300], |ix| {
+        ((ix[0] * 31 + ix[1] * 17) % 101) as f64 + rx.data.first().copied().unwrap_or(0.0)
+    });
+    let ry = Ref::build(vec!["J".into(), "K".into()], vec![300, 2], |ix| {
+        (ix[0] % 13) as f64 - ix[1] as f64
+    });
     let (x, y) = (tensor_ij(&rx), tensor_jk(&ry));
     let expected = rx.zip(&ry, |a, b| a * 2.0 + b);
     for threads in [1, 2] {
@@ -119,7 +129,16 @@ fn unary_ops_against_std() {
         }
         check!((&x).abs(), rpos);
         check!((&x).square(), rx.map(|v| v * v));
-        check!((&x).signum(), rx.map(|v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 }));
+        check!(
+            (&x).signum(),
+            rx.map(|v| if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                0.0
+            })
+        );
         check!((&x).relu(), rx.map(|v| v.max(0.0)));
         check!((&x).exp(), rx.map(f64::exp));
         check!((&pos + 0.5).ln(), rpos.map(|v| (v + 0.5).ln()));
@@ -145,35 +164,92 @@ fn unary_ops_against_std() {
 #[test]
 fn f32_and_half_precision_ops_within_dtype_tolerance() {
     let data: Vec<f64> = (0..997).map(|k| (k as f64 - 498.0) / 61.0).collect();
-    let r = Ref { names: vec!["I".into()], lens: vec![data.len()], data: data.clone() };
-    let x32 = Tensor::<f32, (I,)>::from_vec(I.len(data.len()), data.iter().map(|&v| v as f32).collect()).unwrap();
+    let r = Ref {
+        names: vec!["I".into()],
+        lens: vec![data.len()],
+        data: data.clone(),
+    };
+    let x32 =
+        Tensor::<f32, (I,)>::from_vec(I.len(data.len()), data.iter().map(|&v| v as f32).collect())
+            .unwrap();
     let eps32 = f32::EPSILON as f64;
     assert_close(&(&x32).exp().eval().unwrap(), &r.map(f64::exp), 8.0 * eps32);
-    assert_close(&(&x32).tanh().eval().unwrap(), &r.map(f64::tanh), 16.0 * eps32);
-    assert_close(&(&x32).sigmoid().eval().unwrap(), &r.map(|v| 1.0 / (1.0 + (-v).exp())), 8.0 * eps32);
-    assert_close(&(&x32).abs().ln().eval().unwrap(), &r.map(|v| v.abs().ln()), 8.0 * eps32);
-    assert_close(&((&x32).tanh() * &x32 + (-&x32).exp()).eval().unwrap(), &r.map(|v| v.tanh() * v + (-v).exp()), 16.0 * eps32);
+    assert_close(
+        &(&x32).tanh().eval().unwrap(),
+        &r.map(f64::tanh),
+        16.0 * eps32,
+    );
+    assert_close(
+        &(&x32).sigmoid().eval().unwrap(),
+        &r.map(|v| 1.0 / (1.0 + (-v).exp())),
+        8.0 * eps32,
+    );
+    assert_close(
+        &(&x32).abs().ln().eval().unwrap(),
+        &r.map(|v| v.abs().ln()),
+        8.0 * eps32,
+    );
+    assert_close(
+        &((&x32).tanh() * &x32 + (-&x32).exp()).eval().unwrap(),
+        &r.map(|v| v.tanh() * v + (-v).exp()),
+        16.0 * eps32,
+    );
     let x16: Tensor<f16, (I,)> = (&x32).cast::<f16>().eval().unwrap();
-    let r16 = Ref { data: x16.to_vec().iter().map(|v| v.to_f64()).collect(), ..r.clone() };
-    assert_close(&(&x16 * &x16).eval().unwrap(), &r16.map(|v| v * v), 2.0 * f16::EPSILON.to_f64());
-    assert_close(&(&x16).exp().eval().unwrap(), &r16.map(f64::exp), 2.0 * f16::EPSILON.to_f64());
+    let r16 = Ref {
+        data: x16.to_vec().iter().map(|v| v.to_f64()).collect(),
+        ..r.clone()
+    };
+    assert_close(
+        &(&x16 * &x16).eval().unwrap(),
+        &r16.map(|v| v * v),
+        2.0 * f16::EPSILON.to_f64(),
+    );
+    assert_close(
+        &(&x16).exp().eval().unwrap(),
+        &r16.map(f64::exp),
+        2.0 * f16::EPSILON.to_f64(),
+    );
     let xb: Tensor<bf16, (I,)> = (&x32).cast::<bf16>().eval().unwrap();
-    let rb = Ref { data: xb.to_vec().iter().map(|v| v.to_f64()).collect(), ..r };
-    assert_close(&(&xb + &xb).eval().unwrap(), &rb.map(|v| v + v), 2.0 * bf16::EPSILON.to_f64());
+    let rb = Ref {
+        data: xb.to_vec().iter().map(|v| v.to_f64()).collect(),
+        ..r
+    };
+    assert_close(
+        &(&xb + &xb).eval().unwrap(),
+        &rb.map(|v| v + v),
+        2.0 * bf16::EPSILON.to_f64(),
+    );
 }
 
 #[test]
 fn integer_ops_wrap_and_never_panic() {
     let x = Tensor::<i32, (I,)>::from_vec(I.len(4), vec![i32::MAX, -7, 0, i32::MIN]).unwrap();
-    assert_eq!((&x + 1).eval().unwrap().to_vec(), [i32::MIN, -6, 1, i32::MIN + 1]);
+    assert_eq!(
+        (&x + 1).eval().unwrap().to_vec(),
+        [i32::MIN, -6, 1, i32::MIN + 1]
+    );
     assert_eq!((&x / 0).eval().unwrap().to_vec(), [0, 0, 0, 0]);
-    assert_eq!((&x / -1).eval().unwrap().to_vec(), [-i32::MAX, 7, 0, i32::MIN]);
-    assert_eq!((&x).abs().eval().unwrap().to_vec(), [i32::MAX, 7, 0, i32::MIN]);
+    assert_eq!(
+        (&x / -1).eval().unwrap().to_vec(),
+        [-i32::MAX, 7, 0, i32::MIN]
+    );
+    assert_eq!(
+        (&x).abs().eval().unwrap().to_vec(),
+        [i32::MAX, 7, 0, i32::MIN]
+    );
     let b = Tensor::<u8, (I,)>::from_vec(I.len(3), vec![250, 3, 0]).unwrap();
     assert_eq!((&b + 10u8).eval().unwrap().to_vec(), [4, 13, 10]);
-    assert_eq!((&b).powi(2).eval().unwrap().to_vec(), [36, 9, 0], "250² wraps to 62500 mod 256");
+    assert_eq!(
+        (&b).powi(2).eval().unwrap().to_vec(),
+        [36, 9, 0],
+        "250² wraps to 62500 mod 256"
+    );
     let l = Tensor::<i64, (I,)>::from_vec(I.len(3), vec![i64::MAX, -1, 5]).unwrap();
-    assert_eq!((&l).cast::<i64>().eval().unwrap().to_vec(), [i64::MAX, -1, 5], "i64 stays exact");
+    assert_eq!(
+        (&l).cast::<i64>().eval().unwrap().to_vec(),
+        [i64::MAX, -1, 5],
+        "i64 stays exact"
+    );
     assert_eq!((&l).cast::<u8>().eval().unwrap().to_vec(), [255, 255, 5]);
 }
 
@@ -187,20 +263,41 @@ fn comparisons_select_and_casts() {
         let y = Tensor::<f64, (J,)>::from_vec(J.len(j), ry.data.clone()).unwrap();
         let as_f = |b: bool| if b { 1.0 } else { 0.0 };
         let gt: Tensor<bool, (I, J)> = (&x).greater(&y).eval().unwrap();
-        assert_matches(&(&gt).cast::<f64>().eval().unwrap(), &rx.zip(&ry, |a, b| as_f(a > b)));
+        assert_matches(
+            &(&gt).cast::<f64>().eval().unwrap(),
+            &rx.zip(&ry, |a, b| as_f(a > b)),
+        );
         for (got, want) in [
-            ((&x).less(&y).cast::<f64>().eval().unwrap(), rx.zip(&ry, |a, b| as_f(a < b))),
-            ((&x).less_equal(&y).cast::<f64>().eval().unwrap(), rx.zip(&ry, |a, b| as_f(a <= b))),
-            ((&x).greater_equal(&y).cast::<f64>().eval().unwrap(), rx.zip(&ry, |a, b| as_f(a >= b))),
-            ((&x).equal(&y).cast::<f64>().eval().unwrap(), rx.zip(&ry, |a, b| as_f(a == b))),
-            ((&x).not_equal(&y).cast::<f64>().eval().unwrap(), rx.zip(&ry, |a, b| as_f(a != b))),
+            (
+                (&x).less(&y).cast::<f64>().eval().unwrap(),
+                rx.zip(&ry, |a, b| as_f(a < b)),
+            ),
+            (
+                (&x).less_equal(&y).cast::<f64>().eval().unwrap(),
+                rx.zip(&ry, |a, b| as_f(a <= b)),
+            ),
+            (
+                (&x).greater_equal(&y).cast::<f64>().eval().unwrap(),
+                rx.zip(&ry, |a, b| as_f(a >= b)),
+            ),
+            (
+                (&x).equal(&y).cast::<f64>().eval().unwrap(),
+                rx.zip(&ry, |a, b| as_f(a == b)),
+            ),
+            (
+                (&x).not_equal(&y).cast::<f64>().eval().unwrap(),
+                rx.zip(&ry, |a, b| as_f(a != b)),
+            ),
         ] {
             assert_matches(&got, &want);
         }
         let s: Tensor<f64, (I, J)> = select(&gt, &x, &y).eval().unwrap();
         assert_matches(&s, &rx.zip(&ry, |a, b| if a > b { a } else { b }));
         let as_int: Tensor<i32, (I, J)> = (&x * 1.5).cast::<i32>().eval().unwrap();
-        assert_matches(&as_int.cast::<f64>().eval().unwrap(), &rx.map(|v| (v * 1.5).trunc()));
+        assert_matches(
+            &as_int.cast::<f64>().eval().unwrap(),
+            &rx.map(|v| (v * 1.5).trunc()),
+        );
     }
 }
 
@@ -210,7 +307,9 @@ fn reductions_over_named_axes_against_the_reference() {
     for _ in 0..100 {
         let j = rng.random_range(1..6);
         let (x, rx) = random_view(&mut rng, j);
-        let ry = Ref::build(vec!["J".into(), "K".into()], vec![j, 3], |ix| (ix[0] + 2 * ix[1]) as f64 - 3.0);
+        let ry = Ref::build(vec!["J".into(), "K".into()], vec![j, 3], |ix| {
+            (ix[0] + 2 * ix[1]) as f64 - 3.0
+        });
         let y = tensor_jk(&ry);
         let e = rx.zip(&ry, |a, b| a * b - 1.0);
         let expr = || &x * &y - 1.0;
@@ -218,11 +317,27 @@ fn reductions_over_named_axes_against_the_reference() {
         assert_close(&by_j, &e.reduce(&["J"], 0.0, |a, b| a + b), 1e-12);
         let by_ik: Tensor<f64, (J,)> = expr().sum::<(K, I)>().unwrap();
         assert_close(&by_ik, &e.reduce(&["I", "K"], 0.0, |a, b| a + b), 1e-12);
-        assert_close(&expr().max_over::<(I,)>().unwrap(), &e.reduce(&["I"], f64::NEG_INFINITY, f64::max), 0.0);
-        assert_close(&expr().min_over::<(J, K)>().unwrap(), &e.reduce(&["J", "K"], f64::INFINITY, f64::min), 0.0);
-        assert_close(&expr().prod::<(K,)>().unwrap(), &e.reduce(&["K"], 1.0, |a, b| a * b), 1e-12);
+        assert_close(
+            &expr().max_over::<(I,)>().unwrap(),
+            &e.reduce(&["I"], f64::NEG_INFINITY, f64::max),
+            0.0,
+        );
+        assert_close(
+            &expr().min_over::<(J, K)>().unwrap(),
+            &e.reduce(&["J", "K"], f64::INFINITY, f64::min),
+            0.0,
+        );
+        assert_close(
+            &expr().prod::<(K,)>().unwrap(),
+            &e.reduce(&["K"], 1.0, |a, b| a * b),
+            1e-12,
+        );
         let n_i = e.lens[e.axis("I")] as f64;
-        assert_close(&expr().mean::<(I,)>().unwrap(), &e.reduce(&["I"], 0.0, |a, b| a + b).map(|s| s / n_i), 1e-12);
+        assert_close(
+            &expr().mean::<(I,)>().unwrap(),
+            &e.reduce(&["I"], 0.0, |a, b| a + b).map(|s| s / n_i),
+            1e-12,
+        );
         let all: f64 = e.data.iter().sum();
         assert!((expr().sum_all().unwrap() - all).abs() <= 1e-9 * all.abs().max(1.0));
         // logsumexp, var, std over K
@@ -230,15 +345,18 @@ fn reductions_over_named_axes_against_the_reference() {
         assert_close(&expr().logsumexp::<(K,)>().unwrap(), &lse, 1e-12);
         let mean_k = e.reduce(&["K"], 0.0, |a, b| a + b).map(|s| s / 3.0);
         let var = Ref::build(mean_k.names.clone(), mean_k.lens.clone(), |ix| {
-            (0..3).map(|k| {
-                let mut full = vec![0; 3];
-                let names = ["I", "J", "K"];
-                for (a, n) in names.iter().enumerate() {
-                    full[e.axis(n)] = if *n == "K" { k } else { ix[mean_k.axis(n)] };
-                    let _ = a;
-                }
-                (e.at(&full) - mean_k.at(ix)).powi(2)
-            }).sum::<f64>() / 3.0
+            (0..3)
+                .map(|k| {
+                    let mut full = vec![0; 3];
+                    let names = ["I", "J", "K"];
+                    for (a, n) in names.iter().enumerate() {
+                        full[e.axis(n)] = if *n == "K" { k } else { ix[mean_k.axis(n)] };
+                        let _ = a;
+                    }
+                    (e.at(&full) - mean_k.at(ix)).powi(2)
+                })
+                .sum::<f64>()
+                / 3.0
         });
         assert_close(&expr().var::<(K,)>().unwrap(), &var, 1e-9);
         assert_close(&expr().std::<(K,)>().unwrap(), &var.map(f64::sqrt), 1e-9);
@@ -248,7 +366,8 @@ fn reductions_over_named_axes_against_the_reference() {
 #[test]
 fn reductions_give_the_same_bits_for_any_thread_count() {
     let n = 1 << 20;
-    let x = Tensor::<f32, (I, J)>::random_uniform((I.len(n / 256), J.len(256)), -1.0, 1.0, 3).unwrap();
+    let x =
+        Tensor::<f32, (I, J)>::random_uniform((I.len(n / 256), J.len(256)), -1.0, 1.0, 3).unwrap();
     let mut results = Vec::new();
     for threads in [1, 2, 3] {
         axes::set_threads(threads).unwrap();
@@ -259,24 +378,52 @@ fn reductions_give_the_same_bits_for_any_thread_count() {
     }
     assert!(results.windows(2).all(|w| w[0] == w[1]));
     // and the sum is accurate: compare with an f64 sum
-    let exact: f64 = x.to_vec().iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    let exact: f64 = x
+        .to_vec()
+        .iter()
+        .map(|&v| f64::from(v) * f64::from(v))
+        .sum();
     let rel = (f64::from(f32::from_bits(results[0].0)) - exact).abs() / exact;
     assert!(rel < 1e-5, "relative error {rel}");
 }
 
 #[test]
 fn nan_and_infinity_through_reductions() {
-    let x = Tensor::<f32, (I,)>::from_vec(I.len(4), vec![1.0, f32::NAN, 3.0, f32::INFINITY]).unwrap();
+    let x =
+        Tensor::<f32, (I,)>::from_vec(I.len(4), vec![1.0, f32::NAN, 3.0, f32::INFINITY]).unwrap();
     assert!((&x).sum_all().unwrap().is_nan());
-    assert!((&x).max_over::<(I,)>().unwrap().to_vec()[0].is_nan(), "max propagates NaN");
-    assert!((&x).min_over::<(I,)>().unwrap().to_vec()[0].is_nan(), "min propagates NaN");
-    let inf = Tensor::<f32, (I,)>::from_vec(I.len(2), vec![f32::NEG_INFINITY, f32::NEG_INFINITY]).unwrap();
-    assert_eq!((&inf).logsumexp::<(I,)>().unwrap().to_vec(), [f32::NEG_INFINITY]);
+    assert!(
+        (&x).max_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
+        "max propagates NaN"
+    );
+    assert!(
+        (&x).min_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
+        "min propagates NaN"
+    );
+    let inf = Tensor::<f32, (I,)>::from_vec(I.len(2), vec![f32::NEG_INFINITY, f32::NEG_INFINITY])
+        .unwrap();
+    assert_eq!(
+        (&inf).logsumexp::<(I,)>().unwrap().to_vec(),
+        [f32::NEG_INFINITY]
+    );
     let empty = Tensor::<f32, (I, J)>::zeros((I.len(0), J.len(2))).unwrap();
     assert_eq!((&empty).sum::<(I,)>().unwrap().to_vec(), [0.0, 0.0]);
-    assert_eq!((&empty).max_over::<(I,)>().unwrap().to_vec(), [f32::NEG_INFINITY; 2]);
-    assert!((&empty).mean::<(I,)>().unwrap().to_vec().iter().all(|v| v.is_nan()));
-    assert!(matches!(argmax::<_, _, I>(&empty), Err(Error::EmptyReduction { .. })));
+    assert_eq!(
+        (&empty).max_over::<(I,)>().unwrap().to_vec(),
+        [f32::NEG_INFINITY; 2]
+    );
+    assert!(
+        (&empty)
+            .mean::<(I,)>()
+            .unwrap()
+            .to_vec()
+            .iter()
+            .all(|v| v.is_nan())
+    );
+    assert!(matches!(
+        argmax::<_, _, I>(&empty),
+        Err(Error::EmptyReduction { .. })
+    ));
 }
 
 #[test]
@@ -288,7 +435,9 @@ fn softmax_log_softmax_and_argmax() {
         let x = (&x * 100.0).eval().unwrap();
         let rx = rx.map(|v| v * 100.0).reorder(&<(I, J)>::names());
         let m = rx.reduce(&["J"], f64::NEG_INFINITY, f64::max);
-        let z = rx.zip(&m, |a, b| (a - b).exp()).reduce(&["J"], 0.0, |a, b| a + b);
+        let z = rx
+            .zip(&m, |a, b| (a - b).exp())
+            .reduce(&["J"], 0.0, |a, b| a + b);
         let p = rx.zip(&m, |a, b| a - b).zip(&z, |a, b| a.exp() / b);
         assert_close(&softmax::<_, _, J>(&x).unwrap(), &p, 1e-12);
         assert_close(&log_softmax::<_, _, J>(&x).unwrap(), &p.map(f64::ln), 1e-9);
@@ -296,8 +445,14 @@ fn softmax_log_softmax_and_argmax() {
         let an: Tensor<i64, (I,)> = argmin::<_, _, J>(&x).unwrap();
         for i in 0..rx.lens[0] {
             let row: Vec<f64> = (0..j).map(|c| rx.at(&[i, c])).collect();
-            let best = row.iter().enumerate().fold(0, |b, (k, &v)| if v > row[b] { k } else { b });
-            let worst = row.iter().enumerate().fold(0, |b, (k, &v)| if v < row[b] { k } else { b });
+            let best = row
+                .iter()
+                .enumerate()
+                .fold(0, |b, (k, &v)| if v > row[b] { k } else { b });
+            let worst = row
+                .iter()
+                .enumerate()
+                .fold(0, |b, (k, &v)| if v < row[b] { k } else { b });
             assert_eq!(am.get(I.at(i)).unwrap(), best as i64);
             assert_eq!(an.get(I.at(i)).unwrap(), worst as i64);
         }
@@ -315,9 +470,16 @@ fn assignment_converts_checks_lengths_and_handles_overlap() {
     let t = x.axes_with_order::<(J, I)>().cast_axes::<(I, J)>().unwrap();
     y.assign(&y.clone() + &t).unwrap();
     assert_eq!(y.to_vec(), [2., 5., 5., 8.]);
-    assert_eq!(x.to_vec(), [1., 2., 3., 4.], "the original keeps its values");
+    assert_eq!(
+        x.to_vec(),
+        [1., 2., 3., 4.],
+        "the original keeps its values"
+    );
     // a destination with a broadcast axis is made contiguous before writing
-    let mut b = Tensor::<f32, (J,)>::ones(J.len(2)).unwrap().broadcast::<(I, J)>(I.len(2)).unwrap();
+    let mut b = Tensor::<f32, (J,)>::ones(J.len(2))
+        .unwrap()
+        .broadcast::<(I, J)>(I.len(2))
+        .unwrap();
     b.assign(&x).unwrap();
     assert_eq!(b.to_vec(), [1., 2., 3., 4.]);
     // lengths are checked
@@ -334,8 +496,18 @@ fn mismatched_lengths_are_errors_naming_the_axis() {
     let x = Tensor::<f32, (I, J)>::zeros((I.len(2), J.len(3))).unwrap();
     let y = Tensor::<f32, (J, K)>::zeros((J.len(4), K.len(1))).unwrap();
     let err = (&x + &y).eval().unwrap_err();
-    assert_eq!(err, Error::LengthMismatch { axis: "J".into(), left: 3, right: 4 });
-    assert!(matches!((&x * &y).sum_all(), Err(Error::LengthMismatch { .. })));
+    assert_eq!(
+        err,
+        Error::LengthMismatch {
+            axis: "J".into(),
+            left: 3,
+            right: 4
+        }
+    );
+    assert!(matches!(
+        (&x * &y).sum_all(),
+        Err(Error::LengthMismatch { .. })
+    ));
 }
 
 #[test]
@@ -343,6 +515,12 @@ fn expressions_describe_themselves_as_ir() {
     let x = Tensor::<f32, (I,)>::zeros(I.len(2)).unwrap();
     let y = Tensor::<f32, (I,)>::zeros(I.len(2)).unwrap();
     let e = ((&x - &y).square() * 0.5).exp();
-    assert_eq!(e.ir().to_string(), "exp(mul(square(sub(leaf0, leaf1)), 0.5))");
-    assert_eq!(select((&x).greater(0.0), &x, -&y).ir().to_string(), "select(gt(leaf0, 0), leaf1, neg(leaf2))");
+    assert_eq!(
+        e.ir().to_string(),
+        "exp(mul(square(sub(leaf0, leaf1)), 0.5))"
+    );
+    assert_eq!(
+        select((&x).greater(0.0), &x, -&y).ir().to_string(),
+        "select(gt(leaf0, 0), leaf1, neg(leaf2))"
+    );
 }

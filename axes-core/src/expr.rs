@@ -25,16 +25,18 @@ mod eval;
 mod ir;
 mod leaf;
 mod nodes;
-mod ops;
 mod operators;
+mod ops;
 mod reduce;
 
+pub use eval::{ExprExt, IntoExpr, Operand, select};
 pub use ir::{Ir, IrNode};
 pub use leaf::LeafEval;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 pub use ops::{BinaryOp, UnaryOp, binary, unary};
-pub use eval::{ExprExt, IntoExpr, Operand, select};
-pub use reduce::{Reduced, Reducible, argmax, argmin, log_softmax, softmax};
+pub use reduce::{
+    MaxOp, MinOp, ProdOp, Reduced, Reducible, SumOp, argmax, argmin, log_softmax, softmax,
+};
 
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;

@@ -113,10 +113,16 @@ impl Layout {
         if self.is_padded() {
             return false;
         }
-        let mut axes: Vec<usize> = (0..self.rank).filter(|&a| self.lens[a] > 1).collect();
-        axes.sort_by_key(|&a| self.strides[a].unsigned_abs());
+        let mut axes = [0usize; MAX_RANK];
+        let mut count = 0;
+        for a in (0..self.rank).filter(|&a| self.lens[a] > 1) {
+            axes[count] = a;
+            count += 1;
+        }
+        let axes = &mut axes[..count];
+        axes.sort_unstable_by_key(|&a| self.strides[a].unsigned_abs());
         let mut reach = 0usize;
-        for a in axes {
+        for &a in axes.iter() {
             let stride = self.strides[a].unsigned_abs();
             if stride <= reach {
                 return false;

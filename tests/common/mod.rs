@@ -37,7 +37,9 @@ impl Ref {
         Ref {
             names: names.iter().map(|n| n.to_string()).collect(),
             lens: lens.to_vec(),
-            data: (0..count).map(|_| rng.random_range(-9..10) as f64).collect(),
+            data: (0..count)
+                .map(|_| rng.random_range(-9..10) as f64)
+                .collect(),
         }
     }
 
@@ -158,7 +160,11 @@ impl Ref {
             }
         }
         let pick = |r: &Ref, ix: &[usize]| -> f64 {
-            let mine: Vec<usize> = r.names.iter().map(|n| ix[names.iter().position(|m| m == n).unwrap()]).collect();
+            let mine: Vec<usize> = r
+                .names
+                .iter()
+                .map(|n| ix[names.iter().position(|m| m == n).unwrap()])
+                .collect();
             r.at(&mine)
         };
         Ref::build(names.clone(), lens, |ix| f(pick(self, ix), pick(other, ix)))
@@ -166,12 +172,17 @@ impl Ref {
 
     /// Element-wise `f`.
     pub fn map(&self, f: impl Fn(f64) -> f64) -> Ref {
-        Ref { data: self.data.iter().map(|&v| f(v)).collect(), ..self.clone() }
+        Ref {
+            data: self.data.iter().map(|&v| f(v)).collect(),
+            ..self.clone()
+        }
     }
 
     /// Folds the axes `over` with `f` from `init`, in index order.
     pub fn reduce(&self, over: &[&str], init: f64, f: impl Fn(f64, f64) -> f64) -> Ref {
-        let kept: Vec<usize> = (0..self.names.len()).filter(|&a| !over.contains(&self.names[a].as_str())).collect();
+        let kept: Vec<usize> = (0..self.names.len())
+            .filter(|&a| !over.contains(&self.names[a].as_str()))
+            .collect();
         let names = kept.iter().map(|&a| self.names[a].clone()).collect();
         let lens: Vec<usize> = kept.iter().map(|&a| self.lens[a]).collect();
         let mut out = Ref::build(names, lens.clone(), |_| init);
@@ -190,7 +201,13 @@ impl Ref {
 pub fn assert_close<T: Element, A: AxisSet>(t: &Tensor<T, A>, r: &Ref, rel: f64) {
     let expected = r.reorder(&A::names());
     assert_eq!(t.lens(), &expected.lens[..], "lengths of {:?}", A::names());
-    for (k, (got, want)) in t.to_vec().into_iter().map(Element::to_f64).zip(&expected.data).enumerate() {
+    for (k, (got, want)) in t
+        .to_vec()
+        .into_iter()
+        .map(Element::to_f64)
+        .zip(&expected.data)
+        .enumerate()
+    {
         let ok = (got.is_nan() && want.is_nan())
             || got == *want
             || (got - want).abs() <= rel * want.abs().max(1.0);
@@ -205,4 +222,3 @@ pub fn assert_matches<A: AxisSet>(t: &Tensor<f64, A>, r: &Ref) {
     assert_eq!(t.lens(), &expected.lens[..], "lengths of {:?}", A::names());
     assert_eq!(t.to_vec(), expected.data, "values of {:?}", A::names());
 }
-

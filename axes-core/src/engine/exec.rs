@@ -1,14 +1,13 @@
 //! The executor: runs a [`Plan`] with a monomorphised chunk evaluator.
 //!
 //! Each task walks the outer axes with an odometer and evaluates the innermost axis in
-//! chunks of [`CHUNK`] elements: the expression's evaluator loads each leaf's chunk (a
+//! chunks (see [`Plan::chunk`]): the expression's evaluator loads each leaf's chunk (a
 //! pointer into the tensor when contiguous, else gathered into a stack buffer), then one
 //! loop computes every element of the chunk and writes or combines it into the destination.
 //! The loop body is the whole expression inlined, so it vectorises; the task body is compiled
 //! three times (baseline x86-64, AVX2+FMA, AVX-512) and the best one the CPU supports is
 //! picked at run time.
 
-use super::CHUNK;
 use super::plan::Plan;
 use super::threads;
 use crate::element::Element;
@@ -36,6 +35,21 @@ pub unsafe trait ChunkEval {
     /// Prepares the chunk of `n` elements starting at `start` on the innermost axis, at
     /// `outer` on the other axes.
     fn load(&mut self, outer: &[usize], start: usize, n: usize);
+    /// Prepares a tile: the rows `rows` of the second-innermost axis (at `outer` on the axes
+    /// before it), positions `start..start + n` of the innermost one. Leaves that read the
+    /// innermost axis with a large stride but the second-innermost one contiguously (a
+    /// transposed operand) copy the tile into a local buffer reading along their contiguous
+    /// axis, so the following `load`s of these rows read from the buffer.
+    #[inline(always)]
+    fn prepare_tile(
+        &mut self,
+        outer: &[usize],
+        rows: std::ops::Range<usize>,
+        start: usize,
+        n: usize,
+    ) {
+        let _ = (outer, rows, start, n);
+    }
     /// Element `i` of the chunk loaded last.
     ///
     /// # Safety
@@ -68,22 +82,26 @@ impl<T: Element> Sink<T> for Assign {
     const REDUCES: bool = false;
 }
 
-/// Combines results into the destination with a reduction operator.
-#[derive(Clone, Copy)]
-pub struct Reduce<T> {
-    /// The operator's identity.
-    pub identity: T,
-    /// The operator.
-    pub op: fn(T, T) -> T,
+/// An associative reduction operator with an identity, as a zero-sized type so the
+/// reduction loop inlines it.
+pub trait ReduceOp<T>: Copy + Send + Sync {
+    /// The identity (`combine(identity, x) == x`).
+    fn identity() -> T;
+    /// Combines two partial results.
+    fn combine(a: T, b: T) -> T;
 }
 
-impl<T: Element> Sink<T> for Reduce<T> {
+/// Combines results into the destination with a reduction operator.
+#[derive(Clone, Copy)]
+pub struct Reduce<Op>(pub Op);
+
+impl<T: Element, Op: ReduceOp<T>> Sink<T> for Reduce<Op> {
     fn identity(self) -> T {
-        self.identity
+        Op::identity()
     }
     #[inline(always)]
     fn combine(self, a: T, b: T) -> T {
-        (self.op)(a, b)
+        Op::combine(a, b)
     }
     const REDUCES: bool = true;
 }
@@ -137,7 +155,9 @@ where
     // The outermost axis is reduced: fixed blocks, each into its own partial destination,
     // combined in block order (the same bits for every thread count).
     let len0 = plan.lens[0];
-    let blocks = (plan.count / BLOCK_MIN_ELEMENTS).clamp(1, MAX_BLOCKS).min(len0);
+    let blocks = (plan.count / BLOCK_MIN_ELEMENTS)
+        .clamp(1, MAX_BLOCKS)
+        .min(len0);
     if blocks == 1 {
         run_task(plan, d, sink, make_eval, 0, len0);
         return;
@@ -147,7 +167,16 @@ where
         .chunks_mut(d.1)
         .map(|p| Dest(p.as_mut_ptr(), p.len()))
         .collect();
-    let block = |b: usize| run_task(plan, partial_dests[b], sink, make_eval, len0 * b / blocks, len0 * (b + 1) / blocks);
+    let block = |b: usize| {
+        run_task(
+            plan,
+            partial_dests[b],
+            sink,
+            make_eval,
+            len0 * b / blocks,
+            len0 * (b + 1) / blocks,
+        )
+    };
     if parallel {
         threads::install(|| {
             rayon::scope(|scope| {
@@ -168,8 +197,14 @@ where
 }
 
 /// Runs the positions `lo..hi` of the outermost axis, picking the widest SIMD the CPU has.
-fn run_task<T, E, S>(plan: &Plan, dest: Dest<T>, sink: S, make_eval: &(dyn Fn() -> E + Sync), lo: usize, hi: usize)
-where
+fn run_task<T, E, S>(
+    plan: &Plan,
+    dest: Dest<T>,
+    sink: S,
+    make_eval: &(dyn Fn() -> E + Sync),
+    lo: usize,
+    hi: usize,
+) where
     T: Element,
     E: ChunkEval<Out = T>,
     S: Sink<T>,
@@ -182,7 +217,8 @@ where
             unsafe { run_task_avx512(plan, dest, sink, &mut eval, lo, hi) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the CPU supports AVX2 and FMA, checked just above.
             unsafe { run_task_avx2(plan, dest, sink, &mut eval, lo, hi) };
             return;
@@ -217,6 +253,97 @@ fn run_task_avx2<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
     run_task_body(plan, dest, sink, eval, lo, hi);
 }
 
+/// Rows of the second-innermost axis evaluated together when an operand is gathered with a
+/// large stride on the innermost axis (a transposed operand): the cache lines and pages it
+/// touches for one chunk are then reused by the next rows instead of being evicted.
+pub const TILE_ROWS: usize = 64;
+
+/// Chunk length in tiled loops: a tile of [`TILE_ROWS`] by this many elements keeps the
+/// strided operand's pages in the first-level TLB and its cache lines in L1.
+pub const TILE_CHUNK: usize = 64;
+
+/// Evaluates one chunk and writes or combines it into the destination starting at `first`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn write_chunk<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
+    dest: Dest<T>,
+    sink: S,
+    eval: &mut E,
+    outer: &[usize],
+    start: usize,
+    n: usize,
+    first: isize,
+    ds: isize,
+) {
+    eval.load(outer, start, n);
+    if ds == 1 {
+        for i in 0..n {
+            // SAFETY: i < n loaded; first + i lies inside the destination buffer because the
+            // destination layout fits it and start + i is below the inner length.
+            unsafe {
+                let p = dest.0.offset(first + i as isize);
+                *p = sink.combine(*p, eval.at(i));
+            }
+        }
+    } else {
+        for i in 0..n {
+            // SAFETY: as above, with the destination's stride.
+            unsafe {
+                let p = dest.0.offset(first + i as isize * ds);
+                *p = sink.combine(*p, eval.at(i));
+            }
+        }
+    }
+}
+
+/// Folds the whole inner range `lo..hi` into the one destination element at `at`, with
+/// [`LANES`] accumulators carried across chunks.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
+    dest: Dest<T>,
+    sink: S,
+    eval: &mut E,
+    outer: &[usize],
+    lo: usize,
+    hi: usize,
+    at: isize,
+    chunk: usize,
+) {
+    let mut lanes = [sink.identity(); LANES];
+    let mut tail = sink.identity();
+    let mut start = lo;
+    while start < hi {
+        let n = chunk.min(hi - start);
+        eval.load(outer, start, n);
+        let full = n / LANES * LANES;
+        for j in (0..full).step_by(LANES) {
+            for (l, lane) in lanes.iter_mut().enumerate() {
+                // SAFETY: j + l < full <= n, loaded just above.
+                *lane = sink.combine(*lane, unsafe { eval.at(j + l) });
+            }
+        }
+        for i in full..n {
+            // SAFETY: i < n.
+            tail = sink.combine(tail, unsafe { eval.at(i) });
+        }
+        start += n;
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            lanes[l] = sink.combine(lanes[l], lanes[l + width]);
+        }
+    }
+    let total = sink.combine(lanes[0], tail);
+    // SAFETY: `at` is a destination position inside its buffer (plan invariant).
+    unsafe {
+        let p = dest.0.offset(at);
+        *p = sink.combine(*p, total);
+    }
+}
+
 #[inline(always)]
 fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
     plan: &Plan,
@@ -239,87 +366,88 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
         return;
     }
     let inner = rank - 1;
-    // The task's range applies to axis 0, which may be the inner axis itself.
-    let (inner_lo, inner_hi) = if inner == 0 { (lo, hi) } else { (0, plan.lens[inner]) };
+    let ds = d.strides[inner];
+    let reduce_inner = S::REDUCES && ds == 0;
+    // Tile when an operand reads the innermost axis with a large stride.
+    let tiled = rank >= 2
+        && !reduce_inner
+        && (1..plan.operands).any(|op| plan.access[op].strides[inner].unsigned_abs() > 1);
+    // The axes walked by the odometer: all but the innermost (and, when tiled, the
+    // second-innermost, which is walked in blocks). The task's range applies to axis 0.
+    let walked = if tiled { inner - 1 } else { inner };
+    let range = |axis: usize| {
+        if axis == 0 {
+            (lo, hi)
+        } else {
+            (0, plan.lens[axis])
+        }
+    };
     let mut index = [0usize; MAX_RANK];
     index[0] = lo;
-    let outer_count: usize = if inner == 0 {
-        1
-    } else {
-        (hi - lo) * plan.lens[1..inner].iter().product::<usize>()
+    let outer_count: usize = (0..walked).map(|a| range(a).1 - range(a).0).product();
+    let position = |index: &[usize]| {
+        d.offset
+            + (0..inner)
+                .map(|a| index[a] as isize * d.strides[a])
+                .sum::<isize>()
     };
-    let ds = d.strides[inner];
     for _ in 0..outer_count {
-        let base = d.offset + (0..inner).map(|a| index[a] as isize * d.strides[a]).sum::<isize>();
-        if S::REDUCES && ds == 0 {
-            // The whole inner range combines into one destination element, with LANES
-            // accumulators carried across chunks.
-            let mut lanes = [sink.identity(); LANES];
-            let mut tail = sink.identity();
-            let mut start = inner_lo;
-            while start < inner_hi {
-                let n = CHUNK.min(inner_hi - start);
-                eval.load(&index[..inner], start, n);
-                let full = n / LANES * LANES;
-                for j in (0..full).step_by(LANES) {
-                    for (l, lane) in lanes.iter_mut().enumerate() {
-                        // SAFETY: j + l < full <= n, loaded just above.
-                        *lane = sink.combine(*lane, unsafe { eval.at(j + l) });
+        let (inner_lo, inner_hi) = range(inner);
+        if tiled {
+            let mid = inner - 1;
+            let (mid_lo, mid_hi) = range(mid);
+            let mut block = mid_lo;
+            while block < mid_hi {
+                let block_end = (block + TILE_ROWS).min(mid_hi);
+                let mut start = inner_lo;
+                while start < inner_hi {
+                    let n = TILE_CHUNK.min(plan.chunk).min(inner_hi - start);
+                    eval.prepare_tile(&index[..mid], block..block_end, start, n);
+                    for m in block..block_end {
+                        index[mid] = m;
+                        let first = position(&index) + start as isize * ds;
+                        write_chunk(dest, sink, eval, &index[..inner], start, n, first, ds);
                     }
+                    start += n;
                 }
-                for i in full..n {
-                    // SAFETY: i < n.
-                    tail = sink.combine(tail, unsafe { eval.at(i) });
-                }
-                start += n;
+                block = block_end;
             }
-            let mut width = LANES;
-            while width > 1 {
-                width /= 2;
-                for l in 0..width {
-                    lanes[l] = sink.combine(lanes[l], lanes[l + width]);
-                }
-            }
-            let total = sink.combine(lanes[0], tail);
-            // SAFETY: `base` is a destination position inside its buffer (plan invariant).
-            unsafe {
-                let p = dest.0.offset(base);
-                *p = sink.combine(*p, total);
-            }
+        } else if reduce_inner {
+            reduce_row(
+                dest,
+                sink,
+                eval,
+                &index[..inner],
+                inner_lo,
+                inner_hi,
+                position(&index),
+                plan.chunk,
+            );
         } else {
+            let base = position(&index);
             let mut start = inner_lo;
             while start < inner_hi {
-                let n = CHUNK.min(inner_hi - start);
-                eval.load(&index[..inner], start, n);
-                let first = base + start as isize * ds;
-                if ds == 1 {
-                    for i in 0..n {
-                        // SAFETY: i < n loaded; first + i lies inside the destination buffer
-                        // because the destination layout fits it and start + i < its length.
-                        unsafe {
-                            let p = dest.0.offset(first + i as isize);
-                            *p = sink.combine(*p, eval.at(i));
-                        }
-                    }
-                } else {
-                    for i in 0..n {
-                        // SAFETY: as above, with the destination's stride.
-                        unsafe {
-                            let p = dest.0.offset(first + i as isize * ds);
-                            *p = sink.combine(*p, eval.at(i));
-                        }
-                    }
-                }
+                let n = plan.chunk.min(inner_hi - start);
+                write_chunk(
+                    dest,
+                    sink,
+                    eval,
+                    &index[..inner],
+                    start,
+                    n,
+                    base + start as isize * ds,
+                    ds,
+                );
                 start += n;
             }
         }
-        // Odometer over axes 0..inner.
-        for a in (0..inner).rev() {
+        // Odometer over the walked axes.
+        for a in (0..walked).rev() {
             index[a] += 1;
-            if index[a] < plan.lens[a] || a == 0 {
+            if index[a] < range(a).1 || a == 0 {
                 break;
             }
-            index[a] = 0;
+            index[a] = range(a).0;
         }
     }
 }

@@ -3,12 +3,13 @@
 use std::any::TypeId;
 use std::borrow::Cow;
 
+use super::CHUNK;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::MAX_RANK;
 
 /// The most operands (destination included) one fused evaluation takes.
-pub const MAX_OPERANDS: usize = 32;
+pub const MAX_OPERANDS: usize = 16;
 
 /// How a leaf of an expression sees its tensor, for planning.
 #[derive(Clone, Copy)]
@@ -50,7 +51,14 @@ pub struct Plan {
     pub operands: usize,
     /// Total number of iterations.
     pub count: usize,
+    /// Elements per chunk of the innermost axis: [`CHUNK`] when some leaf is gathered into
+    /// a stack buffer, longer when every leaf is read in place.
+    pub chunk: usize,
 }
+
+/// Chunk length when every leaf reads its innermost axis in place (stride 1): long chunks
+/// make the per-chunk cost negligible.
+pub const LONG_CHUNK: usize = 8192;
 
 impl Plan {
     /// Plans the iteration space `out` (the destination's axes, in its layout's order) then
@@ -60,26 +68,39 @@ impl Plan {
     /// checked); `None` plans for a fresh row-major destination in `out`'s order.
     pub fn new(
         out: &[TypeId],
-        out_names: &[Cow<'static, str>],
+        out_names: &dyn Fn() -> Vec<Cow<'static, str>>,
         reduced: &[TypeId],
         dest: Option<&Layout>,
         leaves: &[LeafLayout],
-    ) -> Result<(Plan, Layout)> {
-        let space: Vec<TypeId> = out.iter().chain(reduced).copied().collect();
-        let rank = space.len();
-        assert!(leaves.len() < MAX_OPERANDS, "at most {} leaves in one expression", MAX_OPERANDS - 1);
+    ) -> Result<(Box<Plan>, Layout)> {
+        let rank = out.len() + reduced.len();
+        assert!(
+            rank <= MAX_RANK,
+            "at most {MAX_RANK} axes in one evaluation"
+        );
+        let mut space_ids = [TypeId::of::<()>(); MAX_RANK];
+        space_ids[..out.len()].copy_from_slice(out);
+        space_ids[out.len()..rank].copy_from_slice(reduced);
+        let space = &space_ids[..rank];
+        assert!(
+            leaves.len() < MAX_OPERANDS,
+            "at most {} leaves in one expression",
+            MAX_OPERANDS - 1
+        );
         // Lengths, from the leaves; a shared axis must agree.
         let mut lens: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
         for leaf in leaves {
-            let names = (leaf.names)();
             for (axis, id) in leaf.ids[..leaf.layout.rank()].iter().enumerate() {
-                let s = space.iter().position(|x| x == id).expect("every leaf axis is in the space");
+                let s = space
+                    .iter()
+                    .position(|x| x == id)
+                    .expect("every leaf axis is in the space");
                 let len = leaf.layout.lens()[axis];
                 match lens[s] {
                     None => lens[s] = Some(len),
                     Some(known) if known != len => {
                         return Err(Error::LengthMismatch {
-                            axis: names[axis].to_string(),
+                            axis: (leaf.names)()[axis].to_string(),
                             left: known,
                             right: len,
                         });
@@ -88,13 +109,17 @@ impl Plan {
                 }
             }
         }
-        let lens: Vec<usize> = lens[..rank].iter().map(|l| l.unwrap_or(1)).collect();
+        let mut known = [1usize; MAX_RANK];
+        for (k, l) in known.iter_mut().zip(&lens[..rank]) {
+            *k = l.unwrap_or(1);
+        }
+        let lens = &known[..rank];
         let dest_layout = match dest {
             Some(layout) => {
-                for (axis, (&mine, &expr)) in layout.lens().iter().zip(&lens).enumerate() {
+                for (axis, (&mine, &expr)) in layout.lens().iter().zip(lens).enumerate() {
                     if mine != expr {
                         return Err(Error::LengthMismatch {
-                            axis: out_names[axis].to_string(),
+                            axis: out_names()[axis].to_string(),
                             left: mine,
                             right: expr,
                         });
@@ -128,15 +153,24 @@ impl Plan {
             access[k + 1] = full(&leaf.layout, &leaf.ids[..leaf.layout.rank()]);
         }
         let operands = leaves.len() + 1;
-        let mut plan = Plan {
+        // Boxed: the plan is a few KiB, and is built once and only read afterwards.
+        let mut plan = Box::new(Plan {
             rank,
             lens: [1; MAX_RANK],
             access,
             operands,
             count: lens.iter().product(),
-        };
-        plan.lens[..rank].copy_from_slice(&lens);
+            chunk: CHUNK,
+        });
+        plan.lens[..rank].copy_from_slice(lens);
         plan.canonicalise();
+        let in_place = plan.rank > 0
+            && plan.access[1..operands]
+                .iter()
+                .all(|leaf| !leaf.padded && leaf.strides[plan.rank - 1] == 1);
+        if in_place {
+            plan.chunk = LONG_CHUNK;
+        }
         Ok((plan, dest_layout))
     }
 
@@ -145,20 +179,25 @@ impl Plan {
     }
 
     fn padded_on(&self, axis: usize) -> bool {
-        self.ops().iter().any(|a| a.stored[axis] != self.lens[axis] || a.pad_before[axis] != 0)
+        self.ops()
+            .iter()
+            .any(|a| a.stored[axis] != self.lens[axis] || a.pad_before[axis] != 0)
     }
 
     /// Keeps only the axes in `keep`, in that order.
     fn select(&mut self, keep: &[usize]) {
-        let old = self.clone();
+        let lens = self.lens;
         self.rank = keep.len();
         for (to, &from) in keep.iter().enumerate() {
-            self.lens[to] = old.lens[from];
-            for op in 0..self.operands {
-                let (src, dst) = (&old.access[op], &mut self.access[op]);
-                dst.strides[to] = src.strides[from];
-                dst.pad_before[to] = src.pad_before[from];
-                dst.stored[to] = src.stored[from];
+            self.lens[to] = lens[from];
+        }
+        for op in 0..self.operands {
+            let old = self.access[op];
+            let dst = &mut self.access[op];
+            for (to, &from) in keep.iter().enumerate() {
+                dst.strides[to] = old.strides[from];
+                dst.pad_before[to] = old.pad_before[from];
+                dst.stored[to] = old.stored[from];
             }
         }
     }
@@ -170,16 +209,30 @@ impl Plan {
             return;
         }
         // Drop length-1 axes (unless padded: a padded length-1 axis may read padding).
-        let keep: Vec<usize> = (0..self.rank).filter(|&a| self.lens[a] != 1 || self.padded_on(a)).collect();
-        self.select(&keep);
+        let mut keep = [0usize; MAX_RANK];
+        let mut kept = 0;
+        for a in 0..self.rank {
+            if self.lens[a] != 1 || self.padded_on(a) {
+                keep[kept] = a;
+                kept += 1;
+            }
+        }
+        self.select(&keep[..kept]);
         // Order by the sum of |stride| over operands, largest outermost (a stable sort keeps
         // the destination's order on ties).
         let weight = |plan: &Plan, a: usize| -> u128 {
-            plan.ops().iter().map(|op| op.strides[a].unsigned_abs() as u128).sum()
+            plan.ops()
+                .iter()
+                .map(|op| op.strides[a].unsigned_abs() as u128)
+                .sum()
         };
-        let mut order: Vec<usize> = (0..self.rank).collect();
-        order.sort_by(|&a, &b| weight(self, b).cmp(&weight(self, a)));
-        self.select(&order);
+        let mut order = [0usize; MAX_RANK];
+        for (a, slot) in order.iter_mut().enumerate() {
+            *slot = a;
+        }
+        let rank = self.rank;
+        order[..rank].sort_by_key(|&a| std::cmp::Reverse(weight(self, a)));
+        self.select(&order[..rank]);
         // Merge an axis into the next inner one when every operand steps over the inner
         // axis exactly into the outer one.
         let mut axis = 0;
@@ -193,8 +246,11 @@ impl Plan {
                     .all(|op| op.strides[outer] == op.strides[inner] * self.lens[inner] as isize);
             if mergeable {
                 let len = self.lens[outer] * self.lens[inner];
-                let keep: Vec<usize> = (0..self.rank).filter(|&a| a != outer).collect();
-                self.select(&keep);
+                let mut keep = [0usize; MAX_RANK];
+                for (k, slot) in keep.iter_mut().enumerate().take(self.rank - 1) {
+                    *slot = if k < outer { k } else { k + 1 };
+                }
+                self.select(&keep[..self.rank - 1]);
                 self.lens[axis] = len;
                 for op in 0..self.operands {
                     self.access[op].stored[axis] = len;

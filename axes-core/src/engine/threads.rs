@@ -17,7 +17,9 @@ static POOL: RwLock<Option<Arc<ThreadPool>>> = RwLock::new(None);
 /// axes::set_threads(2).unwrap();
 /// ```
 pub fn set_threads(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()?;
     *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(pool));
     Ok(())
 }

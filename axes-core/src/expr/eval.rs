@@ -90,7 +90,11 @@ scalar_operand!(f32, f64, f16, bf16, i32, i64, u8, bool);
 /// assert_eq!(y.to_vec(), [0., 0., 2.]);
 /// # Ok::<(), axes::Error>(())
 /// ```
-pub fn select<C, A, B>(cond: C, a: A, b: B) -> Select<<A::Expr as Expr>::Elem, C::Expr, A::Expr, B::Expr>
+pub fn select<C, A, B>(
+    cond: C,
+    a: A,
+    b: B,
+) -> Select<<A::Expr as Expr>::Elem, C::Expr, A::Expr, B::Expr>
 where
     C: IntoExpr,
     A: IntoExpr,
@@ -108,7 +112,11 @@ pub trait ExprExt: Expr {
     }
 
     /// Applies a binary operator with `other`.
-    fn binary<R: Operand<Self::Elem>, Op: super::BinaryOp<Self::Elem>>(self, other: R, op: Op) -> Binary<Op::Out, Self, R::Expr, Op> {
+    fn binary<R: Operand<Self::Elem>, Op: super::BinaryOp<Self::Elem>>(
+        self,
+        other: R,
+        op: Op,
+    ) -> Binary<Op::Out, Self, R::Expr, Op> {
         Binary::new(self, other.into_operand(), op)
     }
 
@@ -148,7 +156,11 @@ pub trait ExprExt: Expr {
         self.unary(unary::Powi(n))
     }
     /// min(max(x, low), high)
-    fn clamp(self, low: Self::Elem, high: Self::Elem) -> Unary<Self::Elem, Self, unary::Clamp<Self::Elem>>
+    fn clamp(
+        self,
+        low: Self::Elem,
+        high: Self::Elem,
+    ) -> Unary<Self::Elem, Self, unary::Clamp<Self::Elem>>
     where
         Self::Elem: Num,
     {
@@ -265,7 +277,10 @@ pub trait ExprExt: Expr {
         self.binary(other, binary::Equal)
     }
     /// `self != other`, element-wise.
-    fn not_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::NotEqual> {
+    fn not_equal<R: Operand<Self::Elem>>(
+        self,
+        other: R,
+    ) -> Binary<bool, Self, R::Expr, binary::NotEqual> {
         self.binary(other, binary::NotEqual)
     }
     /// `self < other`, element-wise.
@@ -273,15 +288,24 @@ pub trait ExprExt: Expr {
         self.binary(other, binary::Less)
     }
     /// `self <= other`, element-wise.
-    fn less_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::LessEqual> {
+    fn less_equal<R: Operand<Self::Elem>>(
+        self,
+        other: R,
+    ) -> Binary<bool, Self, R::Expr, binary::LessEqual> {
         self.binary(other, binary::LessEqual)
     }
     /// `self > other`, element-wise.
-    fn greater<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Greater> {
+    fn greater<R: Operand<Self::Elem>>(
+        self,
+        other: R,
+    ) -> Binary<bool, Self, R::Expr, binary::Greater> {
         self.binary(other, binary::Greater)
     }
     /// `self >= other`, element-wise.
-    fn greater_equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::GreaterEqual> {
+    fn greater_equal<R: Operand<Self::Elem>>(
+        self,
+        other: R,
+    ) -> Binary<bool, Self, R::Expr, binary::GreaterEqual> {
         self.binary(other, binary::GreaterEqual)
     }
     /// `self * b + c`
@@ -294,7 +318,11 @@ pub trait ExprExt: Expr {
     where
         Self::Elem: Num,
     {
-        Binary::new(Binary::new(self, b.into_operand(), binary::Mul), c.into_operand(), binary::Add)
+        Binary::new(
+            Binary::new(self, b.into_operand(), binary::Mul),
+            c.into_operand(),
+            binary::Add,
+        )
     }
     /// Converts every element to `U` ([`Element::cast`]).
     fn cast<U: Element>(self) -> Cast<Self, U> {
@@ -333,7 +361,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        reduce::reduce::<Self, Over>(&self, reduce::sum_sink())
+        reduce::reduce::<Self, Over, _>(&self, reduce::sum_sink())
     }
 
     /// The product over the axes `Over`.
@@ -342,7 +370,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        reduce::reduce::<Self, Over>(&self, reduce::prod_sink())
+        reduce::reduce::<Self, Over, _>(&self, reduce::prod_sink())
     }
 
     /// The largest element over the axes `Over` (NaN if any is NaN; the lowest value of the
@@ -352,7 +380,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        reduce::reduce::<Self, Over>(&self, reduce::max_sink())
+        reduce::reduce::<Self, Over, _>(&self, reduce::max_sink())
     }
 
     /// The smallest element over the axes `Over` (NaN if any is NaN).
@@ -361,7 +389,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        reduce::reduce::<Self, Over>(&self, reduce::min_sink())
+        reduce::reduce::<Self, Over, _>(&self, reduce::min_sink())
     }
 
     /// The mean over the axes `Over` (NaN for floats over an empty axis; integer means
@@ -416,7 +444,7 @@ pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
     let mut leaves = Vec::new();
     expr.operands(&mut leaves);
     let ids = O::type_ids();
-    let (plan, layout) = Plan::new(&ids[..O::RANK], &O::names(), reduced, None, &leaves)?;
+    let (plan, layout) = Plan::new(&ids[..O::RANK], &O::names, reduced, None, &leaves)?;
     let count = layout.element_count().unwrap_or(0);
     Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
     let mut data = vec![init; count];
@@ -425,7 +453,8 @@ pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
         expr.evaluator(&plan, &mut next)
     };
     exec::run(&plan, &mut data, sink, &make);
-    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh row-major layout fits its buffer"))
+    Ok(Tensor::from_parts(Storage::new(data), layout)
+        .expect("a fresh row-major layout fits its buffer"))
 }
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
@@ -459,7 +488,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// Evaluates `expr` and combines it into this tensor with `sink`.
-    pub(crate) fn run_into<E: Expr<Elem = T>, S: Sink<T>>(&mut self, expr: &E, sink: S) -> Result<()>
+    pub(crate) fn run_into<E: Expr<Elem = T>, S: Sink<T>>(
+        &mut self,
+        expr: &E,
+        sink: S,
+    ) -> Result<()>
     where
         E::Axes: SameAxes<A>,
     {
@@ -469,7 +502,13 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let mut leaves = Vec::new();
         expr.operands(&mut leaves);
         let ids = A::type_ids();
-        let (plan, _) = Plan::new(&ids[..A::RANK], &A::names(), &[], Some(self.layout()), &leaves)?;
+        let (plan, _) = Plan::new(
+            &ids[..A::RANK],
+            &A::names,
+            &[],
+            Some(self.layout()),
+            &leaves,
+        )?;
         let data = self.storage_mut().make_mut();
         let make = || {
             let mut next = 0;

@@ -1,5 +1,6 @@
 //! Tensors as the leaves of expressions, and their chunk evaluator.
 
+use std::ops::Range;
 use std::ptr;
 
 use super::{Expr, Ir};
@@ -17,7 +18,14 @@ pub struct LeafEval<'a, T: Element> {
     access: Access,
     rank: usize,
     current: *const T,
-    scratch: [T; CHUNK],
+    /// Gathered chunks; allocated on the first gather, so in-place leaves cost nothing.
+    scratch: Vec<T>,
+    /// A transposed tile (see `prepare_tile`): rows `tile_rows`, chunk at `tile_start` of
+    /// `tile_n` elements, row-major.
+    tile: Vec<T>,
+    tile_rows: Range<usize>,
+    tile_start: usize,
+    tile_n: usize,
 }
 
 impl<'a, T: Element> LeafEval<'a, T> {
@@ -27,7 +35,17 @@ impl<'a, T: Element> LeafEval<'a, T> {
             access: plan.access[leaf + 1],
             rank: plan.rank,
             current: ptr::null(),
-            scratch: [T::zero(); CHUNK],
+            scratch: Vec::new(),
+            tile: Vec::new(),
+            tile_rows: 0..0,
+            tile_start: 0,
+            tile_n: 0,
+        }
+    }
+
+    fn ensure_scratch(&mut self) {
+        if self.scratch.is_empty() {
+            self.scratch = vec![T::zero(); CHUNK];
         }
     }
 
@@ -40,6 +58,11 @@ impl<'a, T: Element> LeafEval<'a, T> {
     /// Gathers a chunk of a padded operand element by element.
     #[cold]
     fn load_padded(&mut self, outer: &[usize], start: usize, n: usize) {
+        assert!(
+            n <= CHUNK,
+            "the plan keeps gathered chunks within the scratch buffer"
+        );
+        self.ensure_scratch();
         let a = &self.access;
         let inner = self.rank - 1;
         let stored = |axis: usize, i: usize| i.wrapping_sub(a.pad_before[axis]) < a.stored[axis];
@@ -61,14 +84,15 @@ impl<'a, T: Element> LeafEval<'a, T> {
 }
 
 // SAFETY: `load` leaves `current` pointing at `n` readable elements: a subslice of `data`
-// (bounds-checked) or the first `n <= CHUNK` elements of `scratch`.
+// (bounds-checked), the first `n <= CHUNK` elements of `scratch` (CHUNK long once used), or
+// a row of `tile`.
 unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
     type Out = T;
 
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
-        debug_assert!(n <= CHUNK);
         if self.rank == 0 {
+            self.ensure_scratch();
             self.scratch[0] = self.read(self.access.offset);
             self.current = self.scratch.as_ptr();
             return;
@@ -79,6 +103,14 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         }
         let a = &self.access;
         let inner = self.rank - 1;
+        if !self.tile_rows.is_empty() && start == self.tile_start && n == self.tile_n {
+            let row = outer[inner - 1];
+            if self.tile_rows.contains(&row) {
+                // SAFETY: the tile holds tile_rows.len() rows of tile_n elements.
+                self.current = unsafe { self.tile.as_ptr().add((row - self.tile_rows.start) * n) };
+                return;
+            }
+        }
         let mut base = a.offset;
         for (axis, &i) in outer.iter().enumerate() {
             base += i as isize * a.strides[axis];
@@ -88,17 +120,94 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         match stride {
             1 => self.current = self.data[first as usize..first as usize + n].as_ptr(),
             0 => {
+                assert!(
+                    n <= CHUNK,
+                    "the plan keeps gathered chunks within the scratch buffer"
+                );
+                self.ensure_scratch();
                 let value = self.read(first);
                 self.scratch[..n].fill(value);
                 self.current = self.scratch.as_ptr();
             }
             _ => {
+                assert!(
+                    n <= CHUNK,
+                    "the plan keeps gathered chunks within the scratch buffer"
+                );
+                self.ensure_scratch();
+                // The positions are monotone in k: checking both ends checks them all.
+                let last = first + (n as isize - 1) * stride;
+                let in_range = |p: isize| p >= 0 && (p as usize) < self.data.len();
+                assert!(
+                    n == 0 || (in_range(first) && in_range(last)),
+                    "chunk outside its buffer"
+                );
                 for k in 0..n {
-                    self.scratch[k] = self.read(first + k as isize * stride);
+                    // SAFETY: first + k*stride lies between first and last, both checked above.
+                    self.scratch[k] =
+                        unsafe { *self.data.as_ptr().offset(first + k as isize * stride) };
                 }
                 self.current = self.scratch.as_ptr();
             }
         }
+    }
+
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        let a = &self.access;
+        let inner = self.rank - 1;
+        let mid = inner - 1;
+        let (along, across) = (a.strides[mid], a.strides[inner]);
+        // Only a leaf that is contiguous across rows and strided along them gains.
+        if a.padded
+            || along.unsigned_abs() != 1
+            || across.unsigned_abs() <= 1
+            || n == 0
+            || rows.is_empty()
+        {
+            self.tile_rows = 0..0;
+            return;
+        }
+        let mut base = a.offset;
+        for (axis, &i) in outer.iter().enumerate() {
+            base += i as isize * a.strides[axis];
+        }
+        base += rows.start as isize * along + start as isize * across;
+        let count = rows.len();
+        // Check the tile's corners: every position lies between them.
+        let corners = [
+            base,
+            base + (count as isize - 1) * along + (n as isize - 1) * across,
+        ];
+        let reach_lo = corners
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(0)
+            .min(base + (count as isize - 1) * along)
+            .min(base + (n as isize - 1) * across);
+        let reach_hi = corners
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(base + (count as isize - 1) * along)
+            .max(base + (n as isize - 1) * across);
+        assert!(
+            reach_lo >= 0 && (reach_hi as usize) < self.data.len(),
+            "tile outside its buffer"
+        );
+        self.tile.resize(count * n, T::zero());
+        let data = self.data.as_ptr();
+        for k in 0..n {
+            let column = base + k as isize * across;
+            for r in 0..count {
+                // SAFETY: the position lies within the tile's reach, checked above.
+                self.tile[r * n + k] = unsafe { *data.offset(column + r as isize * along) };
+            }
+        }
+        self.tile_rows = rows;
+        self.tile_start = start;
+        self.tile_n = n;
     }
 
     #[inline(always)]

@@ -1,6 +1,7 @@
 //! The nodes of an expression tree and their chunk evaluators.
 
 use std::marker::PhantomData;
+use std::ops::Range;
 
 use super::ops::{BinaryOp, UnaryOp};
 use super::{Expr, Ir, IrNode};
@@ -35,7 +36,7 @@ impl<T: Element> Expr for Scalar<T> {
     where
         Self: 'a;
     fn operands(&self, _: &mut Vec<LeafLayout>) {}
-    fn evaluator<'a>(&'a self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
+    fn evaluator(&self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
         ScalarEval(self.0)
     }
     fn describe(&self, ir: &mut Ir) -> usize {
@@ -73,6 +74,10 @@ unsafe impl<E: ChunkEval, Op: UnaryOp<E::Out>> ChunkEval for UnaryEval<E, Op> {
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
         self.inner.load(outer, start, n);
+    }
+    #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.inner.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> Op::Out {
@@ -132,12 +137,19 @@ pub struct BinaryEval<L, R, Op> {
 }
 
 // SAFETY: forwards to both evaluators with the same index.
-unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryOp<L::Out>> ChunkEval for BinaryEval<L, R, Op> {
+unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryOp<L::Out>> ChunkEval
+    for BinaryEval<L, R, Op>
+{
     type Out = Op::Out;
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
         self.left.load(outer, start, n);
         self.right.load(outer, start, n);
+    }
+    #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.left.prepare_tile(outer, rows.clone(), start, n);
+        self.right.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> Op::Out {
@@ -208,13 +220,21 @@ pub struct SelectEval<C, A, B> {
 }
 
 // SAFETY: forwards to the three evaluators with the same index.
-unsafe impl<C: ChunkEval<Out = bool>, A: ChunkEval, B: ChunkEval<Out = A::Out>> ChunkEval for SelectEval<C, A, B> {
+unsafe impl<C: ChunkEval<Out = bool>, A: ChunkEval, B: ChunkEval<Out = A::Out>> ChunkEval
+    for SelectEval<C, A, B>
+{
     type Out = A::Out;
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
         self.cond.load(outer, start, n);
         self.a.load(outer, start, n);
         self.b.load(outer, start, n);
+    }
+    #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.cond.prepare_tile(outer, rows.clone(), start, n);
+        self.a.prepare_tile(outer, rows.clone(), start, n);
+        self.b.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> A::Out {
@@ -289,6 +309,10 @@ unsafe impl<E: ChunkEval, U: Element> ChunkEval for CastEval<E, U> {
         self.0.load(outer, start, n);
     }
     #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.0.prepare_tile(outer, rows, start, n);
+    }
+    #[inline(always)]
     unsafe fn at(&self, i: usize) -> U {
         // SAFETY: same contract as ours.
         unsafe { self.0.at(i) }.cast()
@@ -341,6 +365,10 @@ unsafe impl<E: ChunkEval, U: Element, F: Fn(E::Out) -> U> ChunkEval for MapEval<
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
         self.0.load(outer, start, n);
+    }
+    #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.0.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> U {

@@ -4,12 +4,12 @@
 use std::any::TypeId;
 
 use super::Expr;
+use super::eval::{ExprExt, evaluate};
 use super::nodes::Scalar;
 use super::ops::binary;
-use super::eval::{ExprExt, evaluate};
 use crate::axis::Axis;
 use crate::element::Element;
-use crate::engine::exec::{self, Reduce};
+use crate::engine::exec::{self, Reduce, ReduceOp};
 use crate::engine::plan::Plan;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -26,41 +26,61 @@ pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
 
 impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
 
-pub(crate) fn sum_sink<T: Num>() -> Reduce<T> {
-    Reduce {
-        identity: T::zero(),
-        op: T::add,
-    }
+macro_rules! reduce_ops {
+    ($($(#[$doc:meta])* $name:ident: $identity:expr, $combine:path;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+        impl<T: Num> ReduceOp<T> for $name {
+            #[inline(always)]
+            fn identity() -> T {
+                $identity
+            }
+            #[inline(always)]
+            fn combine(a: T, b: T) -> T {
+                $combine(a, b)
+            }
+        }
+    )*};
 }
 
-pub(crate) fn prod_sink<T: Num>() -> Reduce<T> {
-    Reduce {
-        identity: T::one(),
-        op: T::mul,
-    }
+reduce_ops! {
+    /// Sum.
+    SumOp: T::zero(), Num::add;
+    /// Product.
+    ProdOp: T::one(), Num::mul;
+    /// Maximum (NaN-propagating).
+    MaxOp: T::lowest(), Num::max;
+    /// Minimum (NaN-propagating).
+    MinOp: T::highest(), Num::min;
 }
 
-pub(crate) fn max_sink<T: Num>() -> Reduce<T> {
-    Reduce {
-        identity: T::lowest(),
-        op: T::max,
-    }
+pub(crate) fn sum_sink() -> Reduce<SumOp> {
+    Reduce(SumOp)
 }
 
-pub(crate) fn min_sink<T: Num>() -> Reduce<T> {
-    Reduce {
-        identity: T::highest(),
-        op: T::min,
-    }
+pub(crate) fn prod_sink() -> Reduce<ProdOp> {
+    Reduce(ProdOp)
+}
+
+pub(crate) fn max_sink() -> Reduce<MaxOp> {
+    Reduce(MaxOp)
+}
+
+pub(crate) fn min_sink() -> Reduce<MinOp> {
+    Reduce(MinOp)
 }
 
 /// Reduces `expr` over `Over` into a fresh tensor of the remaining axes.
-pub(crate) fn reduce<E: Expr, Over: AxisSet>(expr: &E, sink: Reduce<E::Elem>) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceOp<E::Elem>>(
+    expr: &E,
+    sink: Reduce<Op>,
+) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
 where
     E::Axes: Reducible<Over>,
 {
     let over = Over::type_ids();
-    evaluate(expr, &over[..Over::RANK], sink, sink.identity)
+    evaluate(expr, &over[..Over::RANK], sink, Op::identity())
 }
 
 /// The sum of every element of `expr`.
@@ -69,8 +89,8 @@ where
     E::Elem: Num,
 {
     let all = E::Axes::type_ids();
-    let sink = sum_sink();
-    let total: Tensor<E::Elem, ()> = evaluate(expr, &all[..E::Axes::RANK], sink, sink.identity)?;
+    let total: Tensor<E::Elem, ()> =
+        evaluate(expr, &all[..E::Axes::RANK], sum_sink(), E::Elem::zero())?;
     Ok(total.to_vec()[0])
 }
 
@@ -83,7 +103,9 @@ fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
             leaves
                 .iter()
                 .find_map(|leaf| {
-                    let axis = leaf.ids[..leaf.layout.rank()].iter().position(|x| x == id)?;
+                    let axis = leaf.ids[..leaf.layout.rank()]
+                        .iter()
+                        .position(|x| x == id)?;
                     Some(leaf.layout.lens()[axis])
                 })
                 .unwrap_or(1)
@@ -94,16 +116,22 @@ fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
 /// Reduces `expr` over the axes `over` and views the result with the expression's own axes,
 /// the reduced ones kept with stride 0 (a keep-dims reduction): it combines with the input
 /// element-wise with no further type-level bound.
-pub(crate) fn reduce_keep<E: Expr>(expr: &E, over: &[TypeId], sink: Reduce<E::Elem>) -> Result<Tensor<E::Elem, E::Axes>> {
+pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
+    expr: &E,
+    over: &[TypeId],
+    sink: Reduce<Op>,
+) -> Result<Tensor<E::Elem, E::Axes>> {
     let all = E::Axes::type_ids();
     let names = E::Axes::names();
-    let kept: Vec<usize> = (0..E::Axes::RANK).filter(|&a| !over.contains(&all[a])).collect();
+    let kept: Vec<usize> = (0..E::Axes::RANK)
+        .filter(|&a| !over.contains(&all[a]))
+        .collect();
     let kept_ids: Vec<TypeId> = kept.iter().map(|&a| all[a]).collect();
     let kept_names: Vec<_> = kept.iter().map(|&a| names[a].clone()).collect();
     let mut leaves = Vec::new();
     expr.operands(&mut leaves);
-    let (plan, layout) = Plan::new(&kept_ids, &kept_names, over, None, &leaves)?;
-    let mut data = vec![sink.identity; layout.element_count().unwrap_or(0)];
+    let (plan, layout) = Plan::new(&kept_ids, &|| kept_names.clone(), over, None, &leaves)?;
+    let mut data = vec![Op::identity(); layout.element_count().unwrap_or(0)];
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
@@ -115,13 +143,15 @@ pub(crate) fn reduce_keep<E: Expr>(expr: &E, over: &[TypeId], sink: Reduce<E::El
     for (k, &a) in kept.iter().enumerate() {
         strides[a] = layout.strides()[k];
     }
-    let keep = Layout::new(&full_lens, &strides[..E::Axes::RANK], 0, data.len()).expect("a broadcast of a fresh buffer fits it");
+    let keep = Layout::new(&full_lens, &strides[..E::Axes::RANK], 0, data.len())
+        .expect("a broadcast of a fresh buffer fits it");
     Ok(Tensor::from_parts(Storage::new(data), keep).expect("rank and bounds checked"))
 }
 
 /// Divides every element of `t` by `count`.
 fn divide<T: Num, A: AxisSet>(t: &Tensor<T, A>, count: usize) -> Result<Tensor<T, A>> {
-    t.binary(Scalar(T::from_i64(count as i64)), binary::Div).eval()
+    t.binary(Scalar(T::from_i64(count as i64)), binary::Div)
+        .eval()
 }
 
 pub(crate) fn mean<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
@@ -131,23 +161,32 @@ where
 {
     let over = Over::type_ids();
     let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
-    divide(&reduce::<E, Over>(expr, sum_sink())?, count)
+    divide(&reduce::<E, Over, _>(expr, sum_sink())?, count)
 }
 
 /// Replaces non-finite shifts (an all -inf or empty slice) by 0.
 fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
-    m.map(|v: T| if v.to_f64().is_finite() { v } else { T::zero() }).eval()
+    m.map(|v: T| if v.to_f64().is_finite() { v } else { T::zero() })
+        .eval()
 }
 
-pub(crate) fn logsumexp<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+pub(crate) fn logsumexp<E: Expr, Over: AxisSet>(
+    expr: &E,
+) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
 where
     E::Elem: Float,
     E::Axes: Reducible<Over>,
 {
     let over = Over::type_ids();
     let m = finite_or_zero(&reduce_keep(expr, &over[..Over::RANK], max_sink())?)?;
-    let sums: Tensor<E::Elem, Reduced<E, Over>> = evaluate(&expr.binary(&m, binary::Sub).exp(), &over[..Over::RANK], sum_sink(), E::Elem::zero())?;
-    let shift: Tensor<E::Elem, Reduced<E, Over>> = evaluate(&m, &over[..Over::RANK], max_sink(), E::Elem::lowest())?;
+    let sums: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
+        &expr.binary(&m, binary::Sub).exp(),
+        &over[..Over::RANK],
+        sum_sink(),
+        E::Elem::zero(),
+    )?;
+    let shift: Tensor<E::Elem, Reduced<E, Over>> =
+        evaluate(&m, &over[..Over::RANK], max_sink(), E::Elem::lowest())?;
     (&shift + (&sums).ln()).eval()
 }
 
@@ -160,8 +199,12 @@ where
     let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
     let sums = reduce_keep(expr, &over[..Over::RANK], sum_sink())?;
     let mean = divide(&sums, count)?;
-    let squares: Tensor<E::Elem, Reduced<E, Over>> =
-        evaluate(&expr.binary(&mean, binary::Sub).square(), &over[..Over::RANK], sum_sink(), E::Elem::zero())?;
+    let squares: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
+        &expr.binary(&mean, binary::Sub).square(),
+        &over[..Over::RANK],
+        sum_sink(),
+        E::Elem::zero(),
+    )?;
     divide(&squares, count)
 }
 
@@ -178,7 +221,9 @@ where
 /// assert!(p.to_vec().iter().all(|&v| (v - 1.0 / 3.0).abs() < 1e-12));
 /// # Ok::<(), axes::Error>(())
 /// ```
-pub fn softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(x: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+pub fn softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(
+    x: &Tensor<T, A>,
+) -> Result<Tensor<T, A>> {
     let over = [TypeId::of::<Over>()];
     let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
     let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
@@ -186,7 +231,9 @@ pub fn softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(x: &Tensor<T, A
 }
 
 /// Log-softmax over axis `Over`: x - ln Σ e^x along `Over`, computed stably.
-pub fn log_softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(x: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+pub fn log_softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(
+    x: &Tensor<T, A>,
+) -> Result<Tensor<T, A>> {
     let over = [TypeId::of::<Over>()];
     let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
     let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
@@ -213,7 +260,10 @@ where
     arg_best(x, |candidate, best| candidate < best)
 }
 
-fn arg_best<T: Num, A, X>(x: &Tensor<T, A>, better: fn(T, T) -> bool) -> Result<Tensor<i64, Difference<A, (X,)>>>
+fn arg_best<T: Num, A, X>(
+    x: &Tensor<T, A>,
+    better: fn(T, T) -> bool,
+) -> Result<Tensor<i64, Difference<A, (X,)>>>
 where
     X: Axis,
     A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
@@ -225,7 +275,7 @@ where
             axis: X::name().into_owned(),
         });
     }
-    let is_nan = |v: T| v != v;
+    let is_nan = |v: T| v.partial_cmp(&v).is_none();
     let mut lens = x.lens().to_vec();
     lens.remove(axis);
     let out = Tensor::<i64, Difference<A, (X,)>>::from_index_fn(&lens, |index| {

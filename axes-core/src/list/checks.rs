@@ -16,7 +16,10 @@ use crate::axis::Axis;
     label = "not a set of distinct axes",
     note = "a tensor's axes are a tuple of at most 8 distinct axes"
 )]
-pub trait AxisSet: AxisList + BroadcastWith<Self, Output = Self> + BroadcastWith<(), Output = Self> {}
+pub trait AxisSet:
+    AxisList + BroadcastWith<Self, Output = Self> + BroadcastWith<(), Output = Self>
+{
+}
 
 // The `BroadcastWith` supertraits (ordering rules 1 and 2: the same set keeps the left
 // order; a scalar takes the tensor's) let generic code combine two tensors of one axis type

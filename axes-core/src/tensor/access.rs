@@ -81,7 +81,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 
     /// The element at `index` (in `A`'s order, each in range).
     pub(crate) fn element_at(&self, index: &[usize]) -> T {
-        self.layout.position(index).map_or(T::zero(), |p| self.storage.as_slice()[p])
+        self.layout
+            .position(index)
+            .map_or(T::zero(), |p| self.storage.as_slice()[p])
     }
 
     /// A fresh row-major tensor of `lens` (in `A`'s order, already checked) whose element at
@@ -100,7 +102,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 index[axis] = 0;
             }
         }
-        Tensor::new_unchecked(crate::storage::Storage::new(data), crate::layout::Layout::row_major(lens))
+        Tensor::new_unchecked(
+            crate::storage::Storage::new(data),
+            crate::layout::Layout::row_major(lens),
+        )
     }
 
     /// The elements, row-major in the order of `A` (last axis fastest).

@@ -1,0 +1,369 @@
+//! Fused expressions against a hand-written loop and ndarray, measured in one process.
+//!
+//! W1 `a*x + b*y` (16M f32, 1 and 2 threads) · W2 `sum((x-y)^2)` (16M) · W3 `x[h,w] + y[w,h]`
+//! with y stored transposed (4096²) · W4 sum over each axis of 4096² · W5 W1 at 4096
+//! elements (per-call cost) · W6 `tanh(x)*y + exp(-x)` (16M) against std's scalar functions
+//! · a triad `a = b + s*c` as the bandwidth reference.
+//!
+//! After criterion's own report, prints a table of medians, GB/s and ratios to the peers.
+//! `cargo bench --bench fused`; `AXES_BENCH_QUICK=1` for a short run.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use axes::prelude::*;
+use criterion::{BenchmarkId, Criterion, Throughput};
+use ndarray::Array1;
+
+#[derive(Axis)]
+struct N;
+#[derive(Axis)]
+struct H;
+#[derive(Axis)]
+struct W;
+
+const BIG: usize = 1 << 24;
+const SIDE: usize = 4096;
+const SMALL: usize = 4096;
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let t = Tensor::<f32, (N,)>::random_uniform(N.len(n), -1.0, 1.0, seed).unwrap();
+    t.to_vec()
+}
+
+/// Splits `out` and the inputs in `threads` pieces and runs `f` on each on its own thread.
+fn hand_parallel(threads: usize, out: &mut [f32], f: impl Fn(usize, &mut [f32]) + Sync) {
+    if threads == 1 {
+        f(0, out);
+        return;
+    }
+    let piece = out.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (k, chunk) in out.chunks_mut(piece).enumerate() {
+            let f = &f;
+            s.spawn(move || f(k * piece, chunk));
+        }
+    });
+}
+
+/// `sum((x-y)^2)` the way a careful hand loop writes it: 8 accumulators.
+fn hand_l2(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (a, b) in xc.zip(yc) {
+        for l in 0..8 {
+            let d = a[l] - b[l];
+            acc[l] += d * d;
+        }
+    }
+    let tail: f32 = xr.iter().zip(yr).map(|(a, b)| (a - b) * (a - b)).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+fn w1(c: &mut Criterion) {
+    let (x, y) = (data(BIG, 1), data(BIG, 2));
+    let (a, b) = (1.5f32, -0.5f32);
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
+    let mut out = vec![0f32; BIG];
+    let mut g = c.benchmark_group("W1 axpby 16M");
+    g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
+    for threads in [1, 2] {
+        axes::set_threads(threads).unwrap();
+        g.bench_function(BenchmarkId::new("axes", threads), |bench| {
+            bench.iter(|| out_t.assign(&tx * a + &ty * b).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("hand", threads), |bench| {
+            bench.iter(|| {
+                hand_parallel(threads, &mut out, |start, o| {
+                    for ((v, xi), yi) in o.iter_mut().zip(&x[start..]).zip(&y[start..]) {
+                        *v = a * xi + b * yi;
+                    }
+                })
+            })
+        });
+    }
+    let (nx, ny) = (Array1::from(x.clone()), Array1::from(y.clone()));
+    g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
+        bench.iter(|| black_box(&nx * a + &ny * b))
+    });
+    g.finish();
+}
+
+fn w2(c: &mut Criterion) {
+    let (x, y) = (data(BIG, 3), data(BIG, 4));
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let mut g = c.benchmark_group("W2 l2 16M");
+    g.throughput(Throughput::Bytes((2 * BIG * 4) as u64));
+    for threads in [1, 2] {
+        axes::set_threads(threads).unwrap();
+        g.bench_function(BenchmarkId::new("axes", threads), |bench| {
+            bench.iter(|| black_box((&tx - &ty).square().sum_all().unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("hand", threads), |bench| {
+            bench.iter(|| {
+                if threads == 1 {
+                    black_box(hand_l2(&x, &y))
+                } else {
+                    let h = BIG / 2;
+                    let (l, r) = std::thread::scope(|s| {
+                        let l = s.spawn(|| hand_l2(&x[..h], &y[..h]));
+                        let r = hand_l2(&x[h..], &y[h..]);
+                        (l.join().unwrap(), r)
+                    });
+                    black_box(l + r)
+                }
+            })
+        });
+    }
+    let (nx, ny) = (Array1::from(x), Array1::from(y));
+    g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
+        bench.iter(|| black_box((&nx - &ny).mapv(|d| d * d).sum()))
+    });
+    g.finish();
+}
+
+fn w3(c: &mut Criterion) {
+    let n = SIDE;
+    let (x, y) = (data(n * n, 5), data(n * n, 6));
+    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.clone()).unwrap();
+    let ty = Tensor::<f32, (W, H)>::from_vec((W.len(n), H.len(n)), y.clone()).unwrap();
+    let mut out_t = Tensor::<f32, (H, W)>::zeros((H.len(n), W.len(n))).unwrap();
+    let mut out = vec![0f32; n * n];
+    let mut g = c.benchmark_group("W3 transposed add 4096sq");
+    g.throughput(Throughput::Bytes((3 * n * n * 4) as u64));
+    axes::set_threads(1).unwrap();
+    g.bench_function(BenchmarkId::new("axes", 1), |bench| {
+        bench.iter(|| out_t.assign(&tx + &ty).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("hand", 1), |bench| {
+        bench.iter(|| {
+            for h in 0..n {
+                for w in 0..n {
+                    out[h * n + w] = x[h * n + w] + y[w * n + h];
+                }
+            }
+        })
+    });
+    let nx = ndarray::Array2::from_shape_vec((n, n), x).unwrap();
+    let ny = ndarray::Array2::from_shape_vec((n, n), y).unwrap();
+    g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
+        bench.iter(|| black_box(&nx + &ny.t()))
+    });
+    // the bandwidth reference: triad
+    let (tb, tc) = (data(n * n, 7), data(n * n, 8));
+    let mut ta = vec![0f32; n * n];
+    g.bench_function(BenchmarkId::new("triad", 1), |bench| {
+        bench.iter(|| {
+            for ((a, b), c) in ta.iter_mut().zip(&tb).zip(&tc) {
+                *a = b + 0.5 * c;
+            }
+            black_box(&ta);
+        })
+    });
+    g.finish();
+}
+
+fn w4(c: &mut Criterion) {
+    let n = SIDE;
+    let x = data(n * n, 9);
+    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.clone()).unwrap();
+    let mut g = c.benchmark_group("W4 axis sums 4096sq");
+    g.throughput(Throughput::Bytes((n * n * 4) as u64));
+    axes::set_threads(1).unwrap();
+    g.bench_function(BenchmarkId::new("axes over H", 1), |bench| {
+        bench.iter(|| black_box((&tx).sum::<(H,)>().unwrap()))
+    });
+    g.bench_function(BenchmarkId::new("hand over H", 1), |bench| {
+        bench.iter(|| {
+            let mut out = vec![0f32; n];
+            for h in 0..n {
+                for (o, v) in out.iter_mut().zip(&x[h * n..(h + 1) * n]) {
+                    *o += v;
+                }
+            }
+            black_box(out)
+        })
+    });
+    g.bench_function(BenchmarkId::new("axes over W", 1), |bench| {
+        bench.iter(|| black_box((&tx).sum::<(W,)>().unwrap()))
+    });
+    g.bench_function(BenchmarkId::new("hand over W", 1), |bench| {
+        bench.iter(|| {
+            let out: Vec<f32> = (0..n)
+                .map(|h| {
+                    let row = &x[h * n..(h + 1) * n];
+                    let mut acc = [0f32; 8];
+                    for c in row.chunks_exact(8) {
+                        for l in 0..8 {
+                            acc[l] += c[l];
+                        }
+                    }
+                    acc.iter().sum()
+                })
+                .collect();
+            black_box(out)
+        })
+    });
+    g.finish();
+}
+
+fn w5(c: &mut Criterion) {
+    let (x, y) = (data(SMALL, 10), data(SMALL, 11));
+    let (a, b) = (1.5f32, -0.5f32);
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), x.clone()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), y.clone()).unwrap();
+    let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(SMALL)).unwrap();
+    let mut out = vec![0f32; SMALL];
+    axes::set_threads(1).unwrap();
+    let mut g = c.benchmark_group("W5 axpby 4096");
+    g.throughput(Throughput::Bytes((3 * SMALL * 4) as u64));
+    g.bench_function(BenchmarkId::new("axes", 1), |bench| {
+        bench.iter(|| out_t.assign(&tx * a + &ty * b).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("hand", 1), |bench| {
+        bench.iter(|| {
+            for ((v, xi), yi) in out.iter_mut().zip(&x).zip(&y) {
+                *v = a * xi + b * yi;
+            }
+            black_box(&out);
+        })
+    });
+    let (nx, ny) = (Array1::from(x), Array1::from(y));
+    g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
+        bench.iter(|| black_box(&nx * a + &ny * b))
+    });
+    g.finish();
+}
+
+fn w6(c: &mut Criterion) {
+    let (x, y) = (data(BIG, 12), data(BIG, 13));
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
+    let mut out = vec![0f32; BIG];
+    axes::set_threads(1).unwrap();
+    let mut g = c.benchmark_group("W6 tanh exp 16M");
+    g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
+    g.bench_function(BenchmarkId::new("axes", 1), |bench| {
+        bench.iter(|| out_t.assign((&tx).tanh() * &ty + (-&tx).exp()).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("hand std", 1), |bench| {
+        bench.iter(|| {
+            for ((v, xi), yi) in out.iter_mut().zip(&x).zip(&y) {
+                *v = xi.tanh() * yi + (-xi).exp();
+            }
+            black_box(&out);
+        })
+    });
+    g.finish();
+}
+
+/// Reads criterion's median for one benchmark, in nanoseconds.
+fn median_ns(group: &str, id: &str) -> Option<f64> {
+    let path = Path::new("target/criterion")
+        .join(group)
+        .join(id)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let at = text.find("\"median\"")?;
+    let rest = &text[at..];
+    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
+    let end = rest[start..].find([',', '}'])?;
+    rest[start..start + end].trim().parse().ok()
+}
+
+fn summary() {
+    let rows: [(&str, &str, &str, f64); 12] = [
+        ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
+        ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
+        (
+            "W1 axpby 16M",
+            "axes/1",
+            "ndarray/1",
+            3.0 * BIG as f64 * 4.0,
+        ),
+        ("W2 l2 16M", "axes/1", "hand/1", 2.0 * BIG as f64 * 4.0),
+        ("W2 l2 16M", "axes/2", "hand/2", 2.0 * BIG as f64 * 4.0),
+        ("W2 l2 16M", "axes/1", "ndarray/1", 2.0 * BIG as f64 * 4.0),
+        (
+            "W3 transposed add 4096sq",
+            "axes/1",
+            "triad/1",
+            3.0 * (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W3 transposed add 4096sq",
+            "hand/1",
+            "triad/1",
+            3.0 * (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W4 axis sums 4096sq",
+            "axes over H/1",
+            "hand over H/1",
+            (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W4 axis sums 4096sq",
+            "axes over W/1",
+            "hand over W/1",
+            (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W5 axpby 4096",
+            "axes/1",
+            "hand/1",
+            3.0 * SMALL as f64 * 4.0,
+        ),
+        (
+            "W6 tanh exp 16M",
+            "axes/1",
+            "hand std/1",
+            3.0 * BIG as f64 * 4.0,
+        ),
+    ];
+    println!(
+        "\n{:<30} {:>14} {:>10} {:>9} {:>14} {:>10} {:>9}  ours/peer speed",
+        "workload", "ours", "time", "GB/s", "peer", "time", "GB/s"
+    );
+    for (group, ours, peer, bytes) in rows {
+        let (Some(a), Some(b)) = (median_ns(group, ours), median_ns(group, peer)) else {
+            println!("{group:<30} (not measured in this run)");
+            continue;
+        };
+        let gbs = |ns: f64| bytes / ns;
+        println!(
+            "{group:<30} {ours:>14} {:>8.3}ms {:>9.2} {peer:>14} {:>8.3}ms {:>9.2}  {:.2}",
+            a / 1e6,
+            gbs(a),
+            b / 1e6,
+            gbs(b),
+            b / a
+        );
+    }
+}
+
+fn main() {
+    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(if quick {
+            200
+        } else {
+            1000
+        }))
+        .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 4 }))
+        .configure_from_args();
+    w1(&mut c);
+    w2(&mut c);
+    w3(&mut c);
+    w4(&mut c);
+    w5(&mut c);
+    w6(&mut c);
+    c.final_summary();
+    summary();
+}
