@@ -28,6 +28,7 @@ mod nodes;
 mod operators;
 mod ops;
 mod reduce;
+mod tensor_methods;
 
 pub use eval::{ExprExt, IntoExpr, Operand, select};
 pub use ir::{Ir, IrNode};

@@ -104,7 +104,9 @@ where
 }
 
 /// The methods every expression has: element-wise operations, evaluation and reductions.
-/// (Tensors have the element-wise ones as inherent methods too, borrowing the tensor.)
+/// Tensors have them as inherent methods that borrow the tensor; an owned tensor is an
+/// expression (it can be an operand) but does not implement this trait, so that calling
+/// one of these methods on it never consumes it.
 pub trait ExprExt: Expr {
     /// Applies a unary operator.
     fn unary<Op: super::UnaryOp<Self::Elem>>(self, op: Op) -> Unary<Op::Out, Self, Op> {
@@ -431,7 +433,15 @@ pub trait ExprExt: Expr {
     }
 }
 
-impl<E: Expr> ExprExt for E {}
+// Every expression but an owned tensor: `x.sum::<..>()` on a `Tensor` must find the
+// inherent methods that borrow it (see `tensor_methods`), not consume it.
+impl<E: Expr> ExprExt for &E {}
+impl<T, E, Op> ExprExt for Unary<T, E, Op> where Self: Expr {}
+impl<T, L, R, Op> ExprExt for Binary<T, L, R, Op> where Self: Expr {}
+impl<T, C, A, B> ExprExt for Select<T, C, A, B> where Self: Expr {}
+impl<E, U> ExprExt for Cast<E, U> where Self: Expr {}
+impl<U, E, F> ExprExt for MapFn<U, E, F> where Self: Expr {}
+impl<T: Element> ExprExt for Scalar<T> {}
 
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
 /// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
@@ -483,7 +493,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     where
         <E::Expr as Expr>::Axes: SameAxes<A>,
     {
-        let expr = expr.into_expr().cast::<T>();
+        let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
         self.run_into(&expr, Assign)
     }
 

@@ -4,6 +4,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{Tensor, reorder};
+use crate::axis::{Axis, Dual, Len, PrimalAxis};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -253,5 +254,77 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             })
             .collect();
         Ok(Self::row_major_in_written_order(&lengths, data))
+    }
+
+    /// A tensor of values drawn from the normal distribution with mean `mean` and standard
+    /// deviation `std`, seeded like [`Tensor::random_uniform`].
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Sample;
+    /// let x = Tensor::<f64, (Sample,)>::random_normal(Sample.len(10_000), 2.0, 0.5, 1)?;
+    /// let mean = x.to_vec().iter().sum::<f64>() / 10_000.0;
+    /// assert!((mean - 2.0).abs() < 0.05);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn random_normal<S>(lengths: S, mean: T, std: T, seed: u64) -> Result<Self>
+    where
+        T: crate::num::Float,
+        S: NamedLengths,
+        S::Axes: SameAxes<A>,
+    {
+        let (m, s) = (mean.to_f64(), std.to_f64());
+        let normal = rand_distr::Normal::new(m, s).map_err(|_| Error::InvalidRange {
+            low: format!("mean {mean}"),
+            high: format!("std {std}"),
+        })?;
+        let shape = Self::shape(&lengths)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let data = (0..shape.count)
+            .map(|_| T::from_f64(rand_distr::Distribution::sample(&normal, &mut rng)))
+            .collect();
+        Ok(Self::row_major_in_written_order(&lengths, data))
+    }
+}
+
+impl<T: Element, X: Axis> Tensor<T, (X,)>
+where
+    (X,): AxisSet,
+{
+    /// `0, 1, 2, ..., length - 1` along axis `X`.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Time;
+    /// assert_eq!(Tensor::<f32, (Time,)>::arange(Time.len(4))?.to_vec(), [0., 1., 2., 3.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn arange(length: Len<X>) -> Result<Self> {
+        Self::checked_shape(&[length.get()])?;
+        Ok(Self::from_index_fn(&[length.get()], |ix| T::from_i64(ix[0] as i64)))
+    }
+}
+
+impl<T: Element, X: PrimalAxis> Tensor<T, (Dual<X>, X)>
+where
+    (Dual<X>, X): AxisSet,
+{
+    /// The identity over `(Dual<X>, X)`: one where the two indices are equal, else zero.
+    /// `dot` with it leaves a tensor unchanged.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Hidden;
+    /// let eye = Tensor::<f32, (Dual<Hidden>, Hidden)>::eye(Hidden.len(3))?;
+    /// assert_eq!(eye.to_vec(), [1., 0., 0., 0., 1., 0., 0., 0., 1.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn eye(length: Len<X>) -> Result<Self> {
+        let n = length.get();
+        Self::checked_shape(&[n, n])?;
+        Ok(Self::from_index_fn(&[n, n], |ix| if ix[0] == ix[1] { T::one() } else { T::zero() }))
     }
 }

@@ -1,0 +1,122 @@
+//! The element-wise operations and reductions of [`ExprExt`] as inherent methods of
+//! [`Tensor`] that borrow it (`x.exp()`, `x.sum::<(Batch,)>()`), so that using them does not
+//! move the tensor into the expression.
+
+use super::eval::ExprExt;
+use super::nodes::{Cast, Unary};
+use super::ops::unary;
+use super::reduce::{Reduced, Reducible};
+use crate::element::Element;
+use crate::error::Result;
+use crate::list::AxisSet;
+use crate::num::{Float, Num};
+use crate::tensor::Tensor;
+
+macro_rules! unary_methods {
+    ($bound:ident: $($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
+        impl<T: $bound, A: AxisSet> Tensor<T, A> {$(
+            $(#[$doc])*
+            pub fn $name(&self) -> Unary<T, &Self, unary::$op> {
+                ExprExt::$name(self)
+            }
+        )*}
+    };
+}
+
+unary_methods! { Num:
+    /// |x|, element-wise (an expression borrowing the tensor).
+    abs => Abs;
+    /// x², element-wise.
+    square => Square;
+    /// -1, 0 or 1, element-wise.
+    signum => Signum;
+    /// max(x, 0), element-wise.
+    relu => Relu;
+}
+
+unary_methods! { Float:
+    /// e^x, element-wise.
+    exp => Exp;
+    /// ln x, element-wise.
+    ln => Ln;
+    /// √x, element-wise.
+    sqrt => Sqrt;
+    /// 1/√x, element-wise.
+    rsqrt => Rsqrt;
+    /// tanh x, element-wise.
+    tanh => Tanh;
+    /// 1 / (1 + e^-x), element-wise.
+    sigmoid => Sigmoid;
+    /// sin x, element-wise.
+    sin => Sin;
+    /// cos x, element-wise.
+    cos => Cos;
+    /// 1/x, element-wise.
+    recip => Recip;
+    /// ⌊x⌋, element-wise.
+    floor => Floor;
+    /// ⌈x⌉, element-wise.
+    ceil => Ceil;
+}
+
+macro_rules! reductions {
+    ($bound:ident: $($(#[$doc:meta])* $name:ident;)*) => {
+        impl<T: $bound, A: AxisSet> Tensor<T, A> {$(
+            $(#[$doc])*
+            pub fn $name<Over: AxisSet>(&self) -> Result<Tensor<T, Reduced<&Self, Over>>>
+            where
+                A: Reducible<Over>,
+            {
+                ExprExt::$name::<Over>(self)
+            }
+        )*}
+    };
+}
+
+reductions! { Num:
+    /// The sum over the axes `Over` ([`ExprExt::sum`]).
+    sum;
+    /// The product over the axes `Over`.
+    prod;
+    /// The largest element over the axes `Over` (NaN if any is NaN).
+    max_over;
+    /// The smallest element over the axes `Over` (NaN if any is NaN).
+    min_over;
+    /// The mean over the axes `Over`.
+    mean;
+}
+
+reductions! { Float:
+    /// ln Σ e^x over the axes `Over`, computed stably.
+    logsumexp;
+    /// The population variance over the axes `Over`.
+    var;
+    /// The population standard deviation over the axes `Over`.
+    std;
+}
+
+impl<T: Num, A: AxisSet> Tensor<T, A> {
+    /// The sum of every element.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<i32, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
+    /// assert_eq!(x.sum_all()?, 10);
+    /// assert_eq!(x.sum::<(Row,)>()?.to_vec(), [4, 6]);
+    /// assert_eq!(x.max_over::<(Col,)>()?.to_vec(), [2, 4]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn sum_all(&self) -> Result<T> {
+        ExprExt::sum_all(self)
+    }
+}
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// The elements converted to `U` (an expression; [`Element::cast`]).
+    pub fn cast<U: Element>(&self) -> Cast<&Self, U> {
+        ExprExt::cast::<U>(self)
+    }
+}
