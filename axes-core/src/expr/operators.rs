@@ -14,25 +14,25 @@ use crate::tensor::Tensor;
 /// `impl Add/Sub/Mul/Div<R: IntoExpr>` and `Neg` for an expression type.
 macro_rules! expr_operators {
     ($([$($generics:tt)*] $ty:ty => $elem:ty;)*) => {$(
-        impl<$($generics)*, Rhs: Expr> Add<Rhs> for $ty {
+        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Add<Rhs> for $ty {
             type Output = Binary<$elem, Self, Rhs, binary::Add>;
             fn add(self, rhs: Rhs) -> Self::Output {
                 Binary::new(self, rhs, binary::Add)
             }
         }
-        impl<$($generics)*, Rhs: Expr> Sub<Rhs> for $ty {
+        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Sub<Rhs> for $ty {
             type Output = Binary<$elem, Self, Rhs, binary::Sub>;
             fn sub(self, rhs: Rhs) -> Self::Output {
                 Binary::new(self, rhs, binary::Sub)
             }
         }
-        impl<$($generics)*, Rhs: Expr> Mul<Rhs> for $ty {
+        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Mul<Rhs> for $ty {
             type Output = Binary<$elem, Self, Rhs, binary::Mul>;
             fn mul(self, rhs: Rhs) -> Self::Output {
                 Binary::new(self, rhs, binary::Mul)
             }
         }
-        impl<$($generics)*, Rhs: Expr> Div<Rhs> for $ty {
+        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Div<Rhs> for $ty {
             type Output = Binary<$elem, Self, Rhs, binary::Div>;
             fn div(self, rhs: Rhs) -> Self::Output {
                 Binary::new(self, rhs, binary::Div)

@@ -1,0 +1,11 @@
+use axes::prelude::*;
+
+#[derive(Axis)]
+struct Batch;
+
+fn main() -> axes::Result<()> {
+    let x = Tensor::<f32, (Batch,)>::zeros(Batch.len(2))?;
+    let y = Tensor::<f64, (Batch,)>::zeros(Batch.len(2))?;
+    let _z = (&x + &y).eval()?;
+    Ok(())
+}
