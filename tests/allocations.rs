@@ -64,13 +64,24 @@ fn fused_expressions_allocate_no_element_buffers() {
         let _ = (&x - &y).square().sum_all().unwrap();
         let mut l2 = 0.0;
         let (large, bytes) = count(|| l2 = (&x - &y).square().sum_all().unwrap());
-        assert_eq!(large, 0, "sum((x-y)^2) on {threads} threads allocated an element buffer ({bytes} bytes in all)");
+        assert_eq!(
+            large, 0,
+            "sum((x-y)^2) on {threads} threads allocated an element buffer ({bytes} bytes in all)"
+        );
         assert!(l2 > 0.0);
         let (large, bytes) = count(|| out.assign(&x * 1.5 + &y * -0.5).unwrap());
-        assert_eq!(large, 0, "a*x + b*y on {threads} threads allocated an element buffer ({bytes} bytes in all)");
-        println!("{threads} thread(s): a*x+b*y into an existing destination allocated {bytes} bytes of metadata");
+        assert_eq!(
+            large, 0,
+            "a*x + b*y on {threads} threads allocated an element buffer ({bytes} bytes in all)"
+        );
+        println!(
+            "{threads} thread(s): a*x+b*y into an existing destination allocated {bytes} bytes of metadata"
+        );
     }
-    assert_eq!(out.get(N.at(7)).unwrap(), 1.5 * x.get(N.at(7)).unwrap() - 0.5 * y.get(N.at(7)).unwrap());
+    assert_eq!(
+        out.get(N.at(7)).unwrap(),
+        1.5 * x.get(N.at(7)).unwrap() - 0.5 * y.get(N.at(7)).unwrap()
+    );
     // the counter does see element buffers: evaluating into a new tensor allocates one
     let (large, _) = count(|| drop((&x + &y).eval().unwrap()));
     assert_eq!(large, 1);

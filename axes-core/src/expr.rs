@@ -30,7 +30,7 @@ mod ops;
 mod reduce;
 mod tensor_methods;
 
-pub use eval::{ExprExt, IntoExpr, Operand, select};
+pub use eval::{ExprExt, IntoExpr, Operand, select, sum_in};
 pub use ir::{Ir, IrNode};
 pub use leaf::LeafEval;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};

@@ -51,8 +51,28 @@ pub mod __private {
         DualId, IdCons, IdEnd, X0, X1, X2, X3, X4, X5, X6, X7, X8, X9, XA, XB, XC, XD, XE, XF,
     };
     pub use crate::axis::{Axis, Dual, PrimalAxis, roles};
+    pub use crate::expr::{ExprExt, select, sum_in};
     pub use crate::list::AxisSet;
     pub use crate::tensor::Tensor;
     pub use std::borrow::Cow;
+
+    use crate::element::Element;
+    use crate::list::{AxisList, SameAxes};
+
+    /// `tensor!` operand `x[A, B]`: the written axes `L` must be the tensor's, in any order.
+    #[inline]
+    pub fn operand<L: AxisList, T: Element, A: AxisSet + SameAxes<L>>(
+        t: &Tensor<T, A>,
+    ) -> &Tensor<T, A> {
+        t
+    }
+
+    /// `tensor!` destination `z[A, B]`: the written axes `L` must be the tensor's.
+    #[inline]
+    pub fn dest<L: AxisList, T: Element, A: AxisSet + SameAxes<L>>(
+        t: &mut Tensor<T, A>,
+    ) -> &mut Tensor<T, A> {
+        t
+    }
     pub use std::option::Option::{None, Some};
 }

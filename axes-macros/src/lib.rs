@@ -4,6 +4,7 @@
 
 mod axis_derive;
 mod errors;
+mod expression;
 mod tensor_type;
 
 use proc_macro::TokenStream;
@@ -29,24 +30,64 @@ pub fn derive_axis(input: TokenStream) -> TokenStream {
         .into()
 }
 
-/// The tensor type with element type `T` and the listed axes:
-/// `tensor![f32; Batch, Hidden]` is `Tensor<f32, (Batch, Hidden)>`.
+/// Two forms, told apart by the `;` of the first.
 ///
-/// An axis written twice is an error at the second occurrence.
+/// **A type**: `tensor![f32; Batch, Hidden]` is `Tensor<f32, (Batch, Hidden)>`; an axis
+/// written twice is an error at the second occurrence.
+///
+/// **An expression in index notation**, whose indices are the axis types themselves. It
+/// evaluates in one pass and returns an `axes::Result`:
+/// - `tensor!(z[A, B] = ...)` writes into the existing tensor `z`;
+/// - `tensor!(z[A, B] += ...)` adds into it;
+/// - `tensor!([A, B] = ...)` makes a new tensor with axes `(A, B)`;
+/// - `tensor!(s[] = ...)` writes a scalar.
+///
+/// Axes on the right but not on the left are summed (the einsum and Cortex rule); such an
+/// axis must appear in every top-level term of a `+`/`-`, else write the sum explicitly with
+/// `sum[Axis](..)` (also `max`, `min`, `mean`, `prod`, `logsumexp`). Functions: `exp`, `ln`,
+/// `sqrt`, `rsqrt`, `tanh`, `sigmoid`, `relu`, `abs`, `square`, `sin`, `cos`, `recip`,
+/// `signum`, `floor`, `ceil`, `max(a, b)`, `min(a, b)`, `pow(a, b)`, `select(c, a, b)`.
+/// Scalars: literals, variables, `{ any Rust expression }`. The macro reports on the exact
+/// token an axis written twice for one operand, a result axis missing on the right, and a
+/// summed axis missing from a term; an operand whose written axes differ from its type's is
+/// a type error at the operand.
 ///
 /// ```
 /// use axes::prelude::*;
 /// #[derive(Axis)] struct Batch;
 /// #[derive(Axis)] struct Hidden;
+/// #[derive(Axis)] struct Class;
 /// fn rows(x: &tensor![f32; Batch, Hidden]) -> usize { x.len_of::<Batch>() }
+///
+/// let x = Tensor::<f32, (Batch, Hidden)>::ones((Batch.len(2), Hidden.len(3)))?;
+/// let w = Tensor::<f32, (Hidden, Class)>::ones((Hidden.len(3), Class.len(4)))?;
+/// let c = Tensor::<f32, (Class,)>::ones(Class.len(4))?;
+/// // Hidden is on the right only, and in every term: summed
+/// let z = tensor!([Batch, Class] = x[Batch, Hidden] * w[Hidden, Class])?;
+/// assert!(z.to_vec().iter().all(|&v| v == 3.0));
+/// let mut y = Tensor::<f32, (Class, Batch)>::zeros((Batch.len(2), Class.len(4)))?;
+/// tensor!(y[Batch, Class] = sum[Hidden](x[Batch, Hidden] * w[Hidden, Class]) + 2.0 * c[Class])?;
+/// assert!(y.to_vec().iter().all(|&v| v == 5.0));
+/// let mut db = Tensor::<f32, (Class,)>::zeros(Class.len(4))?;
+/// tensor!(db[Class] += y[Batch, Class])?;
+/// assert_eq!(db.to_vec(), [10.0; 4]);
 /// let scalar: tensor![f64;] = Tensor::full((), 1.0)?;
 /// assert_eq!(scalar.to_vec(), [1.0]);
 /// # Ok::<(), axes::Error>(())
 /// ```
 #[proc_macro]
 pub fn tensor(input: TokenStream) -> TokenStream {
-    let input = syn::parse_macro_input!(input as tensor_type::TensorType);
-    tensor_type::expand(&input)
+    let tokens = proc_macro2::TokenStream::from(input);
+    let is_type = tokens
+        .clone()
+        .into_iter()
+        .any(|t| matches!(&t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'));
+    let expanded = if is_type {
+        syn::parse2::<tensor_type::TensorType>(tokens).and_then(|input| tensor_type::expand(&input))
+    } else {
+        syn::parse2::<expression::Statement>(tokens).and_then(|input| expression::expand(&input))
+    };
+    expanded
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

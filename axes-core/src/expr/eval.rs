@@ -497,6 +497,56 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         self.run_into(&expr, Assign)
     }
 
+    /// Adds `expr` summed over the axes `Over` to this tensor, in one pass with no
+    /// temporary: the Cortex rule `db[Class] += dy[Batch, Class]` (elements are converted to
+    /// `T`). The expression's axes other than `Over` must be this tensor's.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] struct Class;
+    /// let dy = Tensor::<f32, (Batch, Class)>::from_vec((Batch.len(2), Class.len(2)), vec![1., 2., 3., 4.])?;
+    /// let mut db = Tensor::<f32, (Class,)>::ones(Class.len(2))?;
+    /// db.add_sum::<(Batch,), _>(&dy)?;
+    /// assert_eq!(db.to_vec(), [5., 7.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn add_sum<Over: AxisSet, E: IntoExpr>(&mut self, expr: E) -> Result<()>
+    where
+        T: Num,
+        <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
+        reduce::Reduced<E::Expr, Over>: SameAxes<A>,
+    {
+        let over = Over::type_ids();
+        let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
+        self.run_reducing(&expr, &over[..Over::RANK], reduce::sum_sink())
+    }
+
+    /// Sets this tensor to `expr` summed over the axes `Over`, in one pass over the
+    /// expression (see [`Tensor::add_sum`]).
+    pub fn assign_sum<Over: AxisSet, E: IntoExpr>(&mut self, expr: E) -> Result<()>
+    where
+        T: Num,
+        <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
+        reduce::Reduced<E::Expr, Over>: SameAxes<A>,
+    {
+        self.fill(T::zero());
+        self.add_sum::<Over, E>(expr)
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&mut self, value: T) {
+        if !self.layout().is_injective() {
+            *self = self.contiguous();
+        }
+        let layout = *self.layout();
+        let data = self.storage_mut().make_mut();
+        for pos in layout.positions().flatten() {
+            data[pos] = value;
+        }
+    }
+
     /// Evaluates `expr` and combines it into this tensor with `sink`.
     pub(crate) fn run_into<E: Expr<Elem = T>, S: Sink<T>>(
         &mut self,
@@ -506,6 +556,16 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     where
         E::Axes: SameAxes<A>,
     {
+        self.run_reducing(expr, &[], sink)
+    }
+
+    /// Evaluates `expr`, reducing over `reduced`, and combines it into this tensor.
+    fn run_reducing<E: Expr<Elem = T>, S: Sink<T>>(
+        &mut self,
+        expr: &E,
+        reduced: &[TypeId],
+        sink: S,
+    ) -> Result<()> {
         if !self.layout().is_injective() {
             *self = self.contiguous();
         }
@@ -515,7 +575,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let (plan, _) = Plan::new(
             &ids[..A::RANK],
             &A::names,
-            &[],
+            reduced,
             Some(self.layout()),
             &leaves,
         )?;
@@ -527,4 +587,37 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         exec::run(&plan, data, sink, &make);
         Ok(())
     }
+}
+
+/// `expr` summed over the axes `Over`, into a new tensor laid out in the axis order `O` (the
+/// remaining axes in any order), in one pass.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] struct In;
+/// #[derive(Axis)] struct Out;
+/// let x = Tensor::<f32, (Batch, In)>::ones((Batch.len(2), In.len(3)))?;
+/// let w = Tensor::<f32, (In, Out)>::ones((In.len(3), Out.len(4)))?;
+/// let z: Tensor<f32, (Out, Batch)> = axes::expr::sum_in::<(Out, Batch), (In,), _>(&x * &w)?;
+/// assert!(z.to_vec().iter().all(|&v| v == 3.0));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn sum_in<O, Over, E>(expr: E) -> Result<Tensor<<E::Expr as Expr>::Elem, O>>
+where
+    O: AxisSet,
+    Over: AxisSet,
+    E: IntoExpr,
+    <E::Expr as Expr>::Elem: Num,
+    <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
+    reduce::Reduced<E::Expr, Over>: SameAxes<O>,
+{
+    let over = Over::type_ids();
+    evaluate(
+        &expr.into_expr(),
+        &over[..Over::RANK],
+        reduce::sum_sink(),
+        <E::Expr as Expr>::Elem::zero(),
+    )
 }

@@ -303,7 +303,9 @@ where
     /// ```
     pub fn arange(length: Len<X>) -> Result<Self> {
         Self::checked_shape(&[length.get()])?;
-        Ok(Self::from_index_fn(&[length.get()], |ix| T::from_i64(ix[0] as i64)))
+        Ok(Self::from_index_fn(&[length.get()], |ix| {
+            T::from_i64(ix[0] as i64)
+        }))
     }
 }
 
@@ -325,6 +327,8 @@ where
     pub fn eye(length: Len<X>) -> Result<Self> {
         let n = length.get();
         Self::checked_shape(&[n, n])?;
-        Ok(Self::from_index_fn(&[n, n], |ix| if ix[0] == ix[1] { T::one() } else { T::zero() }))
+        Ok(Self::from_index_fn(&[n, n], |ix| {
+            if ix[0] == ix[1] { T::one() } else { T::zero() }
+        }))
     }
 }
