@@ -429,7 +429,7 @@ pub trait ExprExt: Expr {
         Self::Axes: reduce::Reducible<Over>,
     {
         let var = reduce::var::<Self, Over>(&self)?;
-        (&var).sqrt().eval()
+        var.sqrt().eval()
     }
 }
 

@@ -187,7 +187,7 @@ where
     )?;
     let shift: Tensor<E::Elem, Reduced<E, Over>> =
         evaluate(&m, &over[..Over::RANK], max_sink(), E::Elem::lowest())?;
-    (&shift + (&sums).ln()).eval()
+    (&shift + sums.ln()).eval()
 }
 
 pub(crate) fn var<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
@@ -237,7 +237,7 @@ pub fn log_softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(
     let over = [TypeId::of::<Over>()];
     let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
     let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
-    (x - &m - (&sums).ln()).eval()
+    (x - &m - sums.ln()).eval()
 }
 
 /// The position of the largest element along axis `X` (the first one on ties; the first NaN
