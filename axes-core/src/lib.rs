@@ -10,6 +10,7 @@ extern crate self as axes;
 
 pub mod arena;
 pub mod axis;
+pub mod contract;
 pub mod element;
 pub mod engine;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod storage;
 pub mod tensor;
 
 pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
+pub use contract::{dot, dot_over};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
@@ -37,6 +39,7 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Flat, Len};
+    pub use crate::contract::{dot, dot_over};
     pub use crate::element::Element;
     pub use crate::expr::{Expr, ExprExt, argmax, argmin, log_softmax, select, softmax};
     pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};

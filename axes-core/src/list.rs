@@ -28,8 +28,8 @@ mod ops;
 
 pub use checks::{AxisSet, HasAxis, SameAxes, SameCount, SubsetOf};
 pub use ops::{
-    Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, Intersection,
-    IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,
+    Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith,
+    Intersection, IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,
 };
 
 use std::any::TypeId;
@@ -87,6 +87,8 @@ pub trait AxisList: Sized + 'static {
     fn names() -> Vec<Cow<'static, str>>;
     /// The axes' `TypeId`s in order (unused entries are the id of `()`).
     fn type_ids() -> [TypeId; MAX_RANK];
+    /// The `TypeId`s of the axes' transposes (`Dual<A>` for `A`, `A` for `Dual<A>`).
+    fn transposed_type_ids() -> [TypeId; MAX_RANK];
     /// The fixed lengths (`#[axis(len = N)]`) in order; `None` where an axis has none.
     const FIXED_LENS: [Option<usize>; MAX_RANK];
 }
@@ -102,6 +104,12 @@ macro_rules! tuple_lists {
             fn type_ids() -> [TypeId; MAX_RANK] {
                 let mut ids = [TypeId::of::<()>(); MAX_RANK];
                 let given: &[TypeId] = &[$(TypeId::of::<$axis>()),*];
+                ids[..given.len()].copy_from_slice(given);
+                ids
+            }
+            fn transposed_type_ids() -> [TypeId; MAX_RANK] {
+                let mut ids = [TypeId::of::<()>(); MAX_RANK];
+                let given: &[TypeId] = &[$(TypeId::of::<$axis::Transposed>()),*];
                 ids[..given.len()].copy_from_slice(given);
                 ids
             }

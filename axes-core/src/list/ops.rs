@@ -265,3 +265,48 @@ where
 
 /// Every axis `A` of `L` replaced by `Dual<A>`, and every `Dual<A>` by `A`.
 pub type Transposed<L> = <L as TransposeAxes>::Output;
+
+/// `L`'s axes not paired by `dot` with `R` in its first step (a `Dual<A>` meeting `A`).
+type DualUnpaired<L, R> = Difference<L, Transposed<R>>;
+
+/// The axes of `dot(x, y)` for `x` over `L` and `y` over `R` (DESIGN.md §2): dual pairs
+/// first (`Dual<A>` on one side with `A` on the other), then every other axis both have; the
+/// result is `L`'s remaining axes then `R`'s.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::list::DotAxes;
+/// # use std::any::TypeId;
+/// #[derive(Axis)] struct A;
+/// #[derive(Axis)] struct B;
+/// #[derive(Axis)] struct C;
+/// #[derive(Axis)] struct D;
+/// fn same<X: 'static, Y: 'static>() -> bool { TypeId::of::<X>() == TypeId::of::<Y>() }
+/// assert!(same::<DotAxes<(A, B, C), (B, C, D)>, (A, D)>());
+/// assert!(same::<DotAxes<(Dual<B>, B), (B, A)>, (B, A)>());
+/// assert!(same::<DotAxes<(A, B), (Dual<B>, B)>, (A, B)>());
+/// assert!(same::<DotAxes<(A,), (B,)>, (A, B)>());
+/// ```
+pub trait DotWith<R: AxisSet>: AxisSet {
+    /// The axes of the result.
+    type Output: AxisSet;
+}
+
+impl<L, R> DotWith<R> for L
+where
+    L: AxisSet + TransposeAxes + DifferenceWith<Transposed<R>>,
+    R: AxisSet + TransposeAxes + DifferenceWith<Transposed<L>>,
+    DualUnpaired<L, R>: DifferenceWith<DualUnpaired<R, L>>,
+    DualUnpaired<R, L>: DifferenceWith<DualUnpaired<L, R>>,
+    Difference<DualUnpaired<L, R>, DualUnpaired<R, L>>:
+        ConcatWith<Difference<DualUnpaired<R, L>, DualUnpaired<L, R>>>,
+{
+    type Output = Concat<
+        Difference<DualUnpaired<L, R>, DualUnpaired<R, L>>,
+        Difference<DualUnpaired<R, L>, DualUnpaired<L, R>>,
+    >;
+}
+
+/// The axes of `dot(x, y)`.
+pub type DotAxes<L, R> = <L as DotWith<R>>::Output;
