@@ -136,9 +136,9 @@ where
     let (left, right, over) = (L::type_ids(), R::type_ids(), Over::type_ids());
     let over = &over[..Over::RANK];
     let mut roles = Roles::default();
-    for a in 0..L::RANK {
-        match (0..R::RANK).find(|&b| right[b] == left[a]) {
-            Some(b) if over.contains(&left[a]) => roles.k.push((a, b)),
+    for (a, id) in left[..L::RANK].iter().enumerate() {
+        match (0..R::RANK).find(|&b| right[b] == *id) {
+            Some(b) if over.contains(id) => roles.k.push((a, b)),
             Some(b) => roles.b.push((a, b)),
             None => roles.m.push(a),
         }

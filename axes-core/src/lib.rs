@@ -54,6 +54,7 @@ pub mod __private {
         DualId, IdCons, IdEnd, X0, X1, X2, X3, X4, X5, X6, X7, X8, X9, XA, XB, XC, XD, XE, XF,
     };
     pub use crate::axis::{Axis, Dual, PrimalAxis, roles};
+    pub use crate::contract::dot_over;
     pub use crate::expr::{ExprExt, select, sum_in};
     pub use crate::list::AxisSet;
     pub use crate::tensor::Tensor;

@@ -445,8 +445,27 @@ pub(crate) fn expand(statement: &Statement) -> syn::Result<TokenStream> {
         paths
     };
     let over = quote!((#(#summed_paths,)*));
-    let rhs = lower(&statement.rhs);
     let result_axes = statement.dest_axes.tuple();
+    // A product of two operands summed over axes they share is a contraction: it goes to
+    // the GEMM path (`dot_over`), the other shared axes being batch axes.
+    if let Node::Binary(l, '*', r) = &statement.rhs
+        && let (Node::Operand { .. }, Node::Operand { .. }) = (l.as_ref(), r.as_ref())
+        && !summed.is_empty()
+    {
+        let (l, r) = (lower(l), lower(r));
+        let product = quote!(::axes::__private::dot_over::<#over, _, _, _>(#l, #r)?);
+        let body = match (&statement.dest, statement.accumulate) {
+            (Some(dest), false) => {
+                quote!(::axes::__private::dest::<#result_axes, _, _>(&mut #dest).assign(&#product))
+            }
+            (Some(dest), true) => {
+                quote!(::axes::__private::dest::<#result_axes, _, _>(&mut #dest).add_sum::<(), _>(&#product))
+            }
+            (None, _) => quote!(::axes::__private::ExprExt::eval_in::<#result_axes>(&#product)),
+        };
+        return Ok(quote!((|| -> ::axes::Result<_> { #body })()));
+    }
+    let rhs = lower(&statement.rhs);
     let body = match (&statement.dest, statement.accumulate, summed.is_empty()) {
         (Some(dest), false, true) => {
             quote!(::axes::__private::dest::<#result_axes, _, _>(&mut #dest).assign(#rhs))

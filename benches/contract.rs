@@ -1,0 +1,147 @@
+//! Contractions beside the `gemm` crate called directly (same settings) and ndarray's `dot`,
+//! f32, 1024³ and 2048³, 1 and 2 threads, plus a permuted operand (stored transposed, used
+//! through a view: no copy). Prints GFLOP/s and the ratio to gemm after criterion's report.
+//!
+//! `cargo bench --bench contract`; `AXES_BENCH_QUICK=1` for a short run.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use axes::prelude::*;
+use criterion::{BenchmarkId, Criterion};
+
+#[derive(Axis)]
+struct M;
+#[derive(Axis)]
+struct K;
+#[derive(Axis)]
+struct N;
+
+fn gemm_direct(threads: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: a, b and c are n×n row-major buffers of n*n elements each.
+    unsafe {
+        gemm::gemm(
+            n,
+            n,
+            n,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            n as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    }
+}
+
+fn bench(c: &mut Criterion, n: usize) {
+    let x = Tensor::<f32, (M, K)>::random_uniform((M.len(n), K.len(n)), -1.0, 1.0, 1).unwrap();
+    let w = Tensor::<f32, (K, N)>::random_uniform((K.len(n), N.len(n)), -1.0, 1.0, 2).unwrap();
+    // the same x stored (K, M): used as (M, K) through a view
+    let x_t = x.to_layout::<(K, M)>();
+    let (a, b) = (x.to_vec(), w.to_vec());
+    let mut out = vec![0f32; n * n];
+    let mut g = c.benchmark_group(format!("matmul {n}"));
+    for threads in [1, 2] {
+        axes::set_threads(threads).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        g.bench_function(BenchmarkId::new("axes", threads), |bench| {
+            bench.iter(|| black_box(dot(&x, &w).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("axes permuted", threads), |bench| {
+            bench.iter(|| black_box(dot(&x_t.axes_with_order::<(M, K)>(), &w).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("gemm", threads), |bench| {
+            bench.iter(|| pool.install(|| gemm_direct(threads, n, &a, &b, &mut out)))
+        });
+    }
+    let (na, nb) = (
+        ndarray::Array2::from_shape_vec((n, n), a.clone()).unwrap(),
+        ndarray::Array2::from_shape_vec((n, n), b.clone()).unwrap(),
+    );
+    g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
+        bench.iter(|| black_box(na.dot(&nb)))
+    });
+    g.finish();
+}
+
+fn median_ns(group: &str, id: &str) -> Option<f64> {
+    let path = Path::new("target/criterion")
+        .join(group)
+        .join(id)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let rest = &text[text.find("\"median\"")?..];
+    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
+    let end = rest[start..].find([',', '}'])?;
+    rest[start..start + end].trim().parse().ok()
+}
+
+fn main() {
+    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(if quick {
+            300
+        } else {
+            1000
+        }))
+        .measurement_time(std::time::Duration::from_secs(if quick { 2 } else { 5 }))
+        .configure_from_args();
+    let sizes = [1024, 2048];
+    for n in sizes {
+        bench(&mut c, n);
+    }
+    c.final_summary();
+    println!(
+        "\n{:<14} {:<18} {:>10} {:>9} {:>12}",
+        "size", "variant", "time", "GFLOP/s", "vs gemm"
+    );
+    for n in sizes {
+        let group = format!("matmul {n}");
+        let flops = 2.0 * (n as f64).powi(3);
+        for threads in [1, 2] {
+            let Some(reference) = median_ns(&group, &format!("gemm/{threads}")) else {
+                continue;
+            };
+            for variant in ["axes", "axes permuted", "gemm", "ndarray"] {
+                let id = if variant == "ndarray" {
+                    "ndarray/1".to_string()
+                } else {
+                    format!("{variant}/{threads}")
+                };
+                if variant == "ndarray" && threads == 2 {
+                    continue;
+                }
+                if let Some(ns) = median_ns(&group, &id) {
+                    println!(
+                        "{:<14} {:<18} {:>8.2}ms {:>9.1} {:>11.1}%",
+                        format!("{n}³ {threads}t"),
+                        variant,
+                        ns / 1e6,
+                        flops / ns,
+                        100.0 * reference / ns
+                    );
+                }
+            }
+        }
+    }
+}
