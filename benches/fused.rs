@@ -175,7 +175,7 @@ fn w4(c: &mut Criterion) {
     g.throughput(Throughput::Bytes((n * n * 4) as u64));
     axes::set_threads(1).unwrap();
     g.bench_function(BenchmarkId::new("axes over H", 1), |bench| {
-        bench.iter(|| black_box((&tx).sum::<(H,)>().unwrap()))
+        bench.iter(|| black_box(tx.sum::<(H,)>().unwrap()))
     });
     g.bench_function(BenchmarkId::new("hand over H", 1), |bench| {
         bench.iter(|| {
@@ -189,7 +189,7 @@ fn w4(c: &mut Criterion) {
         })
     });
     g.bench_function(BenchmarkId::new("axes over W", 1), |bench| {
-        bench.iter(|| black_box((&tx).sum::<(W,)>().unwrap()))
+        bench.iter(|| black_box(tx.sum::<(W,)>().unwrap()))
     });
     g.bench_function(BenchmarkId::new("hand over W", 1), |bench| {
         bench.iter(|| {
@@ -249,7 +249,7 @@ fn w6(c: &mut Criterion) {
     let mut g = c.benchmark_group("W6 tanh exp 16M");
     g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
     g.bench_function(BenchmarkId::new("axes", 1), |bench| {
-        bench.iter(|| out_t.assign((&tx).tanh() * &ty + (-&tx).exp()).unwrap())
+        bench.iter(|| out_t.assign(tx.tanh() * &ty + (-&tx).exp()).unwrap())
     });
     g.bench_function(BenchmarkId::new("hand std", 1), |bench| {
         bench.iter(|| {

@@ -172,6 +172,7 @@ fn dual_axes_pair_first_from_either_side() {
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn dot_equals_the_transpose_of_the_transposed_dot() {
     let mut rng = ChaCha8Rng::seed_from_u64(53);
     for _ in 0..40 {
