@@ -120,17 +120,17 @@ fn unary_ops_against_std() {
         let (x, rx) = random_view(&mut rng, j);
         let x = (&x * 0.25).eval().unwrap();
         let rx = rx.map(|v| v * 0.25);
-        let pos = (&x).abs().eval().unwrap();
+        let pos = x.abs().eval().unwrap();
         let rpos = rx.map(f64::abs);
         macro_rules! check {
             ($e:expr, $f:expr) => {
                 assert_close(&$e.eval().unwrap(), &$f, 1e-12);
             };
         }
-        check!((&x).abs(), rpos);
-        check!((&x).square(), rx.map(|v| v * v));
+        check!(x.abs(), rpos);
+        check!(x.square(), rx.map(|v| v * v));
         check!(
-            (&x).signum(),
+            x.signum(),
             rx.map(|v| if v > 0.0 {
                 1.0
             } else if v < 0.0 {
@@ -139,20 +139,20 @@ fn unary_ops_against_std() {
                 0.0
             })
         );
-        check!((&x).relu(), rx.map(|v| v.max(0.0)));
-        check!((&x).exp(), rx.map(f64::exp));
+        check!(x.relu(), rx.map(|v| v.max(0.0)));
+        check!(x.exp(), rx.map(f64::exp));
         check!((&pos + 0.5).ln(), rpos.map(|v| (v + 0.5).ln()));
-        check!((&pos).sqrt(), rpos.map(f64::sqrt));
+        check!(pos.sqrt(), rpos.map(f64::sqrt));
         check!((&pos + 1.0).rsqrt(), rpos.map(|v| 1.0 / (v + 1.0).sqrt()));
-        check!((&x).tanh(), rx.map(f64::tanh));
-        check!((&x).sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
-        check!((&x).sin(), rx.map(f64::sin));
-        check!((&x).cos(), rx.map(f64::cos));
+        check!(x.tanh(), rx.map(f64::tanh));
+        check!(x.sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
+        check!(x.sin(), rx.map(f64::sin));
+        check!(x.cos(), rx.map(f64::cos));
         check!((&pos + 1.0).recip(), rpos.map(|v| 1.0 / (v + 1.0)));
         check!((&x).powi(3), rx.map(|v| v.powi(3)));
         check!((&pos).powf(1.5), rpos.map(|v| v.powf(1.5)));
-        check!((&x).floor(), rx.map(f64::floor));
-        check!((&x).ceil(), rx.map(f64::ceil));
+        check!(x.floor(), rx.map(f64::floor));
+        check!(x.ceil(), rx.map(f64::ceil));
         check!((&x).clamp(-0.5, 0.5), rx.map(|v| v.clamp(-0.5, 0.5)));
         check!((&pos).pow(&x), rpos.zip(&rx, f64::powf));
         check!((&x).mul_add(2.0, &pos), rx.zip(&rpos, |a, b| a * 2.0 + b));
@@ -173,28 +173,24 @@ fn f32_and_half_precision_ops_within_dtype_tolerance() {
         Tensor::<f32, (I,)>::from_vec(I.len(data.len()), data.iter().map(|&v| v as f32).collect())
             .unwrap();
     let eps32 = f32::EPSILON as f64;
-    assert_close(&(&x32).exp().eval().unwrap(), &r.map(f64::exp), 8.0 * eps32);
+    assert_close(&x32.exp().eval().unwrap(), &r.map(f64::exp), 8.0 * eps32);
+    assert_close(&x32.tanh().eval().unwrap(), &r.map(f64::tanh), 16.0 * eps32);
     assert_close(
-        &(&x32).tanh().eval().unwrap(),
-        &r.map(f64::tanh),
-        16.0 * eps32,
-    );
-    assert_close(
-        &(&x32).sigmoid().eval().unwrap(),
+        &x32.sigmoid().eval().unwrap(),
         &r.map(|v| 1.0 / (1.0 + (-v).exp())),
         8.0 * eps32,
     );
     assert_close(
-        &(&x32).abs().ln().eval().unwrap(),
+        &x32.abs().ln().eval().unwrap(),
         &r.map(|v| v.abs().ln()),
         8.0 * eps32,
     );
     assert_close(
-        &((&x32).tanh() * &x32 + (-&x32).exp()).eval().unwrap(),
+        &(x32.tanh() * &x32 + (-&x32).exp()).eval().unwrap(),
         &r.map(|v| v.tanh() * v + (-v).exp()),
         16.0 * eps32,
     );
-    let x16: Tensor<f16, (I,)> = (&x32).cast::<f16>().eval().unwrap();
+    let x16: Tensor<f16, (I,)> = x32.cast::<f16>().eval().unwrap();
     let r16 = Ref {
         data: x16.to_vec().iter().map(|v| v.to_f64()).collect(),
         ..r.clone()
@@ -205,11 +201,11 @@ fn f32_and_half_precision_ops_within_dtype_tolerance() {
         2.0 * f16::EPSILON.to_f64(),
     );
     assert_close(
-        &(&x16).exp().eval().unwrap(),
+        &x16.exp().eval().unwrap(),
         &r16.map(f64::exp),
         2.0 * f16::EPSILON.to_f64(),
     );
-    let xb: Tensor<bf16, (I,)> = (&x32).cast::<bf16>().eval().unwrap();
+    let xb: Tensor<bf16, (I,)> = x32.cast::<bf16>().eval().unwrap();
     let rb = Ref {
         data: xb.to_vec().iter().map(|v| v.to_f64()).collect(),
         ..r
@@ -233,10 +229,7 @@ fn integer_ops_wrap_and_never_panic() {
         (&x / -1).eval().unwrap().to_vec(),
         [-i32::MAX, 7, 0, i32::MIN]
     );
-    assert_eq!(
-        (&x).abs().eval().unwrap().to_vec(),
-        [i32::MAX, 7, 0, i32::MIN]
-    );
+    assert_eq!(x.abs().eval().unwrap().to_vec(), [i32::MAX, 7, 0, i32::MIN]);
     let b = Tensor::<u8, (I,)>::from_vec(I.len(3), vec![250, 3, 0]).unwrap();
     assert_eq!((&b + 10u8).eval().unwrap().to_vec(), [4, 13, 10]);
     assert_eq!(
@@ -246,11 +239,11 @@ fn integer_ops_wrap_and_never_panic() {
     );
     let l = Tensor::<i64, (I,)>::from_vec(I.len(3), vec![i64::MAX, -1, 5]).unwrap();
     assert_eq!(
-        (&l).cast::<i64>().eval().unwrap().to_vec(),
+        l.cast::<i64>().eval().unwrap().to_vec(),
         [i64::MAX, -1, 5],
         "i64 stays exact"
     );
-    assert_eq!((&l).cast::<u8>().eval().unwrap().to_vec(), [255, 255, 5]);
+    assert_eq!(l.cast::<u8>().eval().unwrap().to_vec(), [255, 255, 5]);
 }
 
 #[test]
@@ -264,7 +257,7 @@ fn comparisons_select_and_casts() {
         let as_f = |b: bool| if b { 1.0 } else { 0.0 };
         let gt: Tensor<bool, (I, J)> = (&x).greater(&y).eval().unwrap();
         assert_matches(
-            &(&gt).cast::<f64>().eval().unwrap(),
+            &gt.cast::<f64>().eval().unwrap(),
             &rx.zip(&ry, |a, b| as_f(a > b)),
         );
         for (got, want) in [
@@ -371,9 +364,9 @@ fn reductions_give_the_same_bits_for_any_thread_count() {
     let mut results = Vec::new();
     for threads in [1, 2, 3] {
         axes::set_threads(threads).unwrap();
-        let total = (&x).square().sum_all().unwrap();
-        let rows: Tensor<f32, (J,)> = (&x).sum::<(I,)>().unwrap();
-        let cols: Tensor<f32, (I,)> = (&x).sum::<(J,)>().unwrap();
+        let total = x.square().sum_all().unwrap();
+        let rows: Tensor<f32, (J,)> = x.sum::<(I,)>().unwrap();
+        let cols: Tensor<f32, (I,)> = x.sum::<(J,)>().unwrap();
         results.push((total.to_bits(), rows.to_vec(), cols.to_vec()));
     }
     assert!(results.windows(2).all(|w| w[0] == w[1]));
@@ -391,29 +384,29 @@ fn reductions_give_the_same_bits_for_any_thread_count() {
 fn nan_and_infinity_through_reductions() {
     let x =
         Tensor::<f32, (I,)>::from_vec(I.len(4), vec![1.0, f32::NAN, 3.0, f32::INFINITY]).unwrap();
-    assert!((&x).sum_all().unwrap().is_nan());
+    assert!(x.sum_all().unwrap().is_nan());
     assert!(
-        (&x).max_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
+        x.max_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
         "max propagates NaN"
     );
     assert!(
-        (&x).min_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
+        x.min_over::<(I,)>().unwrap().to_vec()[0].is_nan(),
         "min propagates NaN"
     );
     let inf = Tensor::<f32, (I,)>::from_vec(I.len(2), vec![f32::NEG_INFINITY, f32::NEG_INFINITY])
         .unwrap();
     assert_eq!(
-        (&inf).logsumexp::<(I,)>().unwrap().to_vec(),
+        inf.logsumexp::<(I,)>().unwrap().to_vec(),
         [f32::NEG_INFINITY]
     );
     let empty = Tensor::<f32, (I, J)>::zeros((I.len(0), J.len(2))).unwrap();
-    assert_eq!((&empty).sum::<(I,)>().unwrap().to_vec(), [0.0, 0.0]);
+    assert_eq!(empty.sum::<(I,)>().unwrap().to_vec(), [0.0, 0.0]);
     assert_eq!(
-        (&empty).max_over::<(I,)>().unwrap().to_vec(),
+        empty.max_over::<(I,)>().unwrap().to_vec(),
         [f32::NEG_INFINITY; 2]
     );
     assert!(
-        (&empty)
+        empty
             .mean::<(I,)>()
             .unwrap()
             .to_vec()
