@@ -97,6 +97,34 @@ fn main() -> axes::Result<()> {
         axes_of::<(Dual<Hidden>, Hidden)>()
     );
 
+    println!("== fused expressions: one pass, no temporary");
+    let bias = Tensor::<f32, (Hidden,)>::from_vec(Hidden.len(4), vec![0.5, -0.5, 0.25, 0.0])?;
+    let y = (&x * 0.1 + &bias).tanh().eval()?; // bias broadcasts over Batch by name
+    println!("tanh(0.1 x + bias) =\n{y}");
+    println!("sum((x - y)^2) = {}", (&x - &y).square().sum_all()?);
+    println!("softmax over Hidden =\n{}\n", softmax::<_, _, Hidden>(&x)?);
+
+    println!("== reductions name the axes they remove");
+    let per_row: tensor![f32; Batch] = x.sum::<(Hidden,)>()?;
+    println!("sum over Hidden: {per_row}");
+    println!("max over Batch: {}\n", x.max_over::<(Batch,)>()?);
+
+    println!("== contractions pair axes by name (dual axes first)");
+    #[derive(Axis)]
+    struct Class;
+    let w = Tensor::<f32, (Class, Hidden)>::from_fn((Hidden.len(4), Class.len(3)), |ix| (ix.of::<Class>() + ix.of::<Hidden>()) as f32)?;
+    let logits: tensor![f32; Batch, Class] = dot(&x, &w)?; // contracts Hidden, whatever the order
+    println!("dot(x, w) =\n{logits}");
+    let square = Tensor::<f32, (Dual<Hidden>, Hidden)>::eye(Hidden.len(4))?;
+    println!("dot(x, identity over (Dual<Hidden>, Hidden)) == x: {}\n", dot(&x, &square)? == x);
+
+    println!("== index notation: axes on the right only are summed");
+    let z = tensor!([Batch, Class] = x[Batch, Hidden] * w[Class, Hidden])?;
+    println!("z[Batch, Class] = x[Batch, Hidden] * w[Class, Hidden] ->\n{z}");
+    let mut db = Tensor::<f32, (Class,)>::zeros(Class.len(3))?;
+    tensor!(db[Class] += z[Batch, Class])?;
+    println!("db[Class] += z[Batch, Class] -> {db}\n");
+
     println!("== run-time errors name the axis and the lengths");
     let errors = [
         x.get((Batch.at(2), Hidden.at(0))).map(|_| ()),

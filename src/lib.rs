@@ -30,3 +30,8 @@ pub use axes_macros::{Axis, tensor};
 
 #[doc(hidden)]
 pub use axes_core::__private;
+
+/// The README's example, compiled and run as a doc-test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
