@@ -112,11 +112,16 @@ fn main() -> axes::Result<()> {
     println!("== contractions pair axes by name (dual axes first)");
     #[derive(Axis)]
     struct Class;
-    let w = Tensor::<f32, (Class, Hidden)>::from_fn((Hidden.len(4), Class.len(3)), |ix| (ix.of::<Class>() + ix.of::<Hidden>()) as f32)?;
+    let w = Tensor::<f32, (Class, Hidden)>::from_fn((Hidden.len(4), Class.len(3)), |ix| {
+        (ix.of::<Class>() + ix.of::<Hidden>()) as f32
+    })?;
     let logits: tensor![f32; Batch, Class] = dot(&x, &w)?; // contracts Hidden, whatever the order
     println!("dot(x, w) =\n{logits}");
     let square = Tensor::<f32, (Dual<Hidden>, Hidden)>::eye(Hidden.len(4))?;
-    println!("dot(x, identity over (Dual<Hidden>, Hidden)) == x: {}\n", dot(&x, &square)? == x);
+    println!(
+        "dot(x, identity over (Dual<Hidden>, Hidden)) == x: {}\n",
+        dot(&x, &square)? == x
+    );
 
     println!("== index notation: axes on the right only are summed");
     let z = tensor!([Batch, Class] = x[Batch, Hidden] * w[Class, Hidden])?;
