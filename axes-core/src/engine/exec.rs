@@ -212,9 +212,7 @@ fn run_task<T, E, S>(
     let mut eval = make_eval();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::env::var_os("AXES_NO_AVX512").is_none()
-            && std::arch::is_x86_feature_detected!("avx512f")
-        {
+        if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU supports AVX-512F, checked just above.
             unsafe { run_task_avx512(plan, dest, sink, &mut eval, lo, hi) };
             return;
@@ -312,33 +310,22 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
     at: isize,
     chunk: usize,
 ) {
-    // Values are first written to a small buffer (a loop the compiler vectorises like any
-    // element-wise one), then folded into the lanes from that plain slice.
-    const STAGE: usize = 512;
-    let mut stage = [sink.identity(); STAGE];
     let mut lanes = [sink.identity(); LANES];
     let mut tail = sink.identity();
     let mut start = lo;
     while start < hi {
         let n = chunk.min(hi - start);
         eval.load(outer, start, n);
-        let mut done = 0;
-        while done < n {
-            let m = STAGE.min(n - done);
-            for (i, slot) in stage[..m].iter_mut().enumerate() {
-                // SAFETY: done + i < n, loaded just above.
-                *slot = unsafe { eval.at(done + i) };
+        let full = n / LANES * LANES;
+        for j in (0..full).step_by(LANES) {
+            for (l, lane) in lanes.iter_mut().enumerate() {
+                // SAFETY: j + l < full <= n, loaded just above.
+                *lane = sink.combine(*lane, unsafe { eval.at(j + l) });
             }
-            let full = m / LANES * LANES;
-            for group in stage[..full].chunks_exact(LANES) {
-                for (lane, &v) in lanes.iter_mut().zip(group) {
-                    *lane = sink.combine(*lane, v);
-                }
-            }
-            for &v in &stage[full..m] {
-                tail = sink.combine(tail, v);
-            }
-            done += m;
+        }
+        for i in full..n {
+            // SAFETY: i < n.
+            tail = sink.combine(tail, unsafe { eval.at(i) });
         }
         start += n;
     }
