@@ -1,0 +1,411 @@
+//! Every run-time error, table-driven: each bad input gives the documented `Error` variant,
+//! and its message names the axis or the lengths involved. Never a panic.
+
+use axes::arena::ArenaBuilder;
+use axes::prelude::*;
+use axes::{Error, Flat};
+
+#[derive(Axis)]
+struct Batch;
+#[derive(Axis)]
+struct Hidden;
+#[derive(Axis)]
+#[axis(len = 3)]
+struct Rgb;
+
+type Case = (
+    &'static str,
+    fn() -> Result<(), Error>,
+    fn(&Error) -> bool,
+    &'static [&'static str],
+);
+
+fn bh(b: usize, h: usize) -> Tensor<f32, (Batch, Hidden)> {
+    Tensor::zeros((Batch.len(b), Hidden.len(h))).unwrap()
+}
+
+fn hidden(h: usize) -> Tensor<f32, (Hidden,)> {
+    Tensor::zeros(Hidden.len(h)).unwrap()
+}
+
+#[test]
+fn every_bad_input_gives_its_error() {
+    let cases: Vec<Case> = vec![
+        (
+            "elementwise length mismatch",
+            || (&bh(2, 3) + &hidden(4)).eval().map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "3", "4"],
+        ),
+        (
+            "reduction length mismatch",
+            || (&bh(2, 3) * &hidden(4)).sum_all().map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "3", "4"],
+        ),
+        (
+            "assign into other lengths",
+            || bh(2, 2).assign(bh(2, 3)),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "2", "3"],
+        ),
+        (
+            "dot length mismatch",
+            || dot(&bh(2, 3), &hidden(5)).map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "3", "5"],
+        ),
+        (
+            "concat other lengths",
+            || Tensor::concat::<Batch>(&[&bh(1, 3), &bh(1, 4)]).map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "3", "4"],
+        ),
+        (
+            "stack other lengths",
+            || Tensor::stack::<Batch>(&[&hidden(3), &hidden(4)]).map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "3", "4"],
+        ),
+        (
+            "gather other lengths",
+            || {
+                let idx = Tensor::<i64, (Batch,)>::zeros(Batch.len(5)).unwrap();
+                bh(2, 3).gather::<Hidden, _, _>(&idx).map(drop)
+            },
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Batch", "2", "5"],
+        ),
+        (
+            "arena set other lengths",
+            || {
+                let mut b = ArenaBuilder::new();
+                let slot = b.add::<(Hidden,), f32>(Hidden.len(3)).unwrap();
+                b.build(0.0f32).set(&slot, &hidden(2))
+            },
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Hidden", "2", "3"],
+        ),
+        (
+            "wrong element count",
+            || {
+                Tensor::<f32, (Batch, Hidden)>::from_vec(
+                    (Batch.len(2), Hidden.len(3)),
+                    vec![0.0; 5],
+                )
+                .map(drop)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::ElementCount {
+                        expected: 6,
+                        got: 5,
+                        ..
+                    }
+                )
+            },
+            &["Batch=2", "Hidden=3", "5", "6"],
+        ),
+        (
+            "get out of range",
+            || bh(2, 3).get((Batch.at(2), Hidden.at(0))).map(drop),
+            |e| matches!(e, Error::IndexOutOfRange { .. }),
+            &["Batch", "2"],
+        ),
+        (
+            "set out of range",
+            || bh(2, 3).set((Batch.at(0), Hidden.at(9)), 1.0),
+            |e| {
+                matches!(
+                    e,
+                    Error::IndexOutOfRange {
+                        index: 9,
+                        len: 3,
+                        ..
+                    }
+                )
+            },
+            &["Hidden", "9", "3"],
+        ),
+        (
+            "index out of range",
+            || bh(2, 3).index(Hidden.at(3)).map(drop),
+            |e| matches!(e, Error::IndexOutOfRange { .. }),
+            &["Hidden", "3"],
+        ),
+        (
+            "slice past the end",
+            || bh(2, 3).slice::<Hidden>(1..5, 1).map(drop),
+            |e| matches!(e, Error::RangeOutOfBounds { .. }),
+            &["Hidden", "1..5", "3"],
+        ),
+        (
+            "slice start after end",
+            || {
+                bh(2, 3)
+                    .slice::<Batch>(
+                        (std::ops::Bound::Included(2), std::ops::Bound::Excluded(1)),
+                        1,
+                    )
+                    .map(drop)
+            },
+            |e| matches!(e, Error::RangeOutOfBounds { .. }),
+            &["Batch", "2..1"],
+        ),
+        (
+            "zero step",
+            || bh(2, 3).slice::<Batch>(.., 0).map(drop),
+            |e| matches!(e, Error::ZeroStep { .. }),
+            &["Batch"],
+        ),
+        (
+            "fixed length",
+            || Tensor::<u8, (Batch, Rgb)>::zeros((Batch.len(1), Rgb.len(4))).map(drop),
+            |e| {
+                matches!(
+                    e,
+                    Error::FixedLength {
+                        fixed: 3,
+                        got: 4,
+                        ..
+                    }
+                )
+            },
+            &["Rgb", "3", "4"],
+        ),
+        (
+            "fixed length through cast_axes",
+            || {
+                Tensor::<u8, (Batch,)>::zeros(Batch.len(5))
+                    .unwrap()
+                    .cast_axes::<(Rgb,)>()
+                    .map(drop)
+            },
+            |e| matches!(e, Error::FixedLength { .. }),
+            &["Rgb", "3", "5"],
+        ),
+        (
+            "fixed length through broadcast",
+            || hidden(2).broadcast::<(Rgb, Hidden)>(Rgb.len(2)).map(drop),
+            |e| matches!(e, Error::FixedLength { .. }),
+            &["Rgb", "3", "2"],
+        ),
+        (
+            "element count overflows usize",
+            || {
+                Tensor::<f32, (Batch, Hidden)>::zeros((Batch.len(usize::MAX / 2), Hidden.len(3)))
+                    .map(drop)
+            },
+            |e| matches!(e, Error::SizeOverflow { .. }),
+            &["Batch=", "Hidden=3"],
+        ),
+        (
+            "byte count overflows isize",
+            || Tensor::<f64, (Batch,)>::zeros(Batch.len(usize::MAX / 8)).map(drop),
+            |e| matches!(e, Error::SizeOverflow { .. }),
+            &["Batch="],
+        ),
+        (
+            "padding overflows",
+            || bh(2, 3).pad::<Hidden>(usize::MAX, 1).map(drop),
+            |e| matches!(e, Error::SizeOverflow { .. }),
+            &["Hidden"],
+        ),
+        (
+            "empty random range",
+            || Tensor::<f32, (Batch,)>::random_uniform(Batch.len(2), 1.0, 1.0, 0).map(drop),
+            |e| matches!(e, Error::InvalidRange { .. }),
+            &["[1, 1)"],
+        ),
+        (
+            "NaN random bound",
+            || Tensor::<f32, (Batch,)>::random_uniform(Batch.len(2), f32::NAN, 1.0, 0).map(drop),
+            |e| matches!(e, Error::InvalidRange { .. }),
+            &["NaN"],
+        ),
+        (
+            "unflatten without parts",
+            || {
+                Tensor::<f32, (Flat<(Batch, Hidden)>,)>::zeros(Len::<Flat<(Batch, Hidden)>>::new(6))
+                    .unwrap()
+                    .unflatten::<(Batch, Hidden)>()
+                    .map(drop)
+            },
+            |e| matches!(e, Error::UnknownFlatParts { .. }),
+            &["Flat<(Batch, Hidden)>"],
+        ),
+        (
+            "unflatten after a slice",
+            || {
+                let f = bh(2, 3).flatten::<(Batch, Hidden)>().unwrap();
+                f.slice::<Flat<(Batch, Hidden)>>(0..4, 1)
+                    .unwrap()
+                    .unflatten::<(Batch, Hidden)>()
+                    .map(drop)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::FlatLengthMismatch {
+                        len: 4,
+                        product: 6,
+                        ..
+                    }
+                )
+            },
+            &["Flat<(Batch, Hidden)>", "4", "Batch=2, Hidden=3", "6"],
+        ),
+        (
+            "concat of nothing",
+            || Tensor::<f32, (Batch, Hidden)>::concat::<Batch>(&[]).map(drop),
+            |e| matches!(e, Error::NothingToJoin { .. }),
+            &["Batch"],
+        ),
+        (
+            "split lengths",
+            || bh(2, 5).split::<Hidden>(&[2, 2]).map(drop),
+            |e| matches!(e, Error::SplitLengths { len: 5, .. }),
+            &["Hidden", "5", "[2, 2]"],
+        ),
+        (
+            "negative gather index",
+            || {
+                let idx = Tensor::<i32, (Batch,)>::from_vec(Batch.len(2), vec![0, -1]).unwrap();
+                bh(2, 3).gather::<Hidden, _, _>(&idx).map(drop)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::GatherIndex {
+                        index: -1,
+                        len: 3,
+                        ..
+                    }
+                )
+            },
+            &["Hidden", "-1", "3"],
+        ),
+        (
+            "gather index too large",
+            || {
+                let idx = Tensor::<u8, (Batch,)>::from_vec(Batch.len(2), vec![3, 0]).unwrap();
+                bh(2, 3).gather::<Hidden, _, _>(&idx).map(drop)
+            },
+            |e| matches!(e, Error::GatherIndex { index: 3, .. }),
+            &["Hidden", "3"],
+        ),
+        (
+            "ndarray view of a padded tensor",
+            || {
+                bh(2, 3)
+                    .pad::<Batch>(1, 0)
+                    .unwrap()
+                    .as_ndarray::<(Batch, Hidden)>()
+                    .map(drop)
+            },
+            |e| matches!(e, Error::Padded { .. }),
+            &["Batch=3", "Hidden=3"],
+        ),
+        (
+            "array of another rank",
+            || {
+                Tensor::<f32, (Batch, Hidden)>::from_ndarray(ndarray::Array1::<f32>::zeros(3))
+                    .map(drop)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::RankMismatch {
+                        expected: 2,
+                        got: 1,
+                        ..
+                    }
+                )
+            },
+            &["(Batch, Hidden)", "1", "2"],
+        ),
+        (
+            "argmax over an empty axis",
+            || argmax::<_, _, Hidden>(&bh(2, 0)).map(drop),
+            |e| matches!(e, Error::EmptyReduction { .. }),
+            &["Hidden"],
+        ),
+    ];
+    assert!(cases.len() >= 25, "{} cases", cases.len());
+    for (name, run, variant, words) in cases {
+        let error = match std::panic::catch_unwind(run) {
+            Ok(Ok(())) => panic!("{name}: no error"),
+            Ok(Err(error)) => error,
+            Err(_) => panic!("{name}: panicked instead of returning an error"),
+        };
+        assert!(variant(&error), "{name}: unexpected variant {error:?}");
+        let message = error.to_string();
+        for word in words {
+            assert!(
+                message.contains(word),
+                "{name}: message {message:?} does not name {word:?}"
+            );
+        }
+    }
+}
+
+/// Documented values rather than errors: NaN and infinity through every reduction.
+#[test]
+fn nan_and_infinity_through_every_reduction() {
+    let with_nan =
+        Tensor::<f64, (Hidden,)>::from_vec(Hidden.len(3), vec![1.0, f64::NAN, 2.0]).unwrap();
+    for (name, value) in [
+        ("sum", with_nan.sum::<(Hidden,)>().unwrap().to_vec()[0]),
+        ("prod", with_nan.prod::<(Hidden,)>().unwrap().to_vec()[0]),
+        ("max", with_nan.max_over::<(Hidden,)>().unwrap().to_vec()[0]),
+        ("min", with_nan.min_over::<(Hidden,)>().unwrap().to_vec()[0]),
+        ("mean", with_nan.mean::<(Hidden,)>().unwrap().to_vec()[0]),
+        (
+            "logsumexp",
+            with_nan.logsumexp::<(Hidden,)>().unwrap().to_vec()[0],
+        ),
+        ("var", with_nan.var::<(Hidden,)>().unwrap().to_vec()[0]),
+        ("std", with_nan.std::<(Hidden,)>().unwrap().to_vec()[0]),
+    ] {
+        assert!(
+            value.is_nan(),
+            "{name} of data with a NaN is NaN, got {value}"
+        );
+    }
+    assert_eq!(
+        argmax::<_, _, Hidden>(&with_nan).unwrap().to_vec(),
+        [1],
+        "argmax points at the first NaN"
+    );
+    let inf = Tensor::<f64, (Hidden,)>::from_vec(Hidden.len(2), vec![f64::INFINITY, 1.0]).unwrap();
+    assert_eq!(
+        inf.max_over::<(Hidden,)>().unwrap().to_vec(),
+        [f64::INFINITY]
+    );
+    assert_eq!(inf.sum::<(Hidden,)>().unwrap().to_vec(), [f64::INFINITY]);
+    assert_eq!(
+        inf.logsumexp::<(Hidden,)>().unwrap().to_vec(),
+        [f64::INFINITY]
+    );
+    let empty = hidden(0);
+    assert_eq!(
+        empty.sum::<(Hidden,)>().unwrap().to_vec(),
+        [0.0],
+        "the sum of nothing is 0"
+    );
+    assert_eq!(
+        empty.prod::<(Hidden,)>().unwrap().to_vec(),
+        [1.0],
+        "the product of nothing is 1"
+    );
+    assert_eq!(
+        empty.max_over::<(Hidden,)>().unwrap().to_vec(),
+        [f32::NEG_INFINITY],
+        "the max of nothing is -inf"
+    );
+    assert!(
+        empty.mean::<(Hidden,)>().unwrap().to_vec()[0].is_nan(),
+        "the mean of nothing is NaN"
+    );
+}
