@@ -17,7 +17,14 @@ struct K;
 #[derive(Axis)]
 struct N;
 
-fn gemm_direct(threads: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+/// `c = a · b` for n×n matrices; `a_transposed` reads `a` stored column-major (the layout of
+/// the permuted operand).
+fn gemm_direct(threads: usize, n: usize, a: &[f32], a_transposed: bool, b: &[f32], c: &mut [f32]) {
+    let (a_cs, a_rs) = if a_transposed {
+        (n as isize, 1)
+    } else {
+        (1, n as isize)
+    };
     let parallelism = if threads > 1 {
         gemm::Parallelism::Rayon(threads)
     } else {
@@ -55,6 +62,7 @@ fn bench(c: &mut Criterion, n: usize) {
     // the same x stored (K, M): used as (M, K) through a view
     let x_t = x.to_layout::<(K, M)>();
     let (a, b) = (x.to_vec(), w.to_vec());
+    let a_t = x_t.storage().as_slice().to_vec();
     let mut out = vec![0f32; n * n];
     let mut g = c.benchmark_group(format!("matmul {n}"));
     for threads in [1, 2] {
@@ -70,7 +78,10 @@ fn bench(c: &mut Criterion, n: usize) {
             bench.iter(|| black_box(dot(&x_t.axes_with_order::<(M, K)>(), &w).unwrap()))
         });
         g.bench_function(BenchmarkId::new("gemm", threads), |bench| {
-            bench.iter(|| pool.install(|| gemm_direct(threads, n, &a, &b, &mut out)))
+            bench.iter(|| pool.install(|| gemm_direct(threads, n, &a, false, &b, &mut out)))
+        });
+        g.bench_function(BenchmarkId::new("gemm permuted", threads), |bench| {
+            bench.iter(|| pool.install(|| gemm_direct(threads, n, &a_t, true, &b, &mut out)))
         });
     }
     let (na, nb) = (
@@ -113,16 +124,21 @@ fn main() {
     c.final_summary();
     println!(
         "\n{:<14} {:<18} {:>10} {:>9} {:>12}",
-        "size", "variant", "time", "GFLOP/s", "vs gemm"
+        "size", "variant", "time", "GFLOP/s", "vs gemm with the same operand layout"
     );
     for n in sizes {
         let group = format!("matmul {n}");
         let flops = 2.0 * (n as f64).powi(3);
         for threads in [1, 2] {
-            let Some(reference) = median_ns(&group, &format!("gemm/{threads}")) else {
-                continue;
-            };
-            for variant in ["axes", "axes permuted", "gemm", "ndarray"] {
+            for variant in ["axes", "axes permuted", "gemm", "gemm permuted", "ndarray"] {
+                let peer = if variant.ends_with("permuted") {
+                    "gemm permuted"
+                } else {
+                    "gemm"
+                };
+                let Some(reference) = median_ns(&group, &format!("{peer}/{threads}")) else {
+                    continue;
+                };
                 let id = if variant == "ndarray" {
                     "ndarray/1".to_string()
                 } else {
