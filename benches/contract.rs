@@ -30,7 +30,7 @@ fn gemm_direct(threads: usize, n: usize, a: &[f32], a_transposed: bool, b: &[f32
     } else {
         gemm::Parallelism::None
     };
-    // SAFETY: a, b and c are n×n row-major buffers of n*n elements each.
+    // SAFETY: a, b and c hold n×n elements each, read and written with unit and n strides.
     unsafe {
         gemm::gemm(
             n,
@@ -41,8 +41,8 @@ fn gemm_direct(threads: usize, n: usize, a: &[f32], a_transposed: bool, b: &[f32
             n as isize,
             false,
             a.as_ptr(),
-            1,
-            n as isize,
+            a_cs,
+            a_rs,
             b.as_ptr(),
             1,
             n as isize,
