@@ -221,7 +221,7 @@ fn operand<T: Element, A: AxisSet>(
     PACKED.with(|p| p.set(p.get() + 1));
     let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
     let permuted = layout.permuted(&order);
-    let data = t.read_in_layout(&permuted);
+    let data = t.read_in(&permuted);
     let lens: Vec<usize> = order.iter().map(|&a| layout.lens()[a]).collect();
     let packed = Layout::row_major(&lens);
     let nb = batch.len();

@@ -46,7 +46,7 @@ pub struct Plan {
     /// Canonical axis lengths.
     pub lens: [usize; MAX_RANK],
     /// LeafLayout accesses; only the first `operands` are used.
-    pub access: [Access; MAX_OPERANDS],
+    pub access: Vec<Access>,
     /// Number of operands, destination included.
     pub operands: usize,
     /// Total number of iterations.
@@ -72,7 +72,7 @@ impl Plan {
         reduced: &[TypeId],
         dest: Option<&Layout>,
         leaves: &[LeafLayout],
-    ) -> Result<(Box<Plan>, Layout)> {
+    ) -> Result<(Plan, Layout)> {
         let rank = out.len() + reduced.len();
         assert!(
             rank <= MAX_RANK,
@@ -131,7 +131,7 @@ impl Plan {
         };
 
         // Accesses over the full space.
-        let mut access = [Access::default(); MAX_OPERANDS];
+        let mut access = Vec::with_capacity(leaves.len() + 1);
         let full = |layout: &Layout, ids: &[TypeId]| {
             let mut a = Access {
                 offset: layout.offset() as isize,
@@ -148,20 +148,19 @@ impl Plan {
             a.padded = layout.is_padded();
             a
         };
-        access[0] = full(&dest_layout, out);
-        for (k, leaf) in leaves.iter().enumerate() {
-            access[k + 1] = full(&leaf.layout, &leaf.ids[..leaf.layout.rank()]);
+        access.push(full(&dest_layout, out));
+        for leaf in leaves {
+            access.push(full(&leaf.layout, &leaf.ids[..leaf.layout.rank()]));
         }
         let operands = leaves.len() + 1;
-        // Boxed: the plan is a few KiB, and is built once and only read afterwards.
-        let mut plan = Box::new(Plan {
+        let mut plan = Plan {
             rank,
             lens: [1; MAX_RANK],
             access,
             operands,
             count: lens.iter().product(),
             chunk: CHUNK,
-        });
+        };
         plan.lens[..rank].copy_from_slice(lens);
         plan.canonicalise();
         let in_place = plan.rank > 0

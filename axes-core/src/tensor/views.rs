@@ -377,11 +377,6 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// The elements of `layout` (a view of this tensor's storage), row-major.
-    pub(crate) fn read_in_layout(&self, layout: &Layout) -> Vec<T> {
-        self.read_in(layout)
-    }
-
-    /// The elements of `layout` (a view of this tensor's storage), row-major.
     pub(crate) fn read_in(&self, layout: &Layout) -> Vec<T> {
         let data = self.storage.as_slice();
         layout
