@@ -517,3 +517,29 @@ fn expressions_describe_themselves_as_ir() {
         "select(gt(leaf0, 0), leaf1, neg(leaf2))"
     );
 }
+
+#[test]
+fn expressions_with_many_leaves() {
+    let x = Tensor::<f64, (I,)>::from_vec(I.len(3), vec![1., 2., 3.]).unwrap();
+    let e = &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x
+        + &x;
+    assert_eq!(e.eval().unwrap().to_vec(), [20., 40., 60.]);
+}

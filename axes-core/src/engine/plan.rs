@@ -8,9 +8,6 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::MAX_RANK;
 
-/// The most operands (destination included) one fused evaluation takes.
-pub const MAX_OPERANDS: usize = 16;
-
 /// How a leaf of an expression sees its tensor, for planning.
 #[derive(Clone, Copy)]
 pub struct LeafLayout {
@@ -82,11 +79,6 @@ impl Plan {
         space_ids[..out.len()].copy_from_slice(out);
         space_ids[out.len()..rank].copy_from_slice(reduced);
         let space = &space_ids[..rank];
-        assert!(
-            leaves.len() < MAX_OPERANDS,
-            "at most {} leaves in one expression",
-            MAX_OPERANDS - 1
-        );
         // Lengths, from the leaves; a shared axis must agree.
         let mut lens: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
         for leaf in leaves {
