@@ -5,10 +5,12 @@
 //! `cargo bench --bench contract`; `AXES_BENCH_QUICK=1` for a short run.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use axes::prelude::*;
 use criterion::{BenchmarkId, Criterion};
+
+mod support;
+use support::median_ns;
 
 #[derive(Axis)]
 struct M;
@@ -92,18 +94,6 @@ fn bench(c: &mut Criterion, n: usize) {
         bench.iter(|| black_box(na.dot(&nb)))
     });
     g.finish();
-}
-
-fn median_ns(group: &str, id: &str) -> Option<f64> {
-    let path = Path::new("target/criterion")
-        .join(group)
-        .join(id)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let rest = &text[text.find("\"median\"")?..];
-    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-    let end = rest[start..].find([',', '}'])?;
-    rest[start..start + end].trim().parse().ok()
 }
 
 fn main() {

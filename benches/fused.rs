@@ -9,11 +9,13 @@
 //! `cargo bench --bench fused`; `AXES_BENCH_QUICK=1` for a short run.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use axes::prelude::*;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use ndarray::Array1;
+
+mod support;
+use support::median_ns;
 
 #[derive(Axis)]
 struct N;
@@ -260,20 +262,6 @@ fn w6(c: &mut Criterion) {
         })
     });
     g.finish();
-}
-
-/// Reads criterion's median for one benchmark, in nanoseconds.
-fn median_ns(group: &str, id: &str) -> Option<f64> {
-    let path = Path::new("target/criterion")
-        .join(group)
-        .join(id)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let at = text.find("\"median\"")?;
-    let rest = &text[at..];
-    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-    let end = rest[start..].find([',', '}'])?;
-    rest[start..start + end].trim().parse().ok()
 }
 
 fn summary() {
