@@ -24,6 +24,9 @@
 //! - [`list`]: type-level axis lists (union, difference, broadcast order, checks);
 //! - [`Tensor`]: a typed [`Layout`] over a shared [`Storage`];
 //! - [`Error`]: every run-time failure, naming the axis and the lengths.
+//! - [`doc::axes_for_numpy_users`]: NumPy idioms and their `axes` forms.
+
+pub mod doc;
 
 pub use axes_core::*;
 pub use axes_macros::{Axis, tensor};
