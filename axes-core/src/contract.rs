@@ -187,7 +187,7 @@ fn by_stride(layout: &Layout, axes: &[usize]) -> Vec<usize> {
 
 /// A matrix view of one operand: buffer, offset of each batch entry, and strides of the two
 /// merged dimensions.
-struct Operand<T> {
+struct MatrixOperand<T> {
     data: Vec<T>,
     packed: bool,
     offset: usize,
@@ -198,17 +198,17 @@ struct Operand<T> {
 
 /// Makes `t` a [batch..., rows..., cols...] matrix operand, packing it only when its strides
 /// do not allow a view.
-fn operand<T: Element, A: AxisSet>(
+fn matrix_operand<T: Element, A: AxisSet>(
     t: &Tensor<T, A>,
     batch: &[usize],
     rows: &[usize],
     cols: &[usize],
-) -> Operand<T> {
+) -> MatrixOperand<T> {
     let layout = *t.layout();
     if !layout.is_padded()
         && let (Some(r), Some(c)) = (merge(&layout, rows), merge(&layout, cols))
     {
-        return Operand {
+        return MatrixOperand {
             data: Vec::new(),
             packed: false,
             offset: layout.offset(),
@@ -228,7 +228,7 @@ fn operand<T: Element, A: AxisSet>(
     let all: Vec<usize> = (0..order.len()).collect();
     let r = merge(&packed, &all[nb..nb + rows.len()]).expect("row-major axes merge");
     let c = merge(&packed, &all[nb + rows.len()..]).expect("row-major axes merge");
-    Operand {
+    MatrixOperand {
         data,
         packed: true,
         offset: 0,
@@ -267,8 +267,8 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
     let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
     let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
-    let lhs = operand(x, &batch_x, &m_axes, &kx);
-    let rhs = operand(y, &batch_y, &ky, &n_axes);
+    let lhs = matrix_operand(x, &batch_x, &m_axes, &kx);
+    let rhs = matrix_operand(y, &batch_y, &ky, &n_axes);
 
     // The result, row-major in [batch, m, n] computation order.
     let batch_lens: Vec<usize> = batch_x.iter().map(|&a| xl[a]).collect();

@@ -7,7 +7,7 @@ use std::any::TypeId;
 use std::ops::{Bound, RangeBounds};
 
 use super::Tensor;
-use crate::axis::{At, Axis, Flat, Len};
+use crate::axis::{At, Axis, Flat};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -383,12 +383,5 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             .positions()
             .map(|pos| pos.map_or(T::zero(), |pos| data[pos]))
             .collect()
-    }
-}
-
-impl<A: Axis> Len<A> {
-    /// The length as a `Len` of another axis (for building lengths from a tensor's).
-    pub const fn cast<B>(self) -> Len<B> {
-        Len::new(self.get())
     }
 }
