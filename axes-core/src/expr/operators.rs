@@ -11,33 +11,30 @@ use crate::element::Element;
 use crate::list::AxisSet;
 use crate::tensor::Tensor;
 
-/// `impl Add/Sub/Mul/Div<R: IntoExpr>` and `Neg` for an expression type.
+/// The four arithmetic operators for one pair of operand types: `impl<G> Op<Rhs> for Lhs`,
+/// whose output is the `Binary` node of `left` and `right` (built from `lhs` and `rhs`).
+macro_rules! arithmetic {
+    ([$($g:tt)*] $lhs:ty, $rhs:ty => $elem:ty, $left:ty, $right:ty, |$a:ident, $b:ident| $l:expr, $r:expr) => {
+        arithmetic!(@op [$($g)*] Add add, $lhs, $rhs, $elem, $left, $right, |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Sub sub, $lhs, $rhs, $elem, $left, $right, |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Mul mul, $lhs, $rhs, $elem, $left, $right, |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Div div, $lhs, $rhs, $elem, $left, $right, |$a, $b| $l, $r);
+    };
+    (@op [$($g:tt)*] $trait:ident $method:ident, $lhs:ty, $rhs:ty, $elem:ty, $left:ty, $right:ty, |$a:ident, $b:ident| $l:expr, $r:expr) => {
+        impl<$($g)*> $trait<$rhs> for $lhs {
+            type Output = Binary<$elem, $left, $right, binary::$trait>;
+            fn $method(self, rhs: $rhs) -> Self::Output {
+                let ($a, $b) = (self, rhs);
+                Binary::new($l, $r, binary::$trait)
+            }
+        }
+    };
+}
+
+/// Expression op expression (of the same element type), and `-expression`.
 macro_rules! expr_operators {
     ($([$($generics:tt)*] $ty:ty => $elem:ty;)*) => {$(
-        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Add<Rhs> for $ty {
-            type Output = Binary<$elem, Self, Rhs, binary::Add>;
-            fn add(self, rhs: Rhs) -> Self::Output {
-                Binary::new(self, rhs, binary::Add)
-            }
-        }
-        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Sub<Rhs> for $ty {
-            type Output = Binary<$elem, Self, Rhs, binary::Sub>;
-            fn sub(self, rhs: Rhs) -> Self::Output {
-                Binary::new(self, rhs, binary::Sub)
-            }
-        }
-        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Mul<Rhs> for $ty {
-            type Output = Binary<$elem, Self, Rhs, binary::Mul>;
-            fn mul(self, rhs: Rhs) -> Self::Output {
-                Binary::new(self, rhs, binary::Mul)
-            }
-        }
-        impl<$($generics)*, Rhs: Expr<Elem = $elem>> Div<Rhs> for $ty {
-            type Output = Binary<$elem, Self, Rhs, binary::Div>;
-            fn div(self, rhs: Rhs) -> Self::Output {
-                Binary::new(self, rhs, binary::Div)
-            }
-        }
+        arithmetic!([$($generics)*, Rhs: Expr<Elem = $elem>] $ty, Rhs => $elem, $ty, Rhs, |a, b| a, b);
         impl<$($generics)*> Neg for $ty {
             type Output = Unary<$elem, Self, unary::Neg>;
             fn neg(self) -> Self::Output {
@@ -58,10 +55,11 @@ expr_operators! {
     [U, E, F] MapFn<U, E, F> => U;
 }
 
-/// `scalar op expression` for each scalar type and expression type.
-macro_rules! scalar_left {
+/// Scalar op expression and expression op scalar, for each scalar type: the scalar has the
+/// expression's element type (so a literal such as `2.0` takes it).
+macro_rules! scalar_operators {
     ($($s:ty),*) => {$(
-        scalar_left!(@ $s;
+        scalar_operators!(@ $s;
             ['t, A: AxisSet] &'t Tensor<$s, A>;
             [A: AxisSet] Tensor<$s, A>;
             [E, Op] Unary<$s, E, Op>;
@@ -72,74 +70,9 @@ macro_rules! scalar_left {
         );
     )*};
     (@ $s:ty; $([$($generics:tt)*] $ty:ty;)*) => {$(
-        impl<$($generics)*> Add<$ty> for $s {
-            type Output = Binary<$s, Scalar<$s>, $ty, binary::Add>;
-            fn add(self, rhs: $ty) -> Self::Output {
-                Binary::new(Scalar(self), rhs, binary::Add)
-            }
-        }
-        impl<$($generics)*> Sub<$ty> for $s {
-            type Output = Binary<$s, Scalar<$s>, $ty, binary::Sub>;
-            fn sub(self, rhs: $ty) -> Self::Output {
-                Binary::new(Scalar(self), rhs, binary::Sub)
-            }
-        }
-        impl<$($generics)*> Mul<$ty> for $s {
-            type Output = Binary<$s, Scalar<$s>, $ty, binary::Mul>;
-            fn mul(self, rhs: $ty) -> Self::Output {
-                Binary::new(Scalar(self), rhs, binary::Mul)
-            }
-        }
-        impl<$($generics)*> Div<$ty> for $s {
-            type Output = Binary<$s, Scalar<$s>, $ty, binary::Div>;
-            fn div(self, rhs: $ty) -> Self::Output {
-                Binary::new(Scalar(self), rhs, binary::Div)
-            }
-        }
+        arithmetic!([$($generics)*] $s, $ty => $s, Scalar<$s>, $ty, |a, b| Scalar(a), b);
+        arithmetic!([$($generics)*] $ty, $s => $s, $ty, Scalar<$s>, |a, b| a, Scalar(b));
     )*};
 }
 
-scalar_left!(f32, f64, f16, bf16, i32, i64, u8);
-
-/// `expression op scalar`, where the scalar has the expression's element type.
-macro_rules! scalar_right {
-    ($($s:ty),*) => {$(
-        scalar_right!(@ $s;
-            ['t, A: AxisSet] &'t Tensor<$s, A>;
-            [A: AxisSet] Tensor<$s, A>;
-            [E, Op] Unary<$s, E, Op>;
-            [L, R, Op] Binary<$s, L, R, Op>;
-            [C, X, Y] Select<$s, C, X, Y>;
-            [E] Cast<E, $s>;
-            [E, F] MapFn<$s, E, F>;
-        );
-    )*};
-    (@ $s:ty; $([$($generics:tt)*] $ty:ty;)*) => {$(
-        impl<$($generics)*> Add<$s> for $ty {
-            type Output = Binary<$s, Self, Scalar<$s>, binary::Add>;
-            fn add(self, rhs: $s) -> Self::Output {
-                Binary::new(self, Scalar(rhs), binary::Add)
-            }
-        }
-        impl<$($generics)*> Sub<$s> for $ty {
-            type Output = Binary<$s, Self, Scalar<$s>, binary::Sub>;
-            fn sub(self, rhs: $s) -> Self::Output {
-                Binary::new(self, Scalar(rhs), binary::Sub)
-            }
-        }
-        impl<$($generics)*> Mul<$s> for $ty {
-            type Output = Binary<$s, Self, Scalar<$s>, binary::Mul>;
-            fn mul(self, rhs: $s) -> Self::Output {
-                Binary::new(self, Scalar(rhs), binary::Mul)
-            }
-        }
-        impl<$($generics)*> Div<$s> for $ty {
-            type Output = Binary<$s, Self, Scalar<$s>, binary::Div>;
-            fn div(self, rhs: $s) -> Self::Output {
-                Binary::new(self, Scalar(rhs), binary::Div)
-            }
-        }
-    )*};
-}
-
-scalar_right!(f32, f64, f16, bf16, i32, i64, u8);
+scalar_operators!(f32, f64, f16, bf16, i32, i64, u8);
