@@ -72,6 +72,14 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     x: &Tensor<T, L>,
     y: &Tensor<T, R>,
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
+    let roles = dot_roles::<L, R>();
+    let (data, layout) = contract(x, y, &roles)?;
+    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh result fits its buffer"))
+}
+
+/// The roles of `dot(x, y)`'s axes: first each `Dual<A>` on one side with `A` on the other,
+/// then every other axis both have.
+fn dot_roles<L: AxisSet, R: AxisSet>() -> Roles {
     let (left, right) = (L::type_ids(), R::type_ids());
     let left_t = L::transposed_type_ids();
     let mut roles = Roles::default();
@@ -98,8 +106,60 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     }
     roles.m = (0..L::RANK).filter(|&a| !left_paired[a]).collect();
     roles.n = (0..R::RANK).filter(|&b| !right_paired[b]).collect();
-    let (data, layout) = contract(x, y, &roles)?;
-    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh result fits its buffer"))
+    roles
+}
+
+/// The gradients of `z = dot(x, y)` given `dz`: `dx` contracts `dz` with `y` over `y`'s kept
+/// axes, `dy` contracts `x` with `dz` over `x`'s kept axes — the axes are paired by the roles
+/// of the forward contraction, so a `Dual<A>` contracted with `A` gets its gradient on the
+/// right axis. The results are views in the operands' axis order (no copy).
+pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+    dz: &Tensor<T, DotAxes<L, R>>,
+) -> Result<(Tensor<T, L>, Tensor<T, R>)> {
+    let roles = dot_roles::<L, R>();
+    let (nm, nn) = (roles.m.len(), roles.n.len());
+    // dz's axes: x's kept axes (in x's order), then y's kept axes (in y's order).
+    let mut dx_roles = Roles {
+        k: (0..nn).map(|j| (nm + j, roles.n[j])).collect(),
+        m: (0..nm).collect(),
+        ..Roles::default()
+    };
+    // y's contracted axes, in y's order; the result has dz's kept axes, then these.
+    let mut y_k: Vec<(usize, usize)> = roles.k.iter().map(|&(a, b)| (b, a)).collect();
+    y_k.sort_unstable();
+    dx_roles.n = y_k.iter().map(|&(b, _)| b).collect();
+    let (dx, dx_layout) = contract(dz, y, &dx_roles)?;
+    // Position in the result of each of x's axes.
+    let dx_order: Vec<usize> = (0..L::RANK)
+        .map(|a| match roles.m.iter().position(|&m| m == a) {
+            Some(p) => p,
+            None => nm + y_k.iter().position(|&(_, xa)| xa == a).expect("a contracted axis"),
+        })
+        .collect();
+    let dx_layout = dx_layout.permuted(&dx_order);
+
+    let mut x_k: Vec<(usize, usize)> = roles.k.clone();
+    x_k.sort_unstable();
+    let dy_roles = Roles {
+        k: (0..nm).map(|i| (roles.m[i], i)).collect(),
+        m: x_k.iter().map(|&(a, _)| a).collect(),
+        n: (0..nn).map(|j| nm + j).collect(),
+        ..Roles::default()
+    };
+    let (dy, dy_layout) = contract(x, dz, &dy_roles)?;
+    let dy_order: Vec<usize> = (0..R::RANK)
+        .map(|b| match roles.n.iter().position(|&n| n == b) {
+            Some(p) => x_k.len() + p,
+            None => x_k.iter().position(|&(_, yb)| yb == b).expect("a contracted axis"),
+        })
+        .collect();
+    let dy_layout = dy_layout.permuted(&dy_order);
+    Ok((
+        Tensor::from_parts(Storage::new(dx), dx_layout).expect("a fresh result fits"),
+        Tensor::from_parts(Storage::new(dy), dy_layout).expect("a fresh result fits"),
+    ))
 }
 
 /// The axes of `dot_over::<Over>(x, y)`.

@@ -144,6 +144,45 @@ pub enum Error {
         /// The upper bound, as written.
         high: String,
     },
+    /// An operation this build or device cannot run.
+    #[error("not supported: {what}")]
+    Unsupported {
+        /// What was asked for.
+        what: String,
+    },
+    /// A gradient was asked for a variable that does not need one, or of a result that is
+    /// not a scalar.
+    #[error("no gradient: {reason}")]
+    NoGradient {
+        /// Why.
+        reason: String,
+    },
+    /// Labels out of range for the class axis.
+    #[error("label {label} is out of range for the class axis `{axis}` of length {len}")]
+    LabelOutOfRange {
+        /// The class axis.
+        axis: String,
+        /// The label.
+        label: i64,
+        /// The class axis length.
+        len: usize,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Saved parameters do not match the model they are loaded into.
+    #[error("parameter `{name}`: {reason}")]
+    ParameterMismatch {
+        /// The parameter's name.
+        name: String,
+        /// What differs (axis names, lengths, element type).
+        reason: String,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

@@ -9,6 +9,7 @@
 extern crate self as axes;
 
 pub mod arena;
+pub mod autodiff;
 pub mod axis;
 pub mod contract;
 pub mod element;

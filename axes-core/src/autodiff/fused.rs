@@ -1,0 +1,758 @@
+//! Fused element-wise expressions of variables: [`VarExpr`] builds run-time IR over its
+//! leaves, evaluates it in one pass, and runs its backward — derived from the IR — in one
+//! pass as well, writing every leaf's gradient (summed over the axes it was broadcast along).
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use super::interp::{self, Program, Sink, Source};
+use super::tape::{Grads, Tape, Var};
+use crate::error::{Error, Result};
+use crate::expr::{Ir, IrNode, Reducible};
+use crate::layout::Layout;
+use crate::list::{AxisSet, Broadcast, BroadcastWith, Difference};
+use crate::num::Float;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// One input of a fused expression: a recorded variable's value, with its axes by id.
+#[derive(Clone)]
+struct Leaf<T> {
+    node: usize,
+    needs_grad: bool,
+    storage: Storage<T>,
+    layout: Layout,
+    ids: Vec<TypeId>,
+    names: Vec<Cow<'static, str>>,
+}
+
+impl<T: Float> Leaf<T> {
+    /// The strides of `layout` (of this leaf's axes) over the axes `ids`.
+    fn strides_over(&self, layout: &Layout, ids: &[TypeId]) -> Vec<isize> {
+        strides_by_id(layout, &self.ids, ids)
+    }
+}
+
+/// An element-wise expression of [`Var`]s, not yet computed: `&x * &w + &b`, `h.relu()`.
+/// Its axes follow the broadcasting rules of plain expressions (DESIGN.md §2).
+///
+/// [`VarExpr::eval`] computes it in one pass and records one tape node; its backward is
+/// derived from the expression's IR and also runs in one pass. Operations that are not
+/// element-wise (`dot`, reductions, losses) evaluate their `VarExpr` operands first.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::autodiff::Tape;
+/// #[derive(Axis)] struct B;
+/// #[derive(Axis)] struct H;
+///
+/// let tape = Tape::<f64>::new();
+/// let x = tape.constant(Tensor::<f64, (B, H)>::from_vec((B.len(2), H.len(2)), vec![1., -1., 2., 0.5])?);
+/// let b = tape.var(Tensor::<f64, (H,)>::from_vec(H.len(2), vec![0.5, 0.5])?);
+/// let h = (&x + &b).relu();                  // one fused node, b broadcast over B
+/// assert_eq!(h.ir().to_string(), "relu(add(leaf0, leaf1))");
+/// let loss = h.sum::<(B, H)>()?;
+/// let g = loss.backward()?.get(&b)?;         // summed over B in the same pass
+/// assert_eq!(g.to_vec(), [2.0, 1.0]);
+/// # Ok::<(), axes::Error>(())
+/// ```
+#[must_use = "a VarExpr computes nothing until it is evaluated"]
+pub struct VarExpr<T: Float, A: AxisSet> {
+    tape: Tape<T>,
+    /// Set when operands came from different tapes; reported by `eval`.
+    foreign: bool,
+    ir: Ir,
+    leaves: Vec<Leaf<T>>,
+    _axes: PhantomData<fn() -> A>,
+}
+
+impl<T: Float, A: AxisSet> Clone for VarExpr<T, A> {
+    fn clone(&self) -> Self {
+        VarExpr {
+            tape: self.tape.clone(),
+            foreign: self.foreign,
+            ir: self.ir.clone(),
+            leaves: self.leaves.clone(),
+            _axes: PhantomData,
+        }
+    }
+}
+
+/// What element-wise operations on variables accept: `&Var`, `Var` and `VarExpr`.
+pub trait IntoVarExpr {
+    /// The element type.
+    type Elem: Float;
+    /// The axes.
+    type Axes: AxisSet;
+    /// As an expression.
+    fn into_var_expr(self) -> VarExpr<Self::Elem, Self::Axes>;
+}
+
+impl<T: Float, A: AxisSet> IntoVarExpr for VarExpr<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var_expr(self) -> VarExpr<T, A> {
+        self
+    }
+}
+
+impl<T: Float, A: AxisSet> IntoVarExpr for &Var<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var_expr(self) -> VarExpr<T, A> {
+        let value = self.value();
+        let value = if value.layout().is_padded() {
+            value.contiguous()
+        } else {
+            value.clone()
+        };
+        let ids = A::type_ids();
+        let mut ir = Ir::default();
+        ir.leaf();
+        VarExpr {
+            tape: self.tape().clone(),
+            foreign: false,
+            ir,
+            leaves: vec![Leaf {
+                node: self.id(),
+                needs_grad: self.needs_grad(),
+                storage: value.storage().clone(),
+                layout: *value.layout(),
+                ids: ids[..A::RANK].to_vec(),
+                names: A::names(),
+            }],
+            _axes: PhantomData,
+        }
+    }
+}
+
+impl<T: Float, A: AxisSet> IntoVarExpr for Var<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var_expr(self) -> VarExpr<T, A> {
+        (&self).into_var_expr()
+    }
+}
+
+/// What operations that are not element-wise accept: `&Var`, `Var`, or a `VarExpr` (which is
+/// evaluated first).
+pub trait IntoVar {
+    /// The element type.
+    type Elem: Float;
+    /// The axes.
+    type Axes: AxisSet;
+    /// As a recorded variable.
+    fn into_var(self) -> Result<Var<Self::Elem, Self::Axes>>;
+}
+
+impl<T: Float, A: AxisSet> IntoVar for VarExpr<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var(self) -> Result<Var<T, A>> {
+        self.eval()
+    }
+}
+
+impl<T: Float, A: AxisSet> IntoVar for &Var<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var(self) -> Result<Var<T, A>> {
+        Ok(self.clone())
+    }
+}
+
+impl<T: Float, A: AxisSet> IntoVar for Var<T, A> {
+    type Elem = T;
+    type Axes = A;
+    fn into_var(self) -> Result<Var<T, A>> {
+        Ok(self)
+    }
+}
+
+/// Appends `from`'s nodes to `into`, leaf `k` renamed `leaf_map[k]`; returns the new root.
+fn append(into: &mut Ir, from: &Ir, leaf_map: &[usize]) -> usize {
+    let base = into.nodes.len();
+    for node in &from.nodes {
+        into.push(match *node {
+            IrNode::Leaf(k) => IrNode::Leaf(leaf_map[k]),
+            IrNode::Scalar(v) => IrNode::Scalar(v),
+            IrNode::Unary(op, a) => IrNode::Unary(op, a + base),
+            IrNode::Binary(op, a, b) => IrNode::Binary(op, a + base, b + base),
+            IrNode::Select(c, a, b) => IrNode::Select(c + base, a + base, b + base),
+            IrNode::Cast(to, a) => IrNode::Cast(to, a + base),
+            IrNode::Map(a) => IrNode::Map(a + base),
+        });
+    }
+    into.nodes.len() - 1
+}
+
+impl<T: Float, A: AxisSet> VarExpr<T, A> {
+    /// The expression as run-time IR (leaves numbered in order of first use).
+    pub fn ir(&self) -> &Ir {
+        &self.ir
+    }
+
+    fn root(&self) -> usize {
+        self.ir.nodes.len() - 1
+    }
+
+    fn unary(mut self, op: &'static str) -> Self {
+        let root = self.root();
+        self.ir.push(IrNode::Unary(op, root));
+        self
+    }
+
+    fn with_scalar(mut self, op: &'static str, scalar: f64, scalar_left: bool) -> Self {
+        let root = self.root();
+        let s = self.ir.push(IrNode::Scalar(scalar));
+        let (a, b) = if scalar_left { (s, root) } else { (root, s) };
+        self.ir.push(IrNode::Binary(op, a, b));
+        self
+    }
+
+    /// `self op other`, leaves shared by both sides kept once.
+    fn binary<B: AxisSet, O: AxisSet>(
+        self,
+        other: VarExpr<T, B>,
+        op: &'static str,
+    ) -> VarExpr<T, O> {
+        let foreign = self.foreign || other.foreign || !self.tape.same_as(&other.tape);
+        let mut leaves = self.leaves;
+        let map: Vec<usize> = other
+            .leaves
+            .into_iter()
+            .map(|leaf| match leaves.iter().position(|l| l.node == leaf.node) {
+                Some(k) => k,
+                None => {
+                    leaves.push(leaf);
+                    leaves.len() - 1
+                }
+            })
+            .collect();
+        let mut ir = self.ir;
+        let left = ir.nodes.len() - 1;
+        let right = append(&mut ir, &other.ir, &map);
+        ir.push(IrNode::Binary(op, left, right));
+        VarExpr {
+            tape: self.tape,
+            foreign,
+            ir,
+            leaves,
+            _axes: PhantomData,
+        }
+    }
+
+    /// The lengths of `A`'s axes, as the leaves give them (checked to agree).
+    fn lens(&self) -> Result<Vec<usize>> {
+        let ids = A::type_ids();
+        let names = A::names();
+        (0..A::RANK)
+            .map(|j| {
+                let mut found: Option<usize> = None;
+                for leaf in &self.leaves {
+                    if let Some(p) = leaf.ids.iter().position(|id| *id == ids[j]) {
+                        let len = leaf.layout.lens()[p];
+                        match found {
+                            Some(seen) if seen != len => {
+                                return Err(Error::LengthMismatch {
+                                    axis: leaf.names[p].to_string(),
+                                    left: seen,
+                                    right: len,
+                                });
+                            }
+                            _ => found = Some(len),
+                        }
+                    }
+                }
+                found.ok_or_else(|| Error::Unsupported {
+                    what: format!("axis `{}` has no length in this expression", names[j]),
+                })
+            })
+            .collect()
+    }
+
+    /// Computes the expression in one pass and records it on the tape.
+    pub fn eval(self) -> Result<Var<T, A>> {
+        self.record::<A>()
+    }
+
+    /// The sum over the axes `Over`, fused with the expression (no temporary); its backward
+    /// is one pass too (the upstream gradient read with stride 0 along `Over`).
+    pub fn sum<Over: AxisSet>(self) -> Result<Var<T, Difference<A, Over>>>
+    where
+        A: Reducible<Over>,
+    {
+        self.record()
+    }
+
+    /// The mean over the axes `Over`, fused like [`VarExpr::sum`].
+    pub fn mean<Over: AxisSet>(self) -> Result<Var<T, Difference<A, Over>>>
+    where
+        A: Reducible<Over>,
+    {
+        let lens = self.lens()?;
+        let (ids, over) = (A::type_ids(), Over::type_ids());
+        let count: usize = (0..A::RANK)
+            .filter(|&j| over[..Over::RANK].contains(&ids[j]))
+            .map(|j| lens[j])
+            .product();
+        if count == 0 {
+            return Err(Error::EmptyReduction {
+                axis: Over::names().join(", "),
+            });
+        }
+        self.with_scalar("mul", 1.0 / count as f64, false).record()
+    }
+
+    /// Evaluates the expression over `A` into a result with the axes `O` (`A`, or a subset:
+    /// the other axes are summed) and records it.
+    fn record<O: AxisSet>(self) -> Result<Var<T, O>> {
+        if self.foreign {
+            return Err(Error::Unsupported {
+                what: "combining variables of different tapes".into(),
+            });
+        }
+        let lens = self.lens()?;
+        let ids = A::type_ids()[..A::RANK].to_vec();
+        let out_ids = O::type_ids()[..O::RANK].to_vec();
+        let out_lens: Vec<usize> = out_ids
+            .iter()
+            .map(|id| lens[ids.iter().position(|i| i == id).expect("O is a subset of A")])
+            .collect();
+        let layout = Layout::row_major(&out_lens);
+        let sink_strides = strides_by_id(&layout, &out_ids, &ids);
+        let mut out = vec![T::zero(); out_lens.iter().product()];
+        let program = Program::compile(&self.ir, &[self.root()])?;
+        let sources: Vec<Source<'_, T>> = self
+            .leaves
+            .iter()
+            .map(|leaf| Source {
+                data: leaf.storage.as_slice(),
+                offset: leaf.layout.offset(),
+                strides: leaf.strides_over(&leaf.layout, &ids),
+            })
+            .collect();
+        interp::run(
+            &program,
+            &lens,
+            &sources,
+            &mut [Sink {
+                data: &mut out,
+                offset: 0,
+                strides: sink_strides,
+                accumulate: O::RANK < A::RANK,
+            }],
+        )?;
+        drop(sources);
+        let value = Tensor::from_parts(Storage::new(out), layout).expect("fresh buffer fits");
+        let needs_grad = self.leaves.iter().any(|l| l.needs_grad);
+        let (ir, leaves) = (self.ir, self.leaves);
+        Ok(self.tape.record(value, needs_grad, move |grads, id| {
+            backward(&ir, &leaves, &ids, &out_ids, &lens, grads, id)
+        }))
+    }
+}
+
+/// The strides of `layout` (whose axes are `own`) over the axes `over`: 0 on the axes it lacks.
+fn strides_by_id(layout: &Layout, own: &[TypeId], over: &[TypeId]) -> Vec<isize> {
+    over.iter()
+        .map(|id| {
+            own.iter()
+                .position(|o| o == id)
+                .map_or(0, |p| layout.strides()[p])
+        })
+        .collect()
+}
+
+/// The backward pass of a fused node `id` with IR `ir` over `leaves`, in one pass.
+fn backward<T: Float>(
+    ir: &Ir,
+    leaves: &[Leaf<T>],
+    ids: &[TypeId],
+    out_ids: &[TypeId],
+    lens: &[usize],
+    grads: &mut Grads<T>,
+    id: usize,
+) -> Result<()> {
+    let Some(upstream) = grads.buf(id) else {
+        return Ok(());
+    };
+    let mut ir = ir.clone();
+    let root = ir.nodes.len() - 1;
+    let seed = ir.push(IrNode::Leaf(leaves.len()));
+    let adjoints = derive(&mut ir, root, seed, leaves.len())?;
+    let wanted: Vec<(usize, usize)> = (0..leaves.len())
+        .filter(|&k| leaves[k].needs_grad)
+        .filter_map(|k| adjoints[k].map(|node| (k, node)))
+        .collect();
+    let roots: Vec<usize> = wanted.iter().map(|&(_, node)| node).collect();
+    let program = Program::compile(&ir, &roots)?;
+    let mut sources: Vec<Source<'_, T>> = leaves
+        .iter()
+        .map(|leaf| Source {
+            data: leaf.storage.as_slice(),
+            offset: leaf.layout.offset(),
+            strides: leaf.strides_over(&leaf.layout, ids),
+        })
+        .collect();
+    // The upstream gradient has the node's result axes: read it with stride 0 along the
+    // axes the node summed.
+    sources.push(Source {
+        data: upstream.storage.as_slice(),
+        offset: upstream.layout.offset(),
+        strides: strides_by_id(&upstream.layout, out_ids, ids),
+    });
+    let mut bufs: Vec<_> = wanted
+        .iter()
+        .map(|&(k, _)| grads.take_for_write(leaves[k].node, leaves[k].layout.lens()))
+        .collect();
+    let mut sinks: Vec<Sink<'_, T>> = bufs
+        .iter_mut()
+        .zip(&wanted)
+        .map(|(buf, &(k, _))| {
+            let strides = leaves[k].strides_over(&buf.layout, ids);
+            let offset = buf.layout.offset();
+            Sink {
+                data: buf.storage.make_mut(),
+                offset,
+                strides,
+                accumulate: true,
+            }
+        })
+        .collect();
+    let result = interp::run(&program, lens, &sources, &mut sinks);
+    drop(sinks);
+    for (buf, &(k, _)) in bufs.into_iter().zip(&wanted) {
+        grads.put(leaves[k].node, buf);
+    }
+    result
+}
+
+/// Appends to `ir` the adjoint of every node reachable from `root`, `seed` being the
+/// adjoint of `root`; returns the adjoint node of each leaf (`None` where none flows).
+fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Option<usize>>> {
+    let mut adjoint: Vec<Option<usize>> = vec![None; root + 1];
+    adjoint[root] = Some(seed);
+    let mut leaf_adjoint: Vec<Option<usize>> = vec![None; leaves];
+    fn add_to(ir: &mut Ir, slot: &mut Option<usize>, term: usize) {
+        *slot = Some(match *slot {
+            None => term,
+            Some(old) => ir.push(IrNode::Binary("add", old, term)),
+        });
+    }
+    for i in (0..=root).rev() {
+        let Some(g) = adjoint[i] else { continue };
+        let node = ir.nodes[i].clone();
+        let mut push = |n: IrNode| ir.push(n);
+        let mut terms: Vec<(usize, usize)> = Vec::new(); // (input node, adjoint term)
+        match node {
+            IrNode::Leaf(k) => {
+                let mut slot = leaf_adjoint[k];
+                add_to(ir, &mut slot, g);
+                leaf_adjoint[k] = slot;
+                continue;
+            }
+            IrNode::Scalar(_) => {}
+            IrNode::Unary(op, x) => {
+                let mul = |push: &mut dyn FnMut(IrNode) -> usize, a, b| {
+                    push(IrNode::Binary("mul", a, b))
+                };
+                let term = match op {
+                    "neg" => Some(push(IrNode::Unary("neg", g))),
+                    "abs" => {
+                        let s = push(IrNode::Unary("signum", x));
+                        Some(mul(&mut push, g, s))
+                    }
+                    "square" => {
+                        let two = push(IrNode::Scalar(2.0));
+                        let d = mul(&mut push, two, x);
+                        Some(mul(&mut push, g, d))
+                    }
+                    "relu" => {
+                        let zero = push(IrNode::Scalar(0.0));
+                        let positive = push(IrNode::Binary("gt", x, zero));
+                        Some(push(IrNode::Select(positive, g, zero)))
+                    }
+                    "exp" => Some(mul(&mut push, g, i)),
+                    "ln" => Some(push(IrNode::Binary("div", g, x))),
+                    "sqrt" => {
+                        let half = push(IrNode::Scalar(0.5));
+                        let d = push(IrNode::Binary("div", half, i));
+                        Some(mul(&mut push, g, d))
+                    }
+                    "rsqrt" => {
+                        let c = push(IrNode::Scalar(-0.5));
+                        let sq = mul(&mut push, i, i);
+                        let cube = mul(&mut push, sq, i);
+                        let d = mul(&mut push, c, cube);
+                        Some(mul(&mut push, g, d))
+                    }
+                    "tanh" => {
+                        let one = push(IrNode::Scalar(1.0));
+                        let sq = mul(&mut push, i, i);
+                        let d = push(IrNode::Binary("sub", one, sq));
+                        Some(mul(&mut push, g, d))
+                    }
+                    "sigmoid" => {
+                        let one = push(IrNode::Scalar(1.0));
+                        let rest = push(IrNode::Binary("sub", one, i));
+                        let d = mul(&mut push, i, rest);
+                        Some(mul(&mut push, g, d))
+                    }
+                    "sin" => {
+                        let d = push(IrNode::Unary("cos", x));
+                        Some(mul(&mut push, g, d))
+                    }
+                    "cos" => {
+                        let s = push(IrNode::Unary("sin", x));
+                        let d = mul(&mut push, g, s);
+                        Some(push(IrNode::Unary("neg", d)))
+                    }
+                    "recip" => {
+                        let sq = mul(&mut push, i, i);
+                        let d = mul(&mut push, g, sq);
+                        Some(push(IrNode::Unary("neg", d)))
+                    }
+                    // Piecewise constant: no gradient.
+                    "signum" | "floor" | "ceil" => None,
+                    other => {
+                        return Err(Error::Unsupported {
+                            what: format!("the gradient of `{other}`"),
+                        });
+                    }
+                };
+                if let Some(term) = term {
+                    terms.push((x, term));
+                }
+            }
+            IrNode::Binary(op, x, y) => match op {
+                "add" => {
+                    terms.push((x, g));
+                    terms.push((y, g));
+                }
+                "sub" => {
+                    terms.push((x, g));
+                    let n = push(IrNode::Unary("neg", g));
+                    terms.push((y, n));
+                }
+                "mul" => {
+                    let dx = push(IrNode::Binary("mul", g, y));
+                    let dy = push(IrNode::Binary("mul", g, x));
+                    terms.push((x, dx));
+                    terms.push((y, dy));
+                }
+                "div" => {
+                    let dx = push(IrNode::Binary("div", g, y));
+                    let q = push(IrNode::Binary("div", i, y));
+                    let gq = push(IrNode::Binary("mul", g, q));
+                    let dy = push(IrNode::Unary("neg", gq));
+                    terms.push((x, dx));
+                    terms.push((y, dy));
+                }
+                "max" | "min" => {
+                    let zero = push(IrNode::Scalar(0.0));
+                    let (to_x, to_y) = if op == "max" { ("ge", "lt") } else { ("le", "gt") };
+                    let cx = push(IrNode::Binary(to_x, x, y));
+                    let cy = push(IrNode::Binary(to_y, x, y));
+                    let dx = push(IrNode::Select(cx, g, zero));
+                    let dy = push(IrNode::Select(cy, g, zero));
+                    terms.push((x, dx));
+                    terms.push((y, dy));
+                }
+                "pow" => {
+                    // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x
+                    let one = push(IrNode::Scalar(1.0));
+                    let y1 = push(IrNode::Binary("sub", y, one));
+                    let p = push(IrNode::Binary("pow", x, y1));
+                    let yp = push(IrNode::Binary("mul", y, p));
+                    let dx = push(IrNode::Binary("mul", g, yp));
+                    let ln = push(IrNode::Unary("ln", x));
+                    let il = push(IrNode::Binary("mul", i, ln));
+                    let dy = push(IrNode::Binary("mul", g, il));
+                    terms.push((x, dx));
+                    terms.push((y, dy));
+                }
+                "gt" | "ge" | "lt" | "le" | "eq" | "ne" => {}
+                other => {
+                    return Err(Error::Unsupported {
+                        what: format!("the gradient of `{other}`"),
+                    });
+                }
+            },
+            IrNode::Select(c, a, b) => {
+                let zero = push(IrNode::Scalar(0.0));
+                let da = push(IrNode::Select(c, g, zero));
+                let db = push(IrNode::Select(c, zero, g));
+                terms.push((a, da));
+                terms.push((b, db));
+            }
+            IrNode::Cast(..) | IrNode::Map(_) => {
+                return Err(Error::Unsupported {
+                    what: format!("the gradient of `{}`", ir_name(&node)),
+                });
+            }
+        }
+        for (input, term) in terms {
+            let mut slot = adjoint[input];
+            add_to(ir, &mut slot, term);
+            adjoint[input] = slot;
+        }
+    }
+    Ok(leaf_adjoint)
+}
+
+fn ir_name(node: &IrNode) -> &'static str {
+    match node {
+        IrNode::Cast(..) => "cast",
+        IrNode::Map(_) => "map",
+        _ => "op",
+    }
+}
+
+/// The element-wise methods shared by `VarExpr`, `Var` and `&Var`.
+macro_rules! unary_methods {
+    ($($(#[$doc:meta])* $name:ident;)*) => {
+        impl<T: Float, A: AxisSet> VarExpr<T, A> {
+            $($(#[$doc])* pub fn $name(self) -> VarExpr<T, A> {
+                self.unary(stringify!($name))
+            })*
+        }
+        impl<T: Float, A: AxisSet> Var<T, A> {
+            $($(#[$doc])* pub fn $name(&self) -> VarExpr<T, A> {
+                self.into_var_expr().unary(stringify!($name))
+            })*
+        }
+    };
+}
+
+unary_methods! {
+    /// max(x, 0)
+    relu;
+    /// e^x
+    exp;
+    /// Natural logarithm.
+    ln;
+    /// Square root.
+    sqrt;
+    /// 1 / sqrt(x)
+    rsqrt;
+    /// Hyperbolic tangent.
+    tanh;
+    /// 1 / (1 + e^-x)
+    sigmoid;
+    /// x²
+    square;
+    /// |x|
+    abs;
+    /// sin x
+    sin;
+    /// cos x
+    cos;
+    /// 1 / x
+    recip;
+}
+
+impl<T: Float, A: AxisSet> VarExpr<T, A> {
+    /// The larger of the two, element by element (the gradient goes to the larger side).
+    pub fn max<R: IntoVarExpr<Elem = T>>(self, other: R) -> VarExpr<T, Broadcast<A, R::Axes>>
+    where
+        A: BroadcastWith<R::Axes>,
+        Broadcast<A, R::Axes>: AxisSet,
+    {
+        self.binary(other.into_var_expr(), "max")
+    }
+
+    /// The smaller of the two, element by element.
+    pub fn min<R: IntoVarExpr<Elem = T>>(self, other: R) -> VarExpr<T, Broadcast<A, R::Axes>>
+    where
+        A: BroadcastWith<R::Axes>,
+        Broadcast<A, R::Axes>: AxisSet,
+    {
+        self.binary(other.into_var_expr(), "min")
+    }
+
+    /// `self ^ exponent` for a constant exponent.
+    pub fn powf(self, exponent: f64) -> VarExpr<T, A> {
+        self.with_scalar("pow", exponent, false)
+    }
+}
+
+impl<T: Float, A: AxisSet> Var<T, A> {
+    /// As an element-wise expression (for chaining).
+    pub fn expr(&self) -> VarExpr<T, A> {
+        self.into_var_expr()
+    }
+}
+
+/// `+ - * /` between `VarExpr`, `Var` and `&Var`, and with scalars on either side.
+macro_rules! var_operators {
+    ($([$($g:tt)*] $ty:ty;)*) => {$(
+        var_operators!(@op [$($g)*] $ty; Add add "add");
+        var_operators!(@op [$($g)*] $ty; Sub sub "sub");
+        var_operators!(@op [$($g)*] $ty; Mul mul "mul");
+        var_operators!(@op [$($g)*] $ty; Div div "div");
+        impl<$($g)*> Neg for $ty {
+            type Output = VarExpr<T, A>;
+            fn neg(self) -> VarExpr<T, A> {
+                self.into_var_expr().unary("neg")
+            }
+        }
+    )*};
+    (@op [$($g:tt)*] $ty:ty; $trait:ident $method:ident $name:literal) => {
+        impl<$($g)*, R: IntoVarExpr<Elem = T>> $trait<R> for $ty
+        where
+            A: BroadcastWith<R::Axes>,
+            Broadcast<A, R::Axes>: AxisSet,
+        {
+            type Output = VarExpr<T, Broadcast<A, R::Axes>>;
+            fn $method(self, rhs: R) -> Self::Output {
+                self.into_var_expr().binary(rhs.into_var_expr(), $name)
+            }
+        }
+    };
+}
+
+/// Scalar op expression and expression op scalar; the scalar has the element type.
+macro_rules! var_scalar_operators {
+    ($s:ty; $([$($g:tt)*] $ty:ty;)*) => {$(
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Add add "add");
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Sub sub "sub");
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Mul mul "mul");
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Div div "div");
+    )*};
+    (@op [$($g:tt)*] $ty:ty, $s:ty; $trait:ident $method:ident $name:literal) => {
+        impl<$($g)*> $trait<$s> for $ty {
+            type Output = VarExpr<$s, A>;
+            fn $method(self, rhs: $s) -> VarExpr<$s, A> {
+                self.into_var_expr().with_scalar($name, rhs as f64, false)
+            }
+        }
+        impl<$($g)*> $trait<$ty> for $s {
+            type Output = VarExpr<$s, A>;
+            fn $method(self, rhs: $ty) -> VarExpr<$s, A> {
+                rhs.into_var_expr().with_scalar($name, self as f64, true)
+            }
+        }
+    };
+}
+
+var_operators! {
+    [T: Float, A: AxisSet] VarExpr<T, A>;
+    ['v, T: Float, A: AxisSet] &'v Var<T, A>;
+    [T: Float, A: AxisSet] Var<T, A>;
+}
+
+var_scalar_operators! { f32;
+    [A: AxisSet] VarExpr<f32, A>;
+    ['v, A: AxisSet] &'v Var<f32, A>;
+    [A: AxisSet] Var<f32, A>;
+}
+
+var_scalar_operators! { f64;
+    [A: AxisSet] VarExpr<f64, A>;
+    ['v, A: AxisSet] &'v Var<f64, A>;
+    [A: AxisSet] Var<f64, A>;
+}

@@ -1,0 +1,314 @@
+//! The tape, variables and gradients.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use crate::error::{Error, Result};
+use crate::expr::ExprExt;
+use crate::layout::Layout;
+use crate::list::{AxisSet, SameAxes};
+use crate::num::Float;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// The backward step of one recorded operation: reads the gradient of its result from
+/// [`Grads`] and adds the gradients of its inputs.
+pub(crate) type Backward<T> = Box<dyn Fn(&mut Grads<T>) -> Result<()>>;
+
+/// Records the operations on [`Var`]s so that [`Var::backward`] can run them in reverse.
+///
+/// A tape is cheap to clone (a shared handle). Start one per training step; dropping it (and
+/// its variables) releases everything it recorded.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::autodiff::Tape;
+/// #[derive(Axis)] struct I;
+///
+/// let tape = Tape::<f64>::new();
+/// let x = tape.var(Tensor::<f64, (I,)>::from_vec(I.len(3), vec![1., 2., 3.])?);
+/// let loss = (&x * &x).sum::<(I,)>()?; // Σ x²
+/// let grads = loss.backward()?;
+/// assert_eq!(grads.get(&x)?.to_vec(), [2., 4., 6.]); // 2x
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub struct Tape<T: Float> {
+    nodes: Rc<RefCell<Vec<Option<Backward<T>>>>>,
+}
+
+impl<T: Float> Clone for Tape<T> {
+    fn clone(&self) -> Self {
+        Tape {
+            nodes: Rc::clone(&self.nodes),
+        }
+    }
+}
+
+impl<T: Float> Default for Tape<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Float> fmt::Debug for Tape<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tape({} nodes)", self.len())
+    }
+}
+
+impl<T: Float> Tape<T> {
+    /// An empty tape.
+    pub fn new() -> Self {
+        Tape {
+            nodes: Rc::new(RefCell::new(Vec::new())),
+        }
+    }
+
+    /// The number of recorded nodes (variables and operations).
+    pub fn len(&self) -> usize {
+        self.nodes.borrow().len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A variable whose gradient is wanted (a parameter, or an input to differentiate by).
+    pub fn var<A: AxisSet>(&self, value: Tensor<T, A>) -> Var<T, A> {
+        let id = self.push(None);
+        Var::new(self.clone(), id, true, value)
+    }
+
+    /// A variable whose gradient is not wanted (input data, labels' one-hot, constants).
+    pub fn constant<A: AxisSet>(&self, value: Tensor<T, A>) -> Var<T, A> {
+        let id = self.push(None);
+        Var::new(self.clone(), id, false, value)
+    }
+
+    /// Records a node and returns its id.
+    pub(crate) fn push(&self, backward: Option<Backward<T>>) -> usize {
+        let mut nodes = self.nodes.borrow_mut();
+        nodes.push(backward);
+        nodes.len() - 1
+    }
+
+    /// Records the result of an operation on `inputs`: it needs a gradient when one of them
+    /// does, and only then is `backward` kept.
+    pub(crate) fn record<A: AxisSet>(
+        &self,
+        value: Tensor<T, A>,
+        needs_grad: bool,
+        backward: impl Fn(&mut Grads<T>, usize) -> Result<()> + 'static,
+    ) -> Var<T, A> {
+        let mut nodes = self.nodes.borrow_mut();
+        let id = nodes.len();
+        nodes.push(needs_grad.then(|| Box::new(move |g: &mut Grads<T>| backward(g, id)) as _));
+        drop(nodes);
+        Var::new(self.clone(), id, needs_grad, value)
+    }
+
+    pub(crate) fn same_as(&self, other: &Tape<T>) -> bool {
+        Rc::ptr_eq(&self.nodes, &other.nodes)
+    }
+}
+
+/// A tensor recorded on a [`Tape`]: its value, and its place in the computation so that
+/// gradients can flow back to it. Its gradient has exactly its axes type.
+pub struct Var<T: Float, A: AxisSet> {
+    tape: Tape<T>,
+    id: usize,
+    needs_grad: bool,
+    value: Tensor<T, A>,
+}
+
+impl<T: Float, A: AxisSet> Clone for Var<T, A> {
+    fn clone(&self) -> Self {
+        Var {
+            tape: self.tape.clone(),
+            id: self.id,
+            needs_grad: self.needs_grad,
+            value: self.value.clone(),
+        }
+    }
+}
+
+impl<T: Float, A: AxisSet> fmt::Debug for Var<T, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Var#{} ({}{})",
+            self.id,
+            self.value.describe_lengths(),
+            if self.needs_grad { ", needs grad" } else { "" }
+        )
+    }
+}
+
+impl<T: Float, A: AxisSet> Var<T, A> {
+    fn new(tape: Tape<T>, id: usize, needs_grad: bool, value: Tensor<T, A>) -> Self {
+        Var {
+            tape,
+            id,
+            needs_grad,
+            value,
+        }
+    }
+
+    /// The value (computed when the variable was made).
+    pub fn value(&self) -> &Tensor<T, A> {
+        &self.value
+    }
+
+    /// Whether a gradient flows to this variable.
+    pub fn needs_grad(&self) -> bool {
+        self.needs_grad
+    }
+
+    /// The tape this variable is recorded on.
+    pub fn tape(&self) -> &Tape<T> {
+        &self.tape
+    }
+
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
+}
+
+impl<T: Float> Var<T, ()> {
+    /// Runs the tape backwards from this scalar (seeded with 1) and returns the gradients of
+    /// every variable recorded before it.
+    pub fn backward(&self) -> Result<Grads<T>> {
+        let nodes = self.tape.nodes.borrow();
+        let mut grads = Grads {
+            bufs: Vec::new(),
+        };
+        grads.bufs.resize_with(nodes.len(), || None);
+        if !self.needs_grad {
+            return Ok(grads);
+        }
+        grads.bufs[self.id] = Some(GradBuf {
+            storage: Storage::new(vec![T::one()]),
+            layout: Layout::row_major(&[]),
+        });
+        for id in (0..=self.id).rev() {
+            if grads.bufs[id].is_none() {
+                continue;
+            }
+            if let Some(step) = &nodes[id] {
+                step(&mut grads)?;
+            }
+        }
+        Ok(grads)
+    }
+}
+
+/// A gradient while it is being accumulated: a tensor with its axes type erased.
+#[derive(Clone)]
+pub(crate) struct GradBuf<T> {
+    pub(crate) storage: Storage<T>,
+    pub(crate) layout: Layout,
+}
+
+/// The gradients from one [`Var::backward`], looked up by variable.
+pub struct Grads<T: Float> {
+    bufs: Vec<Option<GradBuf<T>>>,
+}
+
+impl<T: Float> fmt::Debug for Grads<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reached = self.bufs.iter().filter(|b| b.is_some()).count();
+        write!(f, "Grads({reached} of {} nodes reached)", self.bufs.len())
+    }
+}
+
+impl<T: Float> Grads<T> {
+    /// The gradient of the result with respect to `var`: a tensor with `var`'s axes (zeros
+    /// where the result does not depend on it). An error if `var` needs no gradient or was
+    /// recorded after the result.
+    pub fn get<A: AxisSet>(&self, var: &Var<T, A>) -> Result<Tensor<T, A>> {
+        if !var.needs_grad {
+            return Err(Error::NoGradient {
+                reason: format!(
+                    "the variable ({}) was made with `Tape::constant`",
+                    var.value.describe_lengths()
+                ),
+            });
+        }
+        if var.id >= self.bufs.len() {
+            return Err(Error::NoGradient {
+                reason: "the variable was recorded after the result `backward` ran from".into(),
+            });
+        }
+        Ok(match self.tensor::<A>(var.id) {
+            Some(t) => t,
+            None => Tensor::from_parts(
+                Storage::new(vec![T::zero(); var.value.element_count()]),
+                Layout::row_major(var.value.lens()),
+            )
+            .expect("a fresh buffer fits its row-major layout"),
+        })
+    }
+
+    /// [`Grads::get`] viewed in the axis order `O` (the same axes).
+    pub fn get_in<O: AxisSet, A: AxisSet + SameAxes<O>>(
+        &self,
+        var: &Var<T, A>,
+    ) -> Result<Tensor<T, O>> {
+        Ok(self.get(var)?.axes_with_order::<O>())
+    }
+
+    /// The gradient of node `id` viewed as a tensor with axes `A`, if one reached it.
+    pub(crate) fn tensor<A: AxisSet>(&self, id: usize) -> Option<Tensor<T, A>> {
+        let buf = self.bufs[id].as_ref()?;
+        Some(Tensor::from_parts(buf.storage.clone(), buf.layout).expect("gradients fit"))
+    }
+
+    /// The raw gradient of node `id`, if one reached it.
+    pub(crate) fn buf(&self, id: usize) -> Option<GradBuf<T>> {
+        self.bufs[id].clone()
+    }
+
+    /// Adds `grad` to the gradient of node `id` (keeps `grad` itself, a view or not, when it
+    /// is the first).
+    pub(crate) fn accumulate<A: AxisSet>(&mut self, id: usize, grad: Tensor<T, A>) -> Result<()> {
+        let sum = match self.tensor::<A>(id) {
+            None => grad,
+            Some(old) => (&old + &grad).eval()?,
+        };
+        self.bufs[id] = Some(GradBuf {
+            storage: sum.storage().clone(),
+            layout: *sum.layout(),
+        });
+        Ok(())
+    }
+
+    /// Takes the gradient of node `id` out for writing in place: an injective, unpadded,
+    /// unshared buffer whose layout has `lens` (zeros when none reached it yet).
+    pub(crate) fn take_for_write(&mut self, id: usize, lens: &[usize]) -> GradBuf<T> {
+        match self.bufs[id].take() {
+            Some(buf) if buf.layout.is_injective() && !buf.layout.is_padded() => buf,
+            Some(buf) => {
+                let values = buf.storage.as_slice();
+                let data = (buf.layout.positions())
+                    .map(|p| p.map_or(T::zero(), |p| values[p]))
+                    .collect();
+                GradBuf {
+                    storage: Storage::new(data),
+                    layout: Layout::row_major(lens),
+                }
+            }
+            None => GradBuf {
+                storage: Storage::new(vec![T::zero(); lens.iter().product()]),
+                layout: Layout::row_major(lens),
+            },
+        }
+    }
+
+    /// Puts back a buffer from [`Grads::take_for_write`].
+    pub(crate) fn put(&mut self, id: usize, buf: GradBuf<T>) {
+        self.bufs[id] = Some(buf);
+    }
+}
