@@ -29,6 +29,13 @@ impl<A> Clone for Slot<A> {
 
 impl<A> Copy for Slot<A> {}
 
+impl<A> Slot<A> {
+    /// The slot's position among the arena's tensors, in the order they were added.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
 /// Collects the shapes of an arena's tensors, then allocates them all at once.
 #[derive(Default)]
 pub struct ArenaBuilder {
@@ -135,6 +142,12 @@ impl<T: Element> Arena<T> {
             data[pos.expect("arena layouts are not padded")] = v;
         }
         Ok(())
+    }
+
+    /// The layout (offset into [`Arena::flat`], lengths, strides) of every tensor, in the
+    /// order they were added.
+    pub fn layouts(&self) -> &[Layout] {
+        &self.layouts
     }
 
     /// Every element of the arena (including alignment gaps), for reading in one pass.

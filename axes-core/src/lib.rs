@@ -19,6 +19,8 @@ pub mod expr;
 pub mod layout;
 pub mod list;
 pub mod math;
+pub mod nn;
+pub mod optim;
 pub mod named;
 pub mod num;
 pub mod storage;

@@ -148,7 +148,7 @@ impl<T: Float, A: AxisSet> fmt::Debug for Var<T, A> {
 }
 
 impl<T: Float, A: AxisSet> Var<T, A> {
-    fn new(tape: Tape<T>, id: usize, needs_grad: bool, value: Tensor<T, A>) -> Self {
+    pub(crate) fn new(tape: Tape<T>, id: usize, needs_grad: bool, value: Tensor<T, A>) -> Self {
         Var {
             tape,
             id,

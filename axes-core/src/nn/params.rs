@@ -1,0 +1,199 @@
+//! Parameters: typed tensors at offsets of one arena buffer, with names and initialisers.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::arena::{Arena, ArenaBuilder, Slot};
+use crate::autodiff::{Grads, Tape, Var};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::list::{AxisSet, SameAxes};
+use crate::named::NamedLengths;
+use crate::num::Float;
+use crate::tensor::Tensor;
+
+/// How a parameter starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Init {
+    /// All zeros (biases).
+    Zeros,
+    /// He (Kaiming) normal: standard deviation `sqrt(2 / fan_in)`, for ReLU layers.
+    He,
+    /// Glorot (Xavier) normal: standard deviation `sqrt(2 / (fan_in + fan_out))`.
+    Glorot,
+    /// Normal with this standard deviation.
+    Normal(f64),
+}
+
+/// One parameter's description.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) axes: Vec<String>,
+    pub(crate) init: Init,
+    pub(crate) fan_in: usize,
+    pub(crate) fan_out: usize,
+}
+
+/// Collects a model's parameters (see [`crate::nn::Linear::new`]), then allocates them all in
+/// one arena with [`ParamsBuilder::build`].
+#[derive(Default)]
+pub struct ParamsBuilder {
+    arena: ArenaBuilder,
+    entries: Vec<Entry>,
+}
+
+impl ParamsBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reserves a parameter named `name` (unique) with axes `A`, started by `init`.
+    /// `fan_in`/`fan_out` are the input and output sizes the He and Glorot rules use.
+    pub fn add<A: AxisSet>(
+        &mut self,
+        name: &str,
+        lengths: impl NamedLengths<Axes: SameAxes<A>>,
+        init: Init,
+        fan_in: usize,
+        fan_out: usize,
+    ) -> Result<Slot<A>> {
+        if self.entries.iter().any(|e| e.name == name) {
+            return Err(Error::ParameterMismatch {
+                name: name.into(),
+                reason: "a parameter of this name already exists".into(),
+            });
+        }
+        let slot = self.arena.add::<A, f32>(lengths)?;
+        self.entries.push(Entry {
+            name: name.into(),
+            axes: A::names().iter().map(|n| n.to_string()).collect(),
+            init,
+            fan_in,
+            fan_out,
+        });
+        Ok(slot)
+    }
+
+    /// Allocates every parameter in one buffer and initialises it (reproducibly from `seed`).
+    pub fn build<T: Float>(self, seed: u64) -> Result<Params<T>> {
+        let mut arena = self.arena.build(T::zero());
+        let layouts: Vec<Layout> = arena.layouts().to_vec();
+        let flat = arena.flat_mut();
+        for (k, (entry, layout)) in self.entries.iter().zip(&layouts).enumerate() {
+            let std = match entry.init {
+                Init::Zeros => continue,
+                Init::He => (2.0 / entry.fan_in.max(1) as f64).sqrt(),
+                Init::Glorot => (2.0 / (entry.fan_in + entry.fan_out).max(1) as f64).sqrt(),
+                Init::Normal(std) => std,
+            };
+            let normal = Normal::new(0.0, std).map_err(|_| Error::InvalidRange {
+                low: format!("normal std {std}"),
+                high: String::new(),
+            })?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9E37_79B9));
+            for pos in layout.positions() {
+                flat[pos.expect("arena layouts are not padded")] =
+                    T::from_f64(normal.sample(&mut rng));
+            }
+        }
+        Ok(Params {
+            arena,
+            entries: self.entries,
+        })
+    }
+}
+
+/// A model's parameters: every tensor at its offset of one arena buffer, so that an optimizer
+/// updates them all in one pass.
+pub struct Params<T: Float> {
+    pub(crate) arena: Arena<T>,
+    pub(crate) entries: Vec<Entry>,
+}
+
+impl<T: Float> Params<T> {
+    /// The parameter `slot`'s current values (a view of the arena).
+    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Tensor<T, A> {
+        self.arena.tensor(slot)
+    }
+
+    /// The arena holding every parameter.
+    pub fn arena(&self) -> &Arena<T> {
+        &self.arena
+    }
+
+    /// The arena, for an update in place.
+    pub fn arena_mut(&mut self) -> &mut Arena<T> {
+        &mut self.arena
+    }
+
+    /// The number of parameters (elements), gaps between tensors excluded.
+    pub fn count(&self) -> usize {
+        self.arena
+            .layouts()
+            .iter()
+            .map(|l| l.lens().iter().product::<usize>())
+            .sum()
+    }
+
+    /// The parameters' names, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+
+    /// Records every parameter on `tape` as a variable; layers take theirs from the result.
+    /// Drop it (and the tape) before updating the parameters, so the update happens in
+    /// place instead of copying the arena.
+    pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
+        let nodes = (0..self.entries.len()).map(|_| tape.push(None)).collect();
+        Bound {
+            params: self,
+            tape: tape.clone(),
+            nodes,
+        }
+    }
+}
+
+/// The parameters recorded on one tape: typed variables for the layers, and the gradient of
+/// all of them gathered back into the arena's layout.
+pub struct Bound<'p, T: Float> {
+    params: &'p Params<T>,
+    tape: Tape<T>,
+    nodes: Vec<usize>,
+}
+
+impl<T: Float> Bound<'_, T> {
+    /// The variable of parameter `slot`.
+    pub fn var<A: AxisSet>(&self, slot: &Slot<A>) -> Var<T, A> {
+        Var::new(
+            self.tape.clone(),
+            self.nodes[slot.index()],
+            true,
+            self.params.tensor(slot),
+        )
+    }
+
+    /// The tape the parameters are recorded on.
+    pub fn tape(&self) -> &Tape<T> {
+        &self.tape
+    }
+
+    /// The gradient of every parameter, each at its parameter's offset of a buffer laid out
+    /// like the arena (zeros where none flowed), ready for an optimizer's step.
+    pub fn gradient(&self, grads: &Grads<T>) -> Vec<T> {
+        let layouts = self.params.arena.layouts();
+        let mut flat = vec![T::zero(); self.params.arena.len()];
+        for (layout, &node) in layouts.iter().zip(&self.nodes) {
+            if let Some(buf) = grads.buf(node) {
+                let values = buf.storage.as_slice();
+                for (to, from) in layout.positions().zip(buf.layout.positions()) {
+                    let to = to.expect("arena layouts are not padded");
+                    flat[to] = flat[to].add(from.map_or(T::zero(), |p| values[p]));
+                }
+            }
+        }
+        flat
+    }
+}
