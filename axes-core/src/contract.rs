@@ -135,7 +135,12 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     let dx_order: Vec<usize> = (0..L::RANK)
         .map(|a| match roles.m.iter().position(|&m| m == a) {
             Some(p) => p,
-            None => nm + y_k.iter().position(|&(_, xa)| xa == a).expect("a contracted axis"),
+            None => {
+                nm + y_k
+                    .iter()
+                    .position(|&(_, xa)| xa == a)
+                    .expect("a contracted axis")
+            }
         })
         .collect();
     let dx_layout = dx_layout.permuted(&dx_order);
@@ -152,7 +157,10 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     let dy_order: Vec<usize> = (0..R::RANK)
         .map(|b| match roles.n.iter().position(|&n| n == b) {
             Some(p) => x_k.len() + p,
-            None => x_k.iter().position(|&(_, yb)| yb == b).expect("a contracted axis"),
+            None => x_k
+                .iter()
+                .position(|&(_, yb)| yb == b)
+                .expect("a contracted axis"),
         })
         .collect();
     let dy_layout = dy_layout.permuted(&dy_order);

@@ -19,10 +19,10 @@ pub mod expr;
 pub mod layout;
 pub mod list;
 pub mod math;
-pub mod nn;
-pub mod optim;
 pub mod named;
+pub mod nn;
 pub mod num;
+pub mod optim;
 pub mod storage;
 pub mod tensor;
 

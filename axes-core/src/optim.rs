@@ -64,6 +64,9 @@ pub struct Adam<T: Float> {
     pub beta2: f64,
     /// Added to the root of the second moment.
     pub eps: f64,
+    /// Decoupled weight decay (AdamW): each step also takes `lr · weight_decay · p` off
+    /// every parameter. 0 by default.
+    pub weight_decay: f64,
     steps: i32,
     m: Vec<T>,
     v: Vec<T>,
@@ -77,10 +80,17 @@ impl<T: Float> Adam<T> {
             beta1: 0.9,
             beta2: 0.999,
             eps: 1e-8,
+            weight_decay: 0.0,
             steps: 0,
             m: Vec::new(),
             v: Vec::new(),
         }
+    }
+
+    /// With decoupled weight decay `weight_decay` (AdamW).
+    pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
+        self.weight_decay = weight_decay;
+        self
     }
 
     /// The number of steps taken.
@@ -106,11 +116,12 @@ impl<T: Float> Adam<T> {
         let eps = T::from_f64(self.eps * c2.sqrt());
         let (b1, b2) = (T::from_f64(b1), T::from_f64(b2));
         let (a1, a2) = (T::one().sub(b1), T::one().sub(b2));
+        let keep = T::from_f64(1.0 - self.lr * self.weight_decay);
         let flat = params.arena_mut().flat_mut();
         for (((p, m), v), &g) in flat.iter_mut().zip(&mut self.m).zip(&mut self.v).zip(grad) {
             *m = b1.mul(*m).add(a1.mul(g));
             *v = b2.mul(*v).add(a2.mul(g.mul(g)));
-            *p = p.sub(step.mul(m.div(v.sqrt().add(eps))));
+            *p = keep.mul(*p).sub(step.mul(m.div(v.sqrt().add(eps))));
         }
         Ok(())
     }

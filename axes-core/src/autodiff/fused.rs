@@ -224,13 +224,15 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         let map: Vec<usize> = other
             .leaves
             .into_iter()
-            .map(|leaf| match leaves.iter().position(|l| l.node == leaf.node) {
-                Some(k) => k,
-                None => {
-                    leaves.push(leaf);
-                    leaves.len() - 1
-                }
-            })
+            .map(
+                |leaf| match leaves.iter().position(|l| l.node == leaf.node) {
+                    Some(k) => k,
+                    None => {
+                        leaves.push(leaf);
+                        leaves.len() - 1
+                    }
+                },
+            )
             .collect();
         let mut ir = self.ir;
         let left = ir.nodes.len() - 1;
@@ -320,7 +322,12 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         let out_ids = O::type_ids()[..O::RANK].to_vec();
         let out_lens: Vec<usize> = out_ids
             .iter()
-            .map(|id| lens[ids.iter().position(|i| i == id).expect("O is a subset of A")])
+            .map(|id| {
+                lens[ids
+                    .iter()
+                    .position(|i| i == id)
+                    .expect("O is a subset of A")]
+            })
             .collect();
         let layout = Layout::row_major(&out_lens);
         let sink_strides = strides_by_id(&layout, &out_ids, &ids);
@@ -457,9 +464,8 @@ fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Op
             }
             IrNode::Scalar(_) => {}
             IrNode::Unary(op, x) => {
-                let mul = |push: &mut dyn FnMut(IrNode) -> usize, a, b| {
-                    push(IrNode::Binary("mul", a, b))
-                };
+                let mul =
+                    |push: &mut dyn FnMut(IrNode) -> usize, a, b| push(IrNode::Binary("mul", a, b));
                 let term = match op {
                     "neg" => Some(push(IrNode::Unary("neg", g))),
                     "abs" => {
@@ -554,7 +560,11 @@ fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Op
                 }
                 "max" | "min" => {
                     let zero = push(IrNode::Scalar(0.0));
-                    let (to_x, to_y) = if op == "max" { ("ge", "lt") } else { ("le", "gt") };
+                    let (to_x, to_y) = if op == "max" {
+                        ("ge", "lt")
+                    } else {
+                        ("le", "gt")
+                    };
                     let cx = push(IrNode::Binary(to_x, x, y));
                     let cy = push(IrNode::Binary(to_y, x, y));
                     let dx = push(IrNode::Select(cx, g, zero));

@@ -156,10 +156,14 @@ impl Program {
                     ),
                     IrNode::Select(c, a, b) => Inst::Select(c, a, b),
                     IrNode::Cast(to, _) => {
-                        return Err(unsupported(format!("a cast to {to} in a run-time expression")));
+                        return Err(unsupported(format!(
+                            "a cast to {to} in a run-time expression"
+                        )));
                     }
                     IrNode::Map(_) => {
-                        return Err(unsupported("a Rust closure in a run-time expression".into()));
+                        return Err(unsupported(
+                            "a Rust closure in a run-time expression".into(),
+                        ));
                     }
                 })
             })
@@ -222,9 +226,9 @@ pub(crate) fn run<T: Float>(
     let fits = sources
         .iter()
         .all(|s| s.strides.len() == rank && check_bounds(lens, &s.strides, s.offset, s.data.len()))
-        && sinks
-            .iter()
-            .all(|s| s.strides.len() == rank && check_bounds(lens, &s.strides, s.offset, s.data.len()));
+        && sinks.iter().all(|s| {
+            s.strides.len() == rank && check_bounds(lens, &s.strides, s.offset, s.data.len())
+        });
     if !fits {
         return Err(Error::Unsupported {
             what: "an operand layout that leaves its buffer".into(),
@@ -316,7 +320,11 @@ fn scatter<T: Float>(data: &mut [T], first: isize, stride: isize, values: &[T], 
     match (stride, accumulate) {
         (0, _) => {
             let sum = values.iter().fold(T::zero(), |s, &v| s.add(v));
-            data[first] = if accumulate { data[first].add(sum) } else { sum };
+            data[first] = if accumulate {
+                data[first].add(sum)
+            } else {
+                sum
+            };
         }
         (1, true) => {
             for (d, &v) in data[first..first + values.len()].iter_mut().zip(values) {

@@ -6,6 +6,7 @@ use std::any::TypeId;
 use super::fused::{IntoVar, IntoVarExpr};
 use super::interp::{self, Program, Sink, Source};
 use super::tape::Var;
+use crate::axis::Axis;
 use crate::contract::{self, dot_grads};
 use crate::error::{Error, Result};
 use crate::expr::{Ir, IrNode, Reducible};
@@ -14,7 +15,6 @@ use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotWith, HasAxis
 use crate::num::Float;
 use crate::storage::Storage;
 use crate::tensor::{IndexElement, Tensor};
-use crate::axis::Axis;
 
 impl<T: Float, A: AxisSet> Var<T, A> {
     /// The sum over the axes `Over` (a fused reduction, see [`super::VarExpr::sum`]).
@@ -72,19 +72,20 @@ where
     let (xv, yv) = (x.value().clone(), y.value().clone());
     let (xid, yid) = (x.id(), y.id());
     let (x_needs, y_needs) = (x.needs_grad(), y.needs_grad());
-    Ok(x.tape().record(value, x_needs || y_needs, move |grads, id| {
-        let Some(dz) = grads.tensor::<DotAxes<L, R>>(id) else {
-            return Ok(());
-        };
-        let (dx, dy) = dot_grads(&xv, &yv, &dz)?;
-        if x_needs {
-            grads.accumulate(xid, dx)?;
-        }
-        if y_needs {
-            grads.accumulate(yid, dy)?;
-        }
-        Ok(())
-    }))
+    Ok(x.tape()
+        .record(value, x_needs || y_needs, move |grads, id| {
+            let Some(dz) = grads.tensor::<DotAxes<L, R>>(id) else {
+                return Ok(());
+            };
+            let (dx, dy) = dot_grads(&xv, &yv, &dz)?;
+            if x_needs {
+                grads.accumulate(xid, dx)?;
+            }
+            if y_needs {
+                grads.accumulate(yid, dy)?;
+            }
+            Ok(())
+        }))
 }
 
 /// The per-example softmax cross-entropy of `logits` over the class axis `C` with integer
@@ -197,51 +198,53 @@ where
     let (xid, lens) = (logits.id(), x.lens().to_vec());
     let rest_ids: Vec<TypeId> = rest.iter().map(|&a| ids[a]).collect();
     let all_ids = ids.to_vec();
-    Ok(logits.tape().record(value, logits.needs_grad(), move |grads, id| {
-        let Some(upstream) = grads.buf(id) else {
-            return Ok(());
-        };
-        // d logits = (softmax - one_hot) * upstream (broadcast along C), in one pass.
-        let mut ir = Ir::default();
-        let (a, b) = (ir.leaf(), ir.leaf());
-        let root = ir.push(IrNode::Binary("mul", a, b));
-        let program = Program::compile(&ir, &[root])?;
-        let upstream_strides = all_ids
-            .iter()
-            .map(|id| {
-                rest_ids
-                    .iter()
-                    .position(|r| r == id)
-                    .map_or(0, |p| upstream.layout.strides()[p])
-            })
-            .collect();
-        let sources = [
-            Source {
-                data: d_logits.as_slice(),
-                offset: 0,
-                strides: d_layout.strides().to_vec(),
-            },
-            Source {
-                data: upstream.storage.as_slice(),
-                offset: upstream.layout.offset(),
-                strides: upstream_strides,
-            },
-        ];
-        let mut buf = grads.take_for_write(xid, &lens);
-        let strides = buf.layout.strides().to_vec();
-        let offset = buf.layout.offset();
-        let result = interp::run(
-            &program,
-            &lens,
-            &sources,
-            &mut [Sink {
-                data: buf.storage.make_mut(),
-                offset,
-                strides,
-                accumulate: true,
-            }],
-        );
-        grads.put(xid, buf);
-        result
-    }))
+    Ok(logits
+        .tape()
+        .record(value, logits.needs_grad(), move |grads, id| {
+            let Some(upstream) = grads.buf(id) else {
+                return Ok(());
+            };
+            // d logits = (softmax - one_hot) * upstream (broadcast along C), in one pass.
+            let mut ir = Ir::default();
+            let (a, b) = (ir.leaf(), ir.leaf());
+            let root = ir.push(IrNode::Binary("mul", a, b));
+            let program = Program::compile(&ir, &[root])?;
+            let upstream_strides = all_ids
+                .iter()
+                .map(|id| {
+                    rest_ids
+                        .iter()
+                        .position(|r| r == id)
+                        .map_or(0, |p| upstream.layout.strides()[p])
+                })
+                .collect();
+            let sources = [
+                Source {
+                    data: d_logits.as_slice(),
+                    offset: 0,
+                    strides: d_layout.strides().to_vec(),
+                },
+                Source {
+                    data: upstream.storage.as_slice(),
+                    offset: upstream.layout.offset(),
+                    strides: upstream_strides,
+                },
+            ];
+            let mut buf = grads.take_for_write(xid, &lens);
+            let strides = buf.layout.strides().to_vec();
+            let offset = buf.layout.offset();
+            let result = interp::run(
+                &program,
+                &lens,
+                &sources,
+                &mut [Sink {
+                    data: buf.storage.make_mut(),
+                    offset,
+                    strides,
+                    accumulate: true,
+                }],
+            );
+            grads.put(xid, buf);
+            result
+        }))
 }

@@ -182,9 +182,7 @@ impl<T: Float> Var<T, ()> {
     /// every variable recorded before it.
     pub fn backward(&self) -> Result<Grads<T>> {
         let nodes = self.tape.nodes.borrow();
-        let mut grads = Grads {
-            bufs: Vec::new(),
-        };
+        let mut grads = Grads { bufs: Vec::new() };
         grads.bufs.resize_with(nodes.len(), || None);
         if !self.needs_grad {
             return Ok(grads);

@@ -5,7 +5,7 @@ use crate::arena::Slot;
 use crate::autodiff::{self, IntoVar, VarExpr};
 use crate::axis::{Axis, Dual, Len, PrimalAxis};
 use crate::error::Result;
-use crate::list::{AxisSet, SameAxes, Broadcast, BroadcastWith, DotAxes, DotWith, HasAxis};
+use crate::list::{AxisSet, Broadcast, BroadcastWith, DotAxes, DotWith, HasAxis, SameAxes};
 use crate::num::Float;
 
 /// An affine layer `x·w + b` from the axis `In` to the axis `Out`: weight `(In, Out)`, bias
@@ -43,8 +43,20 @@ where
     ) -> Result<Self> {
         let (fan_in, fan_out) = (input.get(), output.get());
         Ok(Linear {
-            weight: params.add(&format!("{name}.weight"), (input, output), init, fan_in, fan_out)?,
-            bias: params.add(&format!("{name}.bias"), output, Init::Zeros, fan_in, fan_out)?,
+            weight: params.add(
+                &format!("{name}.weight"),
+                (input, output),
+                init,
+                fan_in,
+                fan_out,
+            )?,
+            bias: params.add(
+                &format!("{name}.bias"),
+                output,
+                Init::Zeros,
+                fan_in,
+                fan_out,
+            )?,
         })
     }
 

@@ -36,7 +36,9 @@ fn dtype_of<T: Float>() -> Result<Dtype> {
 fn to_bytes<T: Float>(values: impl Iterator<Item = T>, dtype: Dtype) -> Vec<u8> {
     match dtype {
         Dtype::F64 => values.flat_map(|v| v.to_f64().to_le_bytes()).collect(),
-        _ => values.flat_map(|v| (v.to_f64() as f32).to_le_bytes()).collect(),
+        _ => values
+            .flat_map(|v| (v.to_f64() as f32).to_le_bytes())
+            .collect(),
     }
 }
 
@@ -65,7 +67,11 @@ impl<T: Float> Params<T> {
             .zip(self.arena.layouts())
             .map(|(entry, layout)| {
                 let values = layout.positions().map(|p| flat[p.expect("not padded")]);
-                (entry.name.clone(), layout.lens().to_vec(), to_bytes(values, dtype))
+                (
+                    entry.name.clone(),
+                    layout.lens().to_vec(),
+                    to_bytes(values, dtype),
+                )
             })
             .collect();
         let views = buffers
