@@ -136,11 +136,12 @@ fn shifted(data: &Split, seed: u64) -> axes::Result<Split> {
     })
 }
 
+/// A batch of images and their labels.
+type Images = Tensor<f32, (Pixel, Batch)>;
+type Labels = Tensor<i64, (Batch,)>;
+
 /// The images of `indices` as a batch (a gather along `Sample`).
-fn batch(
-    data: &Split,
-    indices: &Tensor<i64, (Batch,)>,
-) -> axes::Result<(Tensor<f32, (Pixel, Batch)>, Tensor<i64, (Batch,)>)> {
+fn batch(data: &Split, indices: &Tensor<i64, (Batch,)>) -> axes::Result<(Images, Labels)> {
     Ok((
         data.x.gather::<Sample, _, _>(indices)?,
         data.y.gather::<Sample, _, _>(indices)?,

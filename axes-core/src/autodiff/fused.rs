@@ -684,6 +684,21 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         self.binary(other.into_var_expr(), "min")
     }
 
+    /// `self ^ exponent`, element by element (the base must be positive where the exponent's
+    /// gradient is wanted).
+    pub fn pow<R: IntoVarExpr<Elem = T>>(self, exponent: R) -> VarExpr<T, Broadcast<A, R::Axes>>
+    where
+        A: BroadcastWith<R::Axes>,
+        Broadcast<A, R::Axes>: AxisSet,
+    {
+        self.binary(exponent.into_var_expr(), "pow")
+    }
+
+    /// The tape the expression's variables are recorded on.
+    pub fn tape(&self) -> &Tape<T> {
+        &self.tape
+    }
+
     /// `self ^ exponent` for a constant exponent.
     pub fn powf(self, exponent: f64) -> VarExpr<T, A> {
         self.with_scalar("pow", exponent, false)

@@ -1,0 +1,332 @@
+//! Gradient checks: every differentiable operation's gradient against central finite
+//! differences in f64, on random inputs with random lengths, including permuted and strided
+//! views, broadcasts, reductions, contractions (dual pairs too), the softmax cross-entropy
+//! and fused expressions. The error is the relative 2-norm ‖analytic − numeric‖ / ‖numeric‖.
+
+use axes::autodiff::{Tape, Var, VarExpr, dot, softmax_cross_entropy};
+use axes::prelude::*;
+use axes::{Layout, Storage};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Axis)]
+struct B;
+#[derive(Axis)]
+struct I;
+#[derive(Axis)]
+struct O;
+#[derive(Axis)]
+struct C;
+#[derive(Axis)]
+struct H;
+
+const STEP: f64 = 1e-6;
+const TOLERANCE: f64 = 1e-6;
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+fn len(rng: &mut ChaCha8Rng) -> usize {
+    rng.random_range(1..=5)
+}
+
+/// A random tensor with values in `low..high`, kept at least 0.1 away from 0 (where relu,
+/// abs and max have kinks and recip/div blow up).
+fn random<A: AxisSet>(lens: &[usize], low: f64, high: f64, rng: &mut ChaCha8Rng) -> Tensor<f64, A> {
+    let data = (0..lens.iter().product())
+        .map(|_| {
+            let v: f64 = rng.random_range(low..high);
+            if v.abs() < 0.1 { v + 0.3 } else { v }
+        })
+        .collect();
+    Tensor::from_parts(Storage::new(data), Layout::row_major(lens)).unwrap()
+}
+
+fn with_values<A: AxisSet>(lens: &[usize], values: Vec<f64>) -> Tensor<f64, A> {
+    Tensor::from_parts(Storage::new(values), Layout::row_major(lens)).unwrap()
+}
+
+fn relative_error(analytic: &[f64], numeric: &[f64]) -> f64 {
+    let diff: f64 = analytic
+        .iter()
+        .zip(numeric)
+        .map(|(a, n)| (a - n).powi(2))
+        .sum();
+    let norm: f64 = numeric.iter().map(|n| n * n).sum();
+    diff.sqrt() / norm.sqrt().max(1e-12)
+}
+
+/// Checks the gradient of `f` with respect to its argument at `x` (any layout).
+fn check<A: AxisSet>(
+    name: &str,
+    x: &Tensor<f64, A>,
+    f: impl Fn(&Var<f64, A>) -> axes::Result<Var<f64, ()>>,
+) {
+    let tape = Tape::new();
+    let var = tape.var(x.clone());
+    let loss = f(&var).unwrap();
+    let analytic = loss.backward().unwrap().get(&var).unwrap();
+    assert_eq!(analytic.lens(), x.lens(), "{name}: gradient lengths");
+    let analytic = analytic.to_vec();
+    let base = x.to_vec();
+    let at = |values: Vec<f64>| {
+        let tape = Tape::new();
+        f(&tape.var(with_values::<A>(x.lens(), values)))
+            .unwrap()
+            .value()
+            .to_vec()[0]
+    };
+    let numeric: Vec<f64> = (0..base.len())
+        .map(|i| {
+            let (mut up, mut down) = (base.clone(), base.clone());
+            up[i] += STEP;
+            down[i] -= STEP;
+            (at(up) - at(down)) / (2.0 * STEP)
+        })
+        .collect();
+    let error = relative_error(&analytic, &numeric);
+    assert!(
+        error < TOLERANCE,
+        "{name}: relative error {error:e}\nanalytic {analytic:?}\nnumeric  {numeric:?}"
+    );
+}
+
+/// Σ out · r for a fixed random `r`, so that every output element matters differently.
+fn project<A: AxisSet>(out: VarExpr<f64, A>, r: &Tensor<f64, A>) -> axes::Result<Var<f64, ()>>
+where
+    A: axes::expr::Reducible<A>,
+    A: axes::list::BroadcastWith<A, Output = A>,
+    A: axes::list::DifferenceWith<A, Output = ()>,
+{
+    let r = out.tape().constant(r.clone());
+    (out * &r).sum::<A>()
+}
+
+#[test]
+fn unary_ops_on_permuted_inputs() {
+    let mut rng = rng(1);
+    for round in 0..3 {
+        let (nb, ni) = (len(&mut rng), len(&mut rng));
+        let signed = random::<(B, I)>(&[nb, ni], -2.0, 2.0, &mut rng);
+        let positive = random::<(B, I)>(&[nb, ni], 0.3, 2.0, &mut rng);
+        let r = random::<(I, B)>(&[ni, nb], -1.0, 1.0, &mut rng);
+        type Op = fn(VarExpr<f64, (I, B)>) -> VarExpr<f64, (I, B)>;
+        let ops: [(&str, Op, bool); 15] = [
+            ("relu", |x| x.relu(), false),
+            ("exp", |x| x.exp(), false),
+            ("ln", |x| x.ln(), true),
+            ("sqrt", |x| x.sqrt(), true),
+            ("rsqrt", |x| x.rsqrt(), true),
+            ("tanh", |x| x.tanh(), false),
+            ("sigmoid", |x| x.sigmoid(), false),
+            ("square", |x| x.square(), false),
+            ("abs", |x| x.abs(), false),
+            ("sin", |x| x.sin(), false),
+            ("cos", |x| x.cos(), false),
+            ("recip", |x| x.recip(), false),
+            ("neg", |x| -x, false),
+            ("powf", |x| x.powf(3.0), true),
+            ("scalars", |x| 2.0 * x - 1.0, false),
+        ];
+        for (name, op, needs_positive) in ops {
+            let x = if needs_positive { &positive } else { &signed };
+            // The variable is a permuted view; the result is in (I, B).
+            let view: Tensor<f64, (I, B)> = x.axes_with_order();
+            check(&format!("{name} #{round}"), &view, |v| {
+                project(op(v.expr()), &r)
+            });
+        }
+    }
+}
+
+#[test]
+fn binary_ops_broadcast_and_sum_back() {
+    let mut rng = rng(2);
+    for round in 0..3 {
+        let (nb, ni, nc) = (len(&mut rng), len(&mut rng), len(&mut rng));
+        let x = random::<(B, I)>(&[nb, ni], 0.3, 2.0, &mut rng);
+        let y = random::<(I, C)>(&[ni, nc], 0.3, 2.0, &mut rng);
+        let r = random::<(B, I, C)>(&[nb, ni, nc], -1.0, 1.0, &mut rng);
+        type Op = fn(VarExpr<f64, (B, I)>, VarExpr<f64, (I, C)>) -> VarExpr<f64, (B, I, C)>;
+        let ops: [(&str, Op); 7] = [
+            ("add", |x, y| x + y),
+            ("sub", |x, y| x - y),
+            ("mul", |x, y| x * y),
+            ("div", |x, y| x / y),
+            ("max", |x, y| x.max(y)),
+            ("min", |x, y| x.min(y)),
+            ("pow", |x, y| x.pow(y)),
+        ];
+        for (name, op) in ops {
+            // Gradient of x (y broadcast along B), then of y (summed over B), with the other
+            // operand also a variable so both gradients are written in the same pass.
+            check(&format!("{name} d/dx #{round}"), &x, |v| {
+                let w = v.tape().var(y.clone());
+                project(op(v.expr(), w.expr()), &r)
+            });
+            check(&format!("{name} d/dy #{round}"), &y, |w| {
+                let v = w.tape().var(x.clone());
+                project(op(v.expr(), w.expr()), &r)
+            });
+        }
+    }
+}
+
+#[test]
+fn reductions_fused_and_their_backward_broadcasts() {
+    let mut rng = rng(3);
+    for round in 0..3 {
+        let (nb, ni, nc) = (len(&mut rng), len(&mut rng), len(&mut rng));
+        let x = random::<(B, I, C)>(&[nb, ni, nc], -2.0, 2.0, &mut rng);
+        let y = random::<(B, I, C)>(&[nb, ni, nc], -2.0, 2.0, &mut rng);
+        let r_ic = random::<(I, C)>(&[ni, nc], -1.0, 1.0, &mut rng);
+        let r_b = random::<(B,)>(&[nb], -1.0, 1.0, &mut rng);
+        check(&format!("sum over B #{round}"), &x, |v| {
+            project(v.sum::<(B,)>()?.expr(), &r_ic)
+        });
+        check(&format!("mean over I, C #{round}"), &x, |v| {
+            project(v.mean::<(C, I)>()?.expr(), &r_b)
+        });
+        check(&format!("sum of all #{round}"), &x, |v| {
+            v.sum::<(B, I, C)>()
+        });
+        // The seed's L2 example, fused: Σ (x - y)², one pass forward and one backward.
+        check(&format!("sum((x - y)^2) #{round}"), &x, |v| {
+            let w = v.tape().constant(y.clone());
+            (v - &w).square().sum::<(B, I, C)>()
+        });
+        // A reduction feeding another fused expression.
+        check(&format!("tanh(sum) #{round}"), &x, |v| {
+            project(v.expr().sin().sum::<(B,)>()?.tanh(), &r_ic)
+        });
+    }
+}
+
+#[test]
+fn dot_gradients_on_the_right_axes() {
+    let mut rng = rng(4);
+    for round in 0..3 {
+        let (nb, ni, no, nc) = (len(&mut rng), len(&mut rng), len(&mut rng), len(&mut rng));
+        let x = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        let w = random::<(I, O)>(&[ni, no], -1.0, 1.0, &mut rng);
+        let r = random::<(B, O)>(&[nb, no], -1.0, 1.0, &mut rng);
+        check(&format!("dot d/dx #{round}"), &x, |v| {
+            let w = v.tape().var(w.clone());
+            project(dot(v, &w)?.expr(), &r)
+        });
+        // The weight as a transposed view (O, I): same axes, other strides.
+        let wt: Tensor<f64, (O, I)> = w.axes_with_order();
+        check(&format!("dot d/dw (permuted) #{round}"), &wt, |wv| {
+            let v = wv.tape().var(x.clone());
+            project(dot(&v, wv)?.expr(), &r)
+        });
+        // Two contracted axes and a strided (sliced) operand.
+        let x3 = random::<(B, I, C)>(&[nb, 2 * ni, nc], -1.0, 1.0, &mut rng);
+        let x3 = x3.slice::<I>(.., 2).unwrap();
+        let w3 = random::<(C, I, O)>(&[nc, ni, no], -1.0, 1.0, &mut rng);
+        check(
+            &format!("dot over I, C d/dx (strided) #{round}"),
+            &x3,
+            |v| {
+                let w = v.tape().var(w3.clone());
+                project(dot(v, &w)?.expr(), &r)
+            },
+        );
+        check(&format!("dot over I, C d/dw #{round}"), &w3, |wv| {
+            let v = wv.tape().var(x3.clone());
+            project(dot(&v, wv)?.expr(), &r)
+        });
+        // A square weight (Dual<H>, H): x's H meets the weight's Dual<H>.
+        let nh = len(&mut rng);
+        let xh = random::<(B, H)>(&[nb, nh], -1.0, 1.0, &mut rng);
+        let sq = random::<(Dual<H>, H)>(&[nh, nh], -1.0, 1.0, &mut rng);
+        let rh = random::<(B, H)>(&[nb, nh], -1.0, 1.0, &mut rng);
+        check(&format!("square d/dx #{round}"), &xh, |v| {
+            let w = v.tape().var(sq.clone());
+            project(dot(v, &w)?.expr(), &rh)
+        });
+        check(&format!("square d/dw #{round}"), &sq, |wv| {
+            let v = wv.tape().var(xh.clone());
+            project(dot(&v, wv)?.expr(), &rh)
+        });
+    }
+}
+
+#[test]
+fn softmax_cross_entropy_gradient() {
+    let mut rng = rng(5);
+    for round in 0..4 {
+        let (nb, nc) = (len(&mut rng), 1 + len(&mut rng));
+        let labels: Vec<i64> = (0..nb).map(|_| rng.random_range(0..nc as i64)).collect();
+        let labels = Tensor::<i64, (B,)>::from_vec(B.len(nb), labels).unwrap();
+        let logits = random::<(B, C)>(&[nb, nc], -3.0, 3.0, &mut rng);
+        check(&format!("cross-entropy #{round}"), &logits, |v| {
+            softmax_cross_entropy::<C, _, _, _, _>(v, &labels)?.mean::<(B,)>()
+        });
+        // Class axis first in the layout, and a weighted (not mean) reduction.
+        let r = random::<(B,)>(&[nb], 0.1, 1.0, &mut rng);
+        let class_major: Tensor<f64, (C, B)> = logits.axes_with_order();
+        check(
+            &format!("cross-entropy (C, B) #{round}"),
+            &class_major,
+            |v| {
+                project(
+                    softmax_cross_entropy::<C, _, _, _, _>(v, &labels)?.expr(),
+                    &r,
+                )
+            },
+        );
+        // Large logits stay finite (stable).
+        let big = Tensor::<f64, (B, C)>::full((B.len(nb), C.len(nc)), 800.0).unwrap();
+        let tape = Tape::new();
+        let loss = softmax_cross_entropy::<C, _, _, _, _>(&tape.var(big), &labels).unwrap();
+        assert!(
+            loss.value()
+                .to_vec()
+                .iter()
+                .all(|l| (l - (nc as f64).ln()).abs() < 1e-9)
+        );
+    }
+}
+
+#[test]
+fn fused_expression_with_a_variable_used_twice() {
+    let mut rng = rng(6);
+    for round in 0..3 {
+        let (nb, ni) = (len(&mut rng), len(&mut rng));
+        let x = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        let w = random::<(I,)>(&[ni], -1.0, 1.0, &mut rng);
+        let b = random::<(B,)>(&[nb], -1.0, 1.0, &mut rng);
+        let r = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        let f = |x: &Var<f64, (B, I)>, w: &Var<f64, (I,)>, b: &Var<f64, (B,)>| {
+            let e = ((x * w).tanh() + x.sigmoid() * 2.0 - b).exp() / (x.square() + 1.0);
+            assert_eq!(
+                e.ir().to_string().matches("leaf0").count(),
+                3,
+                "x read 3 times, one leaf"
+            );
+            project(e, &r)
+        };
+        check(&format!("fused d/dx #{round}"), &x, |v| {
+            let t = v.tape();
+            f(v, &t.var(w.clone()), &t.var(b.clone()))
+        });
+        check(&format!("fused d/dw #{round}"), &w, |wv| {
+            let t = wv.tape();
+            f(&t.var(x.clone()), wv, &t.var(b.clone()))
+        });
+        check(&format!("fused d/db #{round}"), &b, |bv| {
+            let t = bv.tape();
+            f(&t.var(x.clone()), &t.var(w.clone()), bv)
+        });
+        // A variable feeding several nodes: its gradients add up.
+        check(&format!("shared variable #{round}"), &x, |v| {
+            let t = v.tape();
+            let wv = t.var(w.clone());
+            let first = dot(v, &wv)?; // (B,)
+            let second = v.expr().tanh().sum::<(I,)>()?; // (B,)
+            (first * &second + v.sum::<(I,)>()?).sum::<(B,)>()
+        });
+    }
+}
