@@ -93,11 +93,9 @@ fn check<A: AxisSet>(
 }
 
 /// Σ out · r for a fixed random `r`, so that every output element matters differently.
-fn project<A: AxisSet>(out: VarExpr<f64, A>, r: &Tensor<f64, A>) -> axes::Result<Var<f64, ()>>
+fn project<A>(out: VarExpr<f64, A>, r: &Tensor<f64, A>) -> axes::Result<Var<f64, ()>>
 where
-    A: axes::expr::Reducible<A>,
-    A: axes::list::BroadcastWith<A, Output = A>,
-    A: axes::list::DifferenceWith<A, Output = ()>,
+    A: axes::expr::Reducible<A> + axes::list::DifferenceWith<A, Output = ()>,
 {
     let r = out.tape().constant(r.clone());
     (out * &r).sum::<A>()
