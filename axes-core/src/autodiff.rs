@@ -36,7 +36,7 @@
 //! ```
 
 mod fused;
-mod interp;
+pub(crate) mod interp;
 mod ops;
 mod tape;
 

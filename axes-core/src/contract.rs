@@ -112,12 +112,14 @@ fn dot_roles<L: AxisSet, R: AxisSet>() -> Roles {
 /// The gradients of `z = dot(x, y)` given `dz`: `dx` contracts `dz` with `y` over `y`'s kept
 /// axes, `dy` contracts `x` with `dz` over `x`'s kept axes — the axes are paired by the roles
 /// of the forward contraction, so a `Dual<A>` contracted with `A` gets its gradient on the
-/// right axis. The results are views in the operands' axis order (no copy).
+/// right axis. The results are views in the operands' axis order (no copy); each is computed
+/// only when `want` asks for it.
 pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     x: &Tensor<T, L>,
     y: &Tensor<T, R>,
     dz: &Tensor<T, DotAxes<L, R>>,
-) -> Result<(Tensor<T, L>, Tensor<T, R>)> {
+    want: (bool, bool),
+) -> Result<(Option<Tensor<T, L>>, Option<Tensor<T, R>>)> {
     let roles = dot_roles::<L, R>();
     let (nm, nn) = (roles.m.len(), roles.n.len());
     // dz's axes: x's kept axes (in x's order), then y's kept axes (in y's order).
@@ -130,21 +132,28 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     let mut y_k: Vec<(usize, usize)> = roles.k.iter().map(|&(a, b)| (b, a)).collect();
     y_k.sort_unstable();
     dx_roles.n = y_k.iter().map(|&(b, _)| b).collect();
-    let (dx, dx_layout) = contract(dz, y, &dx_roles)?;
-    // Position in the result of each of x's axes.
-    let dx_order: Vec<usize> = (0..L::RANK)
-        .map(|a| match roles.m.iter().position(|&m| m == a) {
-            Some(p) => p,
-            None => {
-                nm + y_k
-                    .iter()
-                    .position(|&(_, xa)| xa == a)
-                    .expect("a contracted axis")
-            }
-        })
-        .collect();
-    let dx_layout = dx_layout.permuted(&dx_order);
-
+    let dx = if want.0 {
+        let (dx, dx_layout) = contract(dz, y, &dx_roles)?;
+        // Position in the result of each of x's axes.
+        let dx_order: Vec<usize> = (0..L::RANK)
+            .map(|a| match roles.m.iter().position(|&m| m == a) {
+                Some(p) => p,
+                None => {
+                    nm + y_k
+                        .iter()
+                        .position(|&(_, xa)| xa == a)
+                        .expect("a contracted axis")
+                }
+            })
+            .collect();
+        let layout = dx_layout.permuted(&dx_order);
+        Some(Tensor::from_parts(Storage::new(dx), layout).expect("a fresh result fits"))
+    } else {
+        None
+    };
+    if !want.1 {
+        return Ok((dx, None));
+    }
     let mut x_k: Vec<(usize, usize)> = roles.k.clone();
     x_k.sort_unstable();
     let dy_roles = Roles {
@@ -163,10 +172,10 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
                 .expect("a contracted axis"),
         })
         .collect();
-    let dy_layout = dy_layout.permuted(&dy_order);
+    let layout = dy_layout.permuted(&dy_order);
     Ok((
-        Tensor::from_parts(Storage::new(dx), dx_layout).expect("a fresh result fits"),
-        Tensor::from_parts(Storage::new(dy), dy_layout).expect("a fresh result fits"),
+        dx,
+        Some(Tensor::from_parts(Storage::new(dy), layout).expect("a fresh result fits")),
     ))
 }
 

@@ -109,6 +109,14 @@ fn binary_op(name: &str) -> Option<Binary> {
 }
 
 impl Program {
+    /// The program that reads its one source: with an accumulating sink, a strided add.
+    pub(crate) fn copy() -> Program {
+        Program {
+            insts: vec![Inst::Leaf(0)],
+            roots: vec![0],
+        }
+    }
+
     /// Compiles `ir` to compute the nodes `roots`.
     pub(crate) fn compile(ir: &Ir, roots: &[usize]) -> Result<Program> {
         let mut live = vec![false; ir.nodes.len()];
@@ -244,6 +252,8 @@ pub(crate) fn run<T: Float>(
     let mut regs = vec![T::zero(); n_insts * CHUNK];
     let mut index = vec![0usize; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
+    let mut source_base = vec![0isize; sources.len()];
+    let mut sink_base = vec![0isize; sinks.len()];
     for _ in 0..outer_count {
         let base = |offset: usize, strides: &[isize]| {
             offset as isize
@@ -253,8 +263,12 @@ pub(crate) fn run<T: Float>(
                     .map(|(&i, &s)| i as isize * s)
                     .sum::<isize>()
         };
-        let source_base: Vec<isize> = sources.iter().map(|s| base(s.offset, &s.strides)).collect();
-        let sink_base: Vec<isize> = sinks.iter().map(|s| base(s.offset, &s.strides)).collect();
+        for (b, s) in source_base.iter_mut().zip(sources) {
+            *b = base(s.offset, &s.strides);
+        }
+        for (b, s) in sink_base.iter_mut().zip(sinks.iter()) {
+            *b = base(s.offset, &s.strides);
+        }
         let mut start = 0;
         while start < inner {
             let n = CHUNK.min(inner - start);

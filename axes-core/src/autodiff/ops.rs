@@ -77,11 +77,11 @@ where
             let Some(dz) = grads.tensor::<DotAxes<L, R>>(id) else {
                 return Ok(());
             };
-            let (dx, dy) = dot_grads(&xv, &yv, &dz)?;
-            if x_needs {
+            let (dx, dy) = dot_grads(&xv, &yv, &dz, (x_needs, y_needs))?;
+            if let Some(dx) = dx {
                 grads.accumulate(xid, dx)?;
             }
-            if y_needs {
+            if let Some(dy) = dy {
                 grads.accumulate(yid, dy)?;
             }
             Ok(())

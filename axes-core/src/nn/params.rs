@@ -5,6 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use crate::arena::{Arena, ArenaBuilder, Slot};
+use crate::autodiff::interp::{self, Program, Sink, Source};
 use crate::autodiff::{Grads, Tape, Var};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -185,14 +186,32 @@ impl<T: Float> Bound<'_, T> {
     pub fn gradient(&self, grads: &Grads<T>) -> Vec<T> {
         let layouts = self.params.arena.layouts();
         let mut flat = vec![T::zero(); self.params.arena.len()];
+        let add = Program::copy();
         for (layout, &node) in layouts.iter().zip(&self.nodes) {
-            if let Some(buf) = grads.buf(node) {
-                let values = buf.storage.as_slice();
+            let Some(buf) = grads.buf(node) else {
+                continue;
+            };
+            let values = buf.storage.as_slice();
+            if buf.layout.is_padded() {
                 for (to, from) in layout.positions().zip(buf.layout.positions()) {
                     let to = to.expect("arena layouts are not padded");
                     flat[to] = flat[to].add(from.map_or(T::zero(), |p| values[p]));
                 }
+                continue;
             }
+            let source = Source {
+                data: values,
+                offset: buf.layout.offset(),
+                strides: buf.layout.strides().to_vec(),
+            };
+            let sink = Sink {
+                data: &mut flat,
+                offset: layout.offset(),
+                strides: layout.strides().to_vec(),
+                accumulate: true,
+            };
+            interp::run(&add, layout.lens(), &[source], &mut [sink])
+                .expect("a gradient has its parameter's lengths");
         }
         flat
     }
