@@ -572,7 +572,7 @@ fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Op
                     terms.push((x, dx));
                     terms.push((y, dy));
                 }
-                "pow" => {
+                "pow" | "powi" => {
                     // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x
                     let one = push(IrNode::Scalar(1.0));
                     let y1 = push(IrNode::Binary("sub", y, one));

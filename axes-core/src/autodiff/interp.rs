@@ -97,7 +97,7 @@ fn binary_op(name: &str) -> Option<Binary> {
         "div" => Binary::Div,
         "max" => Binary::Max,
         "min" => Binary::Min,
-        "pow" => Binary::Pow,
+        "pow" | "powi" => Binary::Pow,
         "gt" => Binary::Gt,
         "ge" => Binary::Ge,
         "lt" => Binary::Lt,

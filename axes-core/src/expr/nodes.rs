@@ -104,7 +104,7 @@ impl<T: Element, E: Expr, Op: UnaryOp<E::Elem, Out = T>> Expr for Unary<T, E, Op
     }
     fn describe(&self, ir: &mut Ir) -> usize {
         let a = self.inner.describe(ir);
-        ir.push(IrNode::Unary(Op::NAME, a))
+        self.op.describe(ir, a)
     }
 }
 

@@ -2,6 +2,7 @@
 //! around its operator and the loop body inlines completely.
 
 use crate::element::Element;
+use crate::expr::{Ir, IrNode};
 
 /// An element-wise function of one argument.
 pub trait UnaryOp<T: Element>: Copy + Send + Sync {
@@ -11,6 +12,11 @@ pub trait UnaryOp<T: Element>: Copy + Send + Sync {
     const NAME: &'static str;
     /// Applies the function.
     fn apply(self, x: T) -> Self::Out;
+    /// Appends the op applied to node `a` to `ir` (ops with parameters spell them out with
+    /// constants, so the IR is complete).
+    fn describe(self, ir: &mut Ir, a: usize) -> usize {
+        ir.push(IrNode::Unary(Self::NAME, a))
+    }
 }
 
 /// An element-wise function of two arguments.
@@ -26,6 +32,7 @@ pub trait BinaryOp<T: Element>: Copy + Send + Sync {
 /// The unary operators.
 pub mod unary {
     use super::UnaryOp;
+    use crate::expr::{Ir, IrNode};
     use crate::num::{Float, Num};
 
     macro_rules! unary_ops {
@@ -89,6 +96,10 @@ pub mod unary {
         fn apply(self, x: T) -> T {
             x.powi(self.0)
         }
+        fn describe(self, ir: &mut Ir, a: usize) -> usize {
+            let n = ir.push(IrNode::Scalar(self.0 as f64));
+            ir.push(IrNode::Binary("powi", a, n))
+        }
     }
 
     /// `x^p` for a fixed float `p`.
@@ -101,6 +112,10 @@ pub mod unary {
         fn apply(self, x: T) -> T {
             x.powf(self.0)
         }
+        fn describe(self, ir: &mut Ir, a: usize) -> usize {
+            let p = ir.push(IrNode::Scalar(self.0.to_f64()));
+            ir.push(IrNode::Binary("pow", a, p))
+        }
     }
 
     /// `min(max(x, low), high)` (NaN stays NaN).
@@ -112,6 +127,12 @@ pub mod unary {
         #[inline(always)]
         fn apply(self, x: T) -> T {
             Num::min(Num::max(x, self.0), self.1)
+        }
+        fn describe(self, ir: &mut Ir, a: usize) -> usize {
+            let low = ir.push(IrNode::Scalar(self.0.to_f64()));
+            let high = ir.push(IrNode::Scalar(self.1.to_f64()));
+            let raised = ir.push(IrNode::Binary("max", a, low));
+            ir.push(IrNode::Binary("min", raised, high))
         }
     }
 }
