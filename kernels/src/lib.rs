@@ -1,4 +1,398 @@
-//! Device kernel source generated from the `axes` expression IR (CUDA C and OpenCL C).
+//! Device kernel source generated from the `axes` expression IR ([`axes_core::expr::Ir`]), in
+//! two dialects from one generator: CUDA C (compiled with NVRTC) and OpenCL C.
 //!
-//! Empty until the expression IR exists (the fused-expressions issue); generation will run
-//! without any device, so its output can be checked on any machine.
+//! Kernels are generic over lengths, strides and offsets, which are passed by value as
+//! arguments: one kernel serves every shape of an expression of a given rank, so a device
+//! compiles it once. Generation needs no device, so its output can be checked anywhere.
+//!
+//! - [`elementwise`]: `out[i] = f(leaves[i])` over any strides (stride 0 broadcasts, negative
+//!   strides reverse); casts and contiguous copies are elementwise kernels of `cast(leaf0)`
+//!   and `leaf0`.
+//! - [`reduction`]: `out[kept] = ⊕ over reduced of f(leaves)`, one work-group (block) per
+//!   output element: its threads stride over the reduced elements, then combine their
+//!   partial results in a tree in local (shared) memory.
+//!
+//! Indices are 32-bit unless a tensor has 2^31 elements or more ([`Spec::wide`]).
+//!
+//! ```
+//! use axes_core::expr::{Ir, IrNode};
+//! use axes_kernels::{CType, Dialect, Spec, elementwise};
+//!
+//! // a * x + y
+//! let mut ir = Ir::default();
+//! let (x, y) = (ir.leaf(), ir.leaf());
+//! let a = ir.push(IrNode::Scalar(2.0));
+//! let ax = ir.push(IrNode::Binary("mul", a, x));
+//! ir.push(IrNode::Binary("add", ax, y));
+//! let spec = Spec { ir: &ir, leaves: &[CType::F32, CType::F32], out: CType::F32, wide: false };
+//! let cuda = elementwise(&spec, 2, Dialect::Cuda)?;
+//! assert!(cuda.source.contains("extern \"C\" __global__ void"));
+//! let opencl = elementwise(&spec, 2, Dialect::OpenCl)?;
+//! assert!(opencl.source.contains("__kernel void"));
+//! # Ok::<(), axes_core::Error>(())
+//! ```
+
+mod emit;
+
+use std::fmt::Write;
+
+use axes_core::element::DType;
+use axes_core::error::{Error, Result};
+use axes_core::expr::Ir;
+
+/// The source language of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// CUDA C++ for NVRTC.
+    Cuda,
+    /// OpenCL C 1.2.
+    OpenCl,
+}
+
+/// An element type as stored in device buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CType {
+    /// `float`
+    F32,
+    /// `double`
+    F64,
+    /// `int`
+    I32,
+    /// `long long` (CUDA) / `long` (OpenCL)
+    I64,
+    /// `unsigned char`
+    U8,
+    /// `unsigned char` holding 0 or 1.
+    Bool,
+}
+
+impl CType {
+    /// The type of an element type, if devices support it (f16 and bf16 do not yet).
+    pub fn of(dtype: DType) -> Result<CType> {
+        Ok(match dtype {
+            DType::F32 => CType::F32,
+            DType::F64 => CType::F64,
+            DType::I32 => CType::I32,
+            DType::I64 => CType::I64,
+            DType::U8 => CType::U8,
+            DType::Bool => CType::Bool,
+            other => {
+                return Err(Error::Unsupported {
+                    what: format!("{} elements in device kernels", other.name()),
+                });
+            }
+        })
+    }
+
+    /// The type an IR `Cast` names (`"f32"`, ...).
+    pub fn from_name(name: &str) -> Result<CType> {
+        Ok(match name {
+            "f32" => CType::F32,
+            "f64" => CType::F64,
+            "i32" => CType::I32,
+            "i64" => CType::I64,
+            "u8" => CType::U8,
+            "bool" => CType::Bool,
+            other => {
+                return Err(Error::Unsupported {
+                    what: format!("{other} elements in device kernels"),
+                });
+            }
+        })
+    }
+
+    /// The C spelling in `dialect`.
+    pub fn c_name(self, dialect: Dialect) -> &'static str {
+        match (self, dialect) {
+            (CType::F32, _) => "float",
+            (CType::F64, _) => "double",
+            (CType::I32, _) => "int",
+            (CType::I64, Dialect::Cuda) => "long long",
+            (CType::I64, Dialect::OpenCl) => "long",
+            (CType::U8 | CType::Bool, _) => "unsigned char",
+        }
+    }
+
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, CType::F32 | CType::F64)
+    }
+
+    /// The size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            CType::F64 | CType::I64 => 8,
+            CType::F32 | CType::I32 => 4,
+            CType::U8 | CType::Bool => 1,
+        }
+    }
+}
+
+/// What a kernel computes: the expression, the element types of its leaves (in leaf order)
+/// and of its result, and whether indices need 64 bits.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec<'a> {
+    /// The expression; its last node is the result.
+    pub ir: &'a Ir,
+    /// The element type of each leaf.
+    pub leaves: &'a [CType],
+    /// The element type written.
+    pub out: CType,
+    /// 64-bit indexing (needed from 2^31 elements).
+    pub wide: bool,
+}
+
+impl Spec<'_> {
+    /// Whether a tensor of `elements` elements (or a buffer spanning as many) needs 64-bit
+    /// indices.
+    pub fn needs_wide(elements: usize) -> bool {
+        elements >= 1 << 31
+    }
+}
+
+/// How a reduction combines values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Σ
+    Sum,
+    /// Π
+    Prod,
+    /// The largest (NaN if any is NaN).
+    Max,
+    /// The smallest (NaN if any is NaN).
+    Min,
+}
+
+/// The threads of one reduction work-group (block); launch reductions with this local size.
+pub const REDUCE_GROUP: usize = 256;
+
+/// Generated kernel source and how to call it.
+///
+/// Arguments, in order — `IDX` is `int`, or the 64-bit integer type when [`Spec::wide`]:
+/// - elementwise of rank `R`: `n` (element count), `len_0 .. len_{R-1}`, then the output
+///   (pointer, offset, `R` strides), then each leaf (pointer, offset, `R` strides);
+/// - reduction with `K` kept and `Q` reduced axes: `m` (outputs), `r` (elements reduced per
+///   output), the `K` kept lengths, the `Q` reduced lengths, then the output (pointer,
+///   offset, `K` strides), then each leaf (pointer, offset, `K` kept strides, `Q` reduced
+///   strides).
+///
+/// Offsets and strides count elements and may be negative; stride 0 broadcasts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// The entry point's name (derived from the source, so equal kernels share it).
+    pub name: String,
+    /// The complete source.
+    pub source: String,
+    /// Its dialect.
+    pub dialect: Dialect,
+}
+
+fn index_type(wide: bool, dialect: Dialect) -> &'static str {
+    match (wide, dialect) {
+        (false, _) => "int",
+        (true, Dialect::Cuda) => "long long",
+        (true, Dialect::OpenCl) => "long",
+    }
+}
+
+/// FNV-1a of the text, for kernel names.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The preamble every kernel of `dialect` starts with.
+fn preamble(spec: &Spec<'_>, dialect: Dialect) -> String {
+    let uses_double = spec.out == CType::F64 || spec.leaves.contains(&CType::F64);
+    match dialect {
+        Dialect::OpenCl if uses_double => "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n".into(),
+        _ => String::new(),
+    }
+}
+
+fn signature_start(dialect: Dialect, name: &str) -> String {
+    match dialect {
+        Dialect::Cuda => format!("extern \"C\" __global__ void {name}("),
+        Dialect::OpenCl => format!("__kernel void {name}("),
+    }
+}
+
+fn pointer(dialect: Dialect, ty: CType, constant: bool) -> String {
+    let c = ty.c_name(dialect);
+    match (dialect, constant) {
+        (Dialect::Cuda, true) => format!("const {c}* __restrict__"),
+        (Dialect::Cuda, false) => format!("{c}* __restrict__"),
+        (Dialect::OpenCl, true) => format!("__global const {c}*"),
+        (Dialect::OpenCl, false) => format!("__global {c}*"),
+    }
+}
+
+/// Adds `name` (parameter list in `params`) and wraps `body` into a named kernel.
+fn finish(spec: &Spec<'_>, dialect: Dialect, kind: &str, params: &[String], body: &str) -> Kernel {
+    let key = format!("{kind}|{}|{body}", params.join(","));
+    let name = format!("axes_{kind}_{:016x}", fnv(&key));
+    let mut source = preamble(spec, dialect);
+    source.push_str(&signature_start(dialect, &name));
+    source.push_str(&params.join(", "));
+    source.push_str(") {\n");
+    source.push_str(body);
+    source.push_str("}\n");
+    Kernel {
+        name,
+        source,
+        dialect,
+    }
+}
+
+/// An elementwise kernel of rank `rank` computing `spec` (see [`Kernel`] for its arguments).
+pub fn elementwise(spec: &Spec<'_>, rank: usize, dialect: Dialect) -> Result<Kernel> {
+    let idx = index_type(spec.wide, dialect);
+    let mut params = vec![format!("{idx} n")];
+    params.extend((0..rank).map(|a| format!("{idx} len_{a}")));
+    params.push(format!("{} out", pointer(dialect, spec.out, false)));
+    params.push(format!("{idx} out_off"));
+    params.extend((0..rank).map(|a| format!("{idx} out_s_{a}")));
+    for (k, &ty) in spec.leaves.iter().enumerate() {
+        params.push(format!("{} in_{k}", pointer(dialect, ty, true)));
+        params.push(format!("{idx} in_{k}_off"));
+        params.extend((0..rank).map(|a| format!("{idx} in_{k}_s_{a}")));
+    }
+    let (gid, gsize) = match dialect {
+        Dialect::Cuda => (
+            format!("({idx})blockIdx.x * blockDim.x + threadIdx.x"),
+            format!("({idx})gridDim.x * blockDim.x"),
+        ),
+        Dialect::OpenCl => (
+            format!("({idx})get_global_id(0)"),
+            format!("({idx})get_global_size(0)"),
+        ),
+    };
+    let mut body = String::new();
+    writeln!(body, "  for ({idx} i = {gid}; i < n; i += {gsize}) {{").unwrap();
+    writeln!(body, "    {idx} rest = i;").unwrap();
+    writeln!(body, "    {idx} o = out_off;").unwrap();
+    for k in 0..spec.leaves.len() {
+        writeln!(body, "    {idx} p_{k} = in_{k}_off;").unwrap();
+    }
+    for a in (0..rank).rev() {
+        writeln!(body, "    {{ {idx} c = rest % len_{a}; rest /= len_{a}; o += c * out_s_{a};").unwrap();
+        for k in 0..spec.leaves.len() {
+            writeln!(body, "      p_{k} += c * in_{k}_s_{a};").unwrap();
+        }
+        writeln!(body, "    }}").unwrap();
+    }
+    let loads: Vec<String> = (0..spec.leaves.len()).map(|k| format!("in_{k}[p_{k}]")).collect();
+    let value = emit::expression(spec, dialect, &loads, &mut body, "    ")?;
+    writeln!(body, "    out[o] = {};", emit::convert(&value, spec.out, dialect)).unwrap();
+    body.push_str("  }\n");
+    Ok(finish(spec, dialect, &format!("ew{rank}"), &params, &body))
+}
+
+/// A reduction kernel over `reduced` axes keeping `kept` axes (see [`Kernel`] for its
+/// arguments); launch it with a local size of [`REDUCE_GROUP`].
+pub fn reduction(
+    spec: &Spec<'_>,
+    kept: usize,
+    reduced: usize,
+    op: ReduceOp,
+    dialect: Dialect,
+) -> Result<Kernel> {
+    let idx = index_type(spec.wide, dialect);
+    let acc_type = spec.out;
+    let acc = acc_type.c_name(dialect);
+    let mut params = vec![format!("{idx} m"), format!("{idx} r")];
+    params.extend((0..kept).map(|a| format!("{idx} klen_{a}")));
+    params.extend((0..reduced).map(|a| format!("{idx} rlen_{a}")));
+    params.push(format!("{} out", pointer(dialect, spec.out, false)));
+    params.push(format!("{idx} out_off"));
+    params.extend((0..kept).map(|a| format!("{idx} out_s_{a}")));
+    for (k, &ty) in spec.leaves.iter().enumerate() {
+        params.push(format!("{} in_{k}", pointer(dialect, ty, true)));
+        params.push(format!("{idx} in_{k}_off"));
+        params.extend((0..kept).map(|a| format!("{idx} in_{k}_ks_{a}")));
+        params.extend((0..reduced).map(|a| format!("{idx} in_{k}_rs_{a}")));
+    }
+    let (local, tid, group, groups, sync) = match dialect {
+        Dialect::Cuda => (
+            "__shared__",
+            format!("({idx})threadIdx.x"),
+            format!("({idx})blockIdx.x"),
+            format!("({idx})gridDim.x"),
+            "__syncthreads();",
+        ),
+        Dialect::OpenCl => (
+            "__local",
+            format!("({idx})get_local_id(0)"),
+            format!("({idx})get_group_id(0)"),
+            format!("({idx})get_num_groups(0)"),
+            "barrier(CLK_LOCAL_MEM_FENCE);",
+        ),
+    };
+    let init = emit::identity(op, acc_type, dialect)?;
+    let leaves = spec.leaves.len();
+    let mut body = String::new();
+    writeln!(body, "  {local} {acc} scratch[{REDUCE_GROUP}];").unwrap();
+    writeln!(body, "  {idx} tid = {tid};").unwrap();
+    writeln!(body, "  for ({idx} j = {group}; j < m; j += {groups}) {{").unwrap();
+    writeln!(body, "    {idx} rest = j;").unwrap();
+    writeln!(body, "    {idx} o = out_off;").unwrap();
+    for k in 0..leaves {
+        writeln!(body, "    {idx} b_{k} = in_{k}_off;").unwrap();
+    }
+    for a in (0..kept).rev() {
+        writeln!(body, "    {{ {idx} c = rest % klen_{a}; rest /= klen_{a}; o += c * out_s_{a};").unwrap();
+        for k in 0..leaves {
+            writeln!(body, "      b_{k} += c * in_{k}_ks_{a};").unwrap();
+        }
+        writeln!(body, "    }}").unwrap();
+    }
+    writeln!(body, "    {acc} acc = {init};").unwrap();
+    writeln!(body, "    for ({idx} t = tid; t < r; t += {REDUCE_GROUP}) {{").unwrap();
+    writeln!(body, "      {idx} rr = t;").unwrap();
+    for k in 0..leaves {
+        writeln!(body, "      {idx} p_{k} = b_{k};").unwrap();
+    }
+    for a in (0..reduced).rev() {
+        writeln!(body, "      {{ {idx} c = rr % rlen_{a}; rr /= rlen_{a};").unwrap();
+        for k in 0..leaves {
+            writeln!(body, "        p_{k} += c * in_{k}_rs_{a};").unwrap();
+        }
+        writeln!(body, "      }}").unwrap();
+    }
+    let loads: Vec<String> = (0..leaves).map(|k| format!("in_{k}[p_{k}]")).collect();
+    let value = emit::expression(spec, dialect, &loads, &mut body, "      ")?;
+    let value = emit::convert(&value, acc_type, dialect);
+    writeln!(body, "      acc = {};", emit::combine(op, "acc", &value, acc_type, dialect)).unwrap();
+    body.push_str("    }\n");
+    writeln!(body, "    scratch[tid] = acc;").unwrap();
+    writeln!(body, "    {sync}").unwrap();
+    writeln!(body, "    for ({idx} s = {}; s > 0; s >>= 1) {{", REDUCE_GROUP / 2).unwrap();
+    writeln!(
+        body,
+        "      if (tid < s) scratch[tid] = {};",
+        emit::combine(op, "scratch[tid]", "scratch[tid + s]", acc_type, dialect)
+    )
+    .unwrap();
+    writeln!(body, "      {sync}").unwrap();
+    body.push_str("    }\n");
+    writeln!(body, "    if (tid == 0) out[o] = scratch[0];").unwrap();
+    writeln!(body, "    {sync}").unwrap();
+    body.push_str("  }\n");
+    Ok(finish(
+        spec,
+        dialect,
+        &format!("red{kept}x{reduced}{}", op_tag(op)),
+        &params,
+        &body,
+    ))
+}
+
+fn op_tag(op: ReduceOp) -> &'static str {
+    match op {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Prod => "prod",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+    }
+}

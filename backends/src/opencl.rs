@@ -1,0 +1,215 @@
+//! The OpenCL backend: compiles generated OpenCL C once per (source, device), keeps device
+//! buffers, and launches elementwise and reduction kernels.
+
+use std::collections::HashMap;
+use std::ptr;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axes_core::error::{Error, Result};
+use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
+use opencl3::kernel::Kernel as ClKernel;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::program::Program;
+use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
+
+use crate::Index;
+
+fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Unsupported {
+        what: format!("OpenCL: {what}: {e}"),
+    }
+}
+
+/// An OpenCL device with its context, queue and compiled kernels.
+pub struct OpenCl {
+    device: Device,
+    context: Context,
+    queue: CommandQueue,
+    programs: Mutex<HashMap<String, Arc<Program>>>,
+}
+
+// SAFETY: OpenCL contexts, queues and programs are thread-safe handles (OpenCL 1.2 §A.2: all
+// API calls are thread-safe except clSetKernelArg on one kernel object, and kernels are
+// created per launch here); the cache is behind a mutex.
+unsafe impl Send for OpenCl {}
+// SAFETY: as above.
+unsafe impl Sync for OpenCl {}
+
+/// A device buffer of `T`.
+pub struct DeviceBuffer<T> {
+    buffer: Buffer<T>,
+    len: usize,
+}
+
+impl<T> DeviceBuffer<T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// An argument of a launch.
+pub enum Arg<'a> {
+    /// An index, length, offset or stride.
+    Index(Index),
+    /// A buffer (of any element type).
+    Buffer(&'a dyn ClMem),
+}
+
+impl OpenCl {
+    /// The first OpenCL device of any type. One per process is enough (and PoCL prefers it):
+    /// [`OpenCl::shared`] keeps one.
+    pub fn first() -> Result<OpenCl> {
+        if !cl3::is_opencl_runtime_available() {
+            return Err(Error::Unsupported {
+                what: "OpenCL: no OpenCL runtime (libOpenCL.so with an ICD) on this machine".into(),
+            });
+        }
+        let ids = get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| cl_error("listing devices", e))?;
+        let id = *ids.first().ok_or_else(|| Error::Unsupported {
+            what: "OpenCL: the runtime lists no device".into(),
+        })?;
+        let device = Device::new(id);
+        let context = Context::from_device(&device).map_err(|e| cl_error("creating a context", e))?;
+        #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 call PoCL and older runtimes have
+        let queue = CommandQueue::create_default(&context, 0)
+            .map_err(|e| cl_error("creating a queue", e))?;
+        Ok(OpenCl {
+            device,
+            context,
+            queue,
+            programs: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The process's shared device (created on first use; the error is kept too).
+    pub fn shared() -> Result<&'static OpenCl> {
+        static DEVICE: OnceLock<Result<OpenCl>> = OnceLock::new();
+        DEVICE.get_or_init(OpenCl::first).as_ref().map_err(Clone::clone)
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> String {
+        self.device.name().unwrap_or_else(|_| "unknown OpenCL device".into())
+    }
+
+    /// A buffer holding a copy of `data`.
+    pub fn upload<T: Copy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let len = data.len().max(1);
+        // SAFETY: a read-write buffer of `len` elements with no host pointer.
+        let mut buffer = unsafe {
+            Buffer::<T>::create(&self.context, CL_MEM_READ_WRITE, len, ptr::null_mut())
+        }
+        .map_err(|e| cl_error("allocating a buffer", e))?;
+        if !data.is_empty() {
+            // SAFETY: a blocking write of `data.len()` elements into a buffer at least as long.
+            unsafe {
+                self.queue
+                    .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, data, &[])
+                    .map_err(|e| cl_error("writing a buffer", e))?;
+            }
+        }
+        Ok(DeviceBuffer {
+            buffer,
+            len: data.len(),
+        })
+    }
+
+    /// The buffer's elements.
+    pub fn download<T: Copy + Default>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); buffer.len];
+        if !out.is_empty() {
+            // SAFETY: a blocking read of `len` elements from a buffer of `len` (or more).
+            unsafe {
+                self.queue
+                    .enqueue_read_buffer(&buffer.buffer, CL_BLOCKING, 0, &mut out, &[])
+                    .map_err(|e| cl_error("reading a buffer", e))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The compiled program of `kernel` (built once per source on this device).
+    fn program(&self, kernel: &Kernel) -> Result<Arc<Program>> {
+        if kernel.dialect != Dialect::OpenCl {
+            return Err(Error::Unsupported {
+                what: "OpenCL: a kernel in the CUDA dialect".into(),
+            });
+        }
+        let mut cache = self.programs.lock().expect("the kernel cache is never poisoned");
+        if let Some(program) = cache.get(&kernel.source) {
+            return Ok(Arc::clone(program));
+        }
+        let program = Program::create_and_build_from_source(&self.context, &kernel.source, "")
+            .map_err(|log| Error::Unsupported {
+                what: format!(
+                    "OpenCL: kernel `{}` did not build:\n{log}\n--- source ---\n{}",
+                    kernel.name, kernel.source
+                ),
+            })?;
+        let program = Arc::new(program);
+        cache.insert(kernel.source.clone(), Arc::clone(&program));
+        Ok(program)
+    }
+
+    /// Launches `kernel` with `args` over `global` work items in groups of `local`, and waits.
+    /// `wide` says whether index arguments are 64-bit.
+    pub fn launch(&self, kernel: &Kernel, wide: bool, args: &[Arg<'_>], global: usize, local: usize) -> Result<()> {
+        let program = self.program(kernel)?;
+        let cl_kernel = ClKernel::create(&program, &kernel.name)
+            .map_err(|e| cl_error(&format!("creating kernel `{}`", kernel.name), e))?;
+        for (i, arg) in args.iter().enumerate() {
+            let i = i as u32;
+            // SAFETY: each argument matches the kernel's parameter `i` in type and size: the
+            // generator's documented order (buffers as cl_mem, indices as int or long).
+            let set = unsafe {
+                match arg {
+                    Arg::Index(v) if wide => cl_kernel.set_arg(i, &(*v as cl_long)),
+                    Arg::Index(v) => cl_kernel.set_arg(i, &(*v as cl_int)),
+                    Arg::Buffer(b) => cl_kernel.set_arg(i, &b.get()),
+                }
+            };
+            set.map_err(|e| cl_error(&format!("argument {i} of `{}`", kernel.name), e))?;
+        }
+        let (global, local) = ([global], [local]);
+        // SAFETY: the kernel's arguments are all set above; global is a multiple of local.
+        unsafe {
+            self.queue
+                .enqueue_nd_range_kernel(cl_kernel.get(), 1, ptr::null(), global.as_ptr(), local.as_ptr(), &[])
+                .map_err(|e| cl_error(&format!("launching `{}`", kernel.name), e))?;
+        }
+        self.queue.finish().map_err(|e| cl_error("waiting for the queue", e))
+    }
+
+    /// Checks that reductions' work-groups fit this device.
+    pub fn check_reduction_group(&self) -> Result<()> {
+        let max = self.device.max_work_group_size().map_err(|e| cl_error("device limits", e))?;
+        let local = self.device.local_mem_size().map_err(|e| cl_error("device limits", e))?;
+        if max < REDUCE_GROUP || local < (REDUCE_GROUP * 8) as u64 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "OpenCL: {} allows work-groups of {max} and {local} bytes of local memory; \
+                     reductions need {REDUCE_GROUP} and {}",
+                    self.name(),
+                    REDUCE_GROUP * 8
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// As a kernel argument.
+    pub fn arg(&self) -> Arg<'_> {
+        Arg::Buffer(&self.buffer)
+    }
+}

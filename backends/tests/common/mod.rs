@@ -1,0 +1,242 @@
+//! Random expression trees and layouts for the device tests, with a plain reference: the
+//! IR evaluated node by node in f64 at index positions computed by hand.
+#![allow(dead_code, unreachable_pub)]
+
+use axes_core::expr::{Ir, IrNode};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// A random expression over `leaves` leaves, with values kept finite: logarithms, roots and
+/// divisors see `|x| + 0.5`, exponents a sine.
+pub fn random_ir(rng: &mut ChaCha8Rng, leaves: usize, depth: usize) -> Ir {
+    let mut ir = Ir::default();
+    node(rng, &mut ir, leaves, depth);
+    ir
+}
+
+fn positive(ir: &mut Ir, x: usize) -> usize {
+    let a = ir.push(IrNode::Unary("abs", x));
+    let half = ir.push(IrNode::Scalar(0.5));
+    ir.push(IrNode::Binary("add", a, half))
+}
+
+fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize {
+    if depth == 0 || rng.random_bool(0.25) {
+        if rng.random_bool(0.1) {
+            let v = rng.random_range(-2.0..2.0f64);
+            return ir.push(IrNode::Scalar((v * 8.0).round() / 8.0));
+        }
+        return ir.push(IrNode::Leaf(rng.random_range(0..leaves)));
+    }
+    match rng.random_range(0..4) {
+        0 | 1 => {
+            let x = node(rng, ir, leaves, depth - 1);
+            const SAFE: [&str; 10] = ["neg", "abs", "square", "signum", "relu", "tanh", "sigmoid", "sin", "cos", "floor"];
+            match rng.random_range(0..15) {
+                k @ 0..10 => ir.push(IrNode::Unary(SAFE[k], x)),
+                10 => {
+                    let p = positive(ir, x);
+                    ir.push(IrNode::Unary("ln", p))
+                }
+                11 => {
+                    let p = positive(ir, x);
+                    ir.push(IrNode::Unary("sqrt", p))
+                }
+                12 => {
+                    let p = positive(ir, x);
+                    ir.push(IrNode::Unary("rsqrt", p))
+                }
+                13 => {
+                    let s = ir.push(IrNode::Unary("sin", x));
+                    ir.push(IrNode::Unary("exp", s))
+                }
+                _ => {
+                    let p = positive(ir, x);
+                    ir.push(IrNode::Unary("recip", p))
+                }
+            }
+        }
+        2 => {
+            let x = node(rng, ir, leaves, depth - 1);
+            let y = node(rng, ir, leaves, depth - 1);
+            match rng.random_range(0..7) {
+                0 => ir.push(IrNode::Binary("add", x, y)),
+                1 => ir.push(IrNode::Binary("sub", x, y)),
+                2 => ir.push(IrNode::Binary("mul", x, y)),
+                3 => {
+                    let p = positive(ir, y);
+                    ir.push(IrNode::Binary("div", x, p))
+                }
+                4 => ir.push(IrNode::Binary("max", x, y)),
+                5 => ir.push(IrNode::Binary("min", x, y)),
+                _ => {
+                    let p = positive(ir, x);
+                    let e = ir.push(IrNode::Unary("sin", y));
+                    ir.push(IrNode::Binary("pow", p, e))
+                }
+            }
+        }
+        _ => {
+            let a = node(rng, ir, leaves, depth - 1);
+            let b = node(rng, ir, leaves, depth - 1);
+            let x = node(rng, ir, leaves, depth - 1);
+            let y = node(rng, ir, leaves, depth - 1);
+            const CMP: [&str; 4] = ["gt", "ge", "lt", "le"];
+            let c = ir.push(IrNode::Binary(CMP[rng.random_range(0..4)], a, b));
+            ir.push(IrNode::Select(c, x, y))
+        }
+    }
+}
+
+fn max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else if a > b { a } else { b }
+}
+
+fn min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else if a < b { a } else { b }
+}
+
+/// The value of `ir` for leaf values `leaves`, each op rounded by `round` (to f32 or not).
+pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
+    let mut v = vec![0.0; ir.nodes.len()];
+    for (i, node) in ir.nodes.iter().enumerate() {
+        v[i] = round(match *node {
+            IrNode::Leaf(k) => leaves[k],
+            IrNode::Scalar(s) => s,
+            IrNode::Unary(op, a) => {
+                let x = v[a];
+                match op {
+                    "neg" => -x,
+                    "abs" => x.abs(),
+                    "square" => x * x,
+                    "signum" => {
+                        if x.is_nan() { x } else if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }
+                    }
+                    "relu" => max(x, 0.0),
+                    "exp" => x.exp(),
+                    "ln" => x.ln(),
+                    "sqrt" => x.sqrt(),
+                    "rsqrt" => 1.0 / x.sqrt(),
+                    "tanh" => x.tanh(),
+                    "sigmoid" => 1.0 / (1.0 + (-x).exp()),
+                    "sin" => x.sin(),
+                    "cos" => x.cos(),
+                    "recip" => 1.0 / x,
+                    "floor" => x.floor(),
+                    "ceil" => x.ceil(),
+                    other => panic!("reference lacks {other}"),
+                }
+            }
+            IrNode::Binary(op, a, b) => {
+                let (x, y) = (v[a], v[b]);
+                let truth = |c: bool| if c { 1.0 } else { 0.0 };
+                match op {
+                    "add" => x + y,
+                    "sub" => x - y,
+                    "mul" => x * y,
+                    "div" => x / y,
+                    "max" => max(x, y),
+                    "min" => min(x, y),
+                    "pow" => x.powf(y),
+                    "gt" => truth(x > y),
+                    "ge" => truth(x >= y),
+                    "lt" => truth(x < y),
+                    "le" => truth(x <= y),
+                    other => panic!("reference lacks {other}"),
+                }
+            }
+            IrNode::Select(c, a, b) => {
+                if v[c] != 0.0 { v[a] } else { v[b] }
+            }
+            IrNode::Cast(..) | IrNode::Map(_) => panic!("not generated"),
+        });
+    }
+    *v.last().unwrap()
+}
+
+/// One operand's buffer and how it is read over the iteration axes.
+#[derive(Clone, Debug)]
+pub struct Operand {
+    pub data: Vec<f64>,
+    pub offset: i64,
+    pub strides: Vec<i64>,
+}
+
+impl Operand {
+    pub fn at(&self, index: &[usize]) -> f64 {
+        let p = self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i as i64 * s).sum::<i64>();
+        self.data[p as usize]
+    }
+}
+
+/// A random operand over `lens`: some axes present (in a random storage order, some
+/// reversed), the others broadcast (stride 0), at a random offset in a larger buffer.
+pub fn random_operand(rng: &mut ChaCha8Rng, lens: &[usize]) -> Operand {
+    let rank = lens.len();
+    let present: Vec<usize> = (0..rank).filter(|_| rng.random_bool(0.75)).collect();
+    let mut order = present.clone();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut strides = vec![0i64; rank];
+    let mut size = 1i64;
+    for &a in order.iter().rev() {
+        strides[a] = size;
+        size *= lens[a] as i64;
+    }
+    let pad = rng.random_range(0..4i64);
+    let mut offset = pad;
+    for &a in &present {
+        if rng.random_bool(0.3) {
+            offset += (lens[a] as i64 - 1) * strides[a];
+            strides[a] = -strides[a];
+        }
+    }
+    let data = (0..(size + pad + 2) as usize).map(|_| rng.random_range(-2.0..2.0)).collect();
+    Operand { data, offset, strides }
+}
+
+/// Row-major strides over `lens` in a random axis order (an output layout).
+pub fn random_dense(rng: &mut ChaCha8Rng, lens: &[usize]) -> Vec<i64> {
+    let mut order: Vec<usize> = (0..lens.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut strides = vec![0i64; lens.len()];
+    let mut size = 1i64;
+    for &a in order.iter().rev() {
+        strides[a] = size;
+        size *= lens[a] as i64;
+    }
+    strides
+}
+
+/// Every multi-index over `lens`, row-major.
+pub fn indices(lens: &[usize]) -> Vec<Vec<usize>> {
+    let count: usize = lens.iter().product();
+    (0..count)
+        .map(|mut n| {
+            let mut index = vec![0; lens.len()];
+            for a in (0..lens.len()).rev() {
+                index[a] = n % lens[a];
+                n /= lens[a];
+            }
+            index
+        })
+        .collect()
+}
+
+/// Whether `got` matches `expected` within `tolerance` relative (NaN matches NaN).
+pub fn close(got: f64, expected: f64, tolerance: f64) -> bool {
+    (got.is_nan() && expected.is_nan())
+        || got == expected
+        || (got - expected).abs() <= tolerance * (1.0 + expected.abs())
+}
+
+pub fn to_f32(v: f64) -> f64 {
+    v as f32 as f64
+}
+
+pub fn exact(v: f64) -> f64 {
+    v
+}

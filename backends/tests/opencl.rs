@@ -1,0 +1,215 @@
+//! Generated kernels run on an OpenCL device (PoCL in CI) against the plain reference:
+//! random expression trees over random ranks, lengths, strides (permuted, reversed,
+//! broadcast), in f32 and f64, elementwise and reduced over random axes.
+//!
+//! Without an OpenCL runtime the tests print `SKIPPED (no OpenCL device): <reason>`; with
+//! `AXES_REQUIRE_OPENCL=1` (as CI sets) they fail instead.
+#![cfg(feature = "opencl")]
+
+mod common;
+
+use axes_backends::global_size;
+use axes_backends::opencl::{Arg, OpenCl};
+use axes_kernels::{CType, Dialect, REDUCE_GROUP, ReduceOp, Spec, elementwise, reduction};
+use common::{close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn device() -> Option<&'static OpenCl> {
+    match OpenCl::shared() {
+        Ok(device) => Some(device),
+        Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
+            panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
+        }
+        Err(e) => {
+            println!("SKIPPED (no OpenCL device): {e}");
+            None
+        }
+    }
+}
+
+/// Uploads `values` as `ty`.
+enum Buf {
+    F32(axes_backends::opencl::DeviceBuffer<f32>),
+    F64(axes_backends::opencl::DeviceBuffer<f64>),
+}
+
+impl Buf {
+    fn new(cl: &OpenCl, ty: CType, values: &[f64]) -> Buf {
+        match ty {
+            CType::F32 => Buf::F32(cl.upload(&values.iter().map(|&v| v as f32).collect::<Vec<_>>()).unwrap()),
+            _ => Buf::F64(cl.upload(values).unwrap()),
+        }
+    }
+    fn arg(&self) -> Arg<'_> {
+        match self {
+            Buf::F32(b) => b.arg(),
+            Buf::F64(b) => b.arg(),
+        }
+    }
+    fn read(&self, cl: &OpenCl) -> Vec<f64> {
+        match self {
+            Buf::F32(b) => cl.download(b).unwrap().into_iter().map(f64::from).collect(),
+            Buf::F64(b) => cl.download(b).unwrap(),
+        }
+    }
+}
+
+fn precision(ty: CType) -> (fn(f64) -> f64, f64) {
+    match ty {
+        CType::F32 => (to_f32, 2e-4),
+        _ => (exact, 1e-9),
+    }
+}
+
+#[test]
+fn random_elementwise_kernels_match_the_reference() {
+    let Some(cl) = device() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut ran = 0;
+    for case in 0..48 {
+        let ty = if case % 2 == 0 { CType::F32 } else { CType::F64 };
+        let (round, tolerance) = precision(ty);
+        let rank = rng.random_range(0..=4);
+        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let leaves = rng.random_range(1..=3);
+        let ir = random_ir(&mut rng, leaves, 4);
+        let operands: Vec<_> = (0..leaves).map(|_| random_operand(&mut rng, &lens)).collect();
+        let out_strides = random_dense(&mut rng, &lens);
+        let types = vec![ty; leaves];
+        let spec = Spec { ir: &ir, leaves: &types, out: ty, wide: case % 3 == 0 };
+        let kernel = elementwise(&spec, rank, Dialect::OpenCl).unwrap();
+        let n: usize = lens.iter().product();
+        let out = Buf::new(cl, ty, &vec![0.0; n]);
+        let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
+        let mut args = vec![Arg::Index(n as i64)];
+        args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
+        args.push(out.arg());
+        args.push(Arg::Index(0));
+        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+        for (o, b) in operands.iter().zip(&inputs) {
+            args.push(b.arg());
+            args.push(Arg::Index(o.offset));
+            args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
+        }
+        cl.launch(&kernel, spec.wide, &args, global_size(n, 64, 256), 64).unwrap();
+        let got = out.read(cl);
+        for index in indices(&lens) {
+            let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+            let expected = eval(&ir, &values, round);
+            let p: i64 = index.iter().zip(&out_strides).map(|(&i, &s)| i as i64 * s).sum();
+            let g = got[p as usize];
+            assert!(
+                close(g, expected, tolerance),
+                "case {case} ({ty:?}) at {index:?}: {g} vs {expected}\nexpression {ir}\n{}",
+                kernel.source
+            );
+        }
+        ran += 1;
+    }
+    println!("{ran} random elementwise kernels matched on {}", cl.name());
+}
+
+#[test]
+fn random_reduction_kernels_match_the_reference() {
+    let Some(cl) = device() else { return };
+    cl.check_reduction_group().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+    for case in 0..24 {
+        let ty = if case % 2 == 0 { CType::F32 } else { CType::F64 };
+        let (round, tolerance) = precision(ty);
+        let op = ops[case % 4];
+        let kept = rng.random_range(0..=2);
+        let reduced = rng.random_range(1..=2);
+        // Long reduced axes now and then, so groups loop over more than 256 elements.
+        let lens: Vec<usize> = (0..kept + reduced)
+            .map(|a| if a >= kept && rng.random_bool(0.3) { rng.random_range(100..400) } else { rng.random_range(1..=5) })
+            .collect();
+        let leaves = rng.random_range(1..=2);
+        let mut ir = random_ir(&mut rng, leaves, 3);
+        if op == ReduceOp::Prod {
+            // Keep products of many terms finite: multiply values near 1.
+            let root = ir.nodes.len() - 1;
+            let s = ir.push(axes_core::expr::IrNode::Unary("sin", root));
+            let tenth = ir.push(axes_core::expr::IrNode::Scalar(0.01));
+            let small = ir.push(axes_core::expr::IrNode::Binary("mul", s, tenth));
+            let one = ir.push(axes_core::expr::IrNode::Scalar(1.0));
+            ir.push(axes_core::expr::IrNode::Binary("add", small, one));
+        }
+        let operands: Vec<_> = (0..leaves).map(|_| random_operand(&mut rng, &lens)).collect();
+        let out_strides = random_dense(&mut rng, &lens[..kept]);
+        let types = vec![ty; leaves];
+        let spec = Spec { ir: &ir, leaves: &types, out: ty, wide: case % 3 == 1 };
+        let kernel = reduction(&spec, kept, reduced, op, Dialect::OpenCl).unwrap();
+        let m: usize = lens[..kept].iter().product();
+        let r: usize = lens[kept..].iter().product();
+        let out = Buf::new(cl, ty, &vec![0.0; m]);
+        let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
+        let mut args = vec![Arg::Index(m as i64), Arg::Index(r as i64)];
+        args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
+        args.push(out.arg());
+        args.push(Arg::Index(0));
+        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+        for (o, b) in operands.iter().zip(&inputs) {
+            args.push(b.arg());
+            args.push(Arg::Index(o.offset));
+            args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
+        }
+        cl.launch(&kernel, spec.wide, &args, global_size(m, 1, 64) * REDUCE_GROUP, REDUCE_GROUP)
+            .unwrap();
+        let got = out.read(cl);
+        for k in indices(&lens[..kept]) {
+            let mut acc = match op {
+                ReduceOp::Sum => 0.0,
+                ReduceOp::Prod => 1.0,
+                ReduceOp::Max => f64::NEG_INFINITY,
+                ReduceOp::Min => f64::INFINITY,
+            };
+            for q in indices(&lens[kept..]) {
+                let index: Vec<usize> = k.iter().chain(&q).copied().collect();
+                let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+                let v = eval(&ir, &values, round);
+                acc = match op {
+                    ReduceOp::Sum => acc + v,
+                    ReduceOp::Prod => acc * v,
+                    ReduceOp::Max => if acc.is_nan() || v.is_nan() { f64::NAN } else { acc.max(v) },
+                    ReduceOp::Min => if acc.is_nan() || v.is_nan() { f64::NAN } else { acc.min(v) },
+                };
+            }
+            let p: i64 = k.iter().zip(&out_strides).map(|(&i, &s)| i as i64 * s).sum();
+            let g = got[p as usize];
+            // Sums of r terms in another order: the tolerance grows with r.
+            let tol = tolerance * (1.0 + (r as f64).sqrt());
+            assert!(
+                close(g, acc, tol),
+                "case {case} ({ty:?} {op:?}, lens {lens:?}, kept {kept}) at {k:?}: {g} vs {acc}\nexpression {ir}"
+            );
+        }
+    }
+}
+
+/// Kernels are built once per source: a second launch reuses the program.
+#[test]
+fn kernels_are_cached_per_source() {
+    let Some(cl) = device() else { return };
+    let mut ir = axes_core::expr::Ir::default();
+    ir.leaf();
+    let spec = Spec { ir: &ir, leaves: &[CType::F32], out: CType::F32, wide: false };
+    let kernel = elementwise(&spec, 1, Dialect::OpenCl).unwrap();
+    let input = cl.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+    let out = cl.upload(&[0.0f32; 3]).unwrap();
+    let run = || {
+        let args = [Arg::Index(3), Arg::Index(3), out.arg(), Arg::Index(0), Arg::Index(1), input.arg(), Arg::Index(2), Arg::Index(-1)];
+        cl.launch(&kernel, false, &args, 64, 64).unwrap();
+    };
+    let start = std::time::Instant::now();
+    run();
+    let first = start.elapsed();
+    let start = std::time::Instant::now();
+    run();
+    let second = start.elapsed();
+    // A reversed copy (stride -1).
+    assert_eq!(cl.download(&out).unwrap(), [3.0, 2.0, 1.0]);
+    assert!(second < first || second.as_millis() < 20, "first {first:?}, second {second:?}");
+}
