@@ -180,7 +180,10 @@ impl NdMlp {
     }
 }
 
-fn data() -> (Tensor<f32, (Batch, Pixel)>, Tensor<i64, (Batch,)>) {
+/// A batch of inputs and labels.
+type Batch128 = (Tensor<f32, (Batch, Pixel)>, Tensor<i64, (Batch,)>);
+
+fn data() -> Batch128 {
     let x = Tensor::random_normal((Batch.len(BATCH), Pixel.len(IN)), 0.0, 1.0, 3).unwrap();
     let y = Tensor::from_fn(Batch.len(BATCH), |i| {
         ((i.of::<Batch>() * 7) % CLASSES) as i64
@@ -193,14 +196,14 @@ fn bench(c: &mut Criterion) {
     let (x, y) = data();
     let mut group = c.benchmark_group("train step 64-256-256-10 b128");
     for threads in [1, 2] {
-        axes::set_threads(threads);
+        axes::set_threads(threads).unwrap();
         let (model, mut params) = axes_model();
         let mut adam = Adam::new(LR);
         group.bench_function(format!("axes/{threads}"), |b| {
             b.iter(|| black_box(axes_step(&model, &mut params, &mut adam, &x, &y)))
         });
     }
-    axes::set_threads(1);
+    axes::set_threads(1).unwrap();
     let (model, params) = axes_model();
     let mut nd = NdMlp::new(&params, &model);
     let xs = Array2::from_shape_vec((BATCH, IN), x.to_vec()).unwrap();
@@ -212,7 +215,7 @@ fn bench(c: &mut Criterion) {
 /// Both implementations take the same steps from the same weights (a check that the peer
 /// computes the same thing, not only something as fast).
 fn agree() {
-    axes::set_threads(1);
+    axes::set_threads(1).unwrap();
     let (x, y) = data();
     let (model, mut params) = axes_model();
     let mut nd = NdMlp::new(&params, &model);

@@ -109,6 +109,9 @@ fn dot_roles<L: AxisSet, R: AxisSet>() -> Roles {
     roles
 }
 
+/// The gradients of both operands of a contraction, each when asked for.
+pub(crate) type DotGrads<T, L, R> = (Option<Tensor<T, L>>, Option<Tensor<T, R>>);
+
 /// The gradients of `z = dot(x, y)` given `dz`: `dx` contracts `dz` with `y` over `y`'s kept
 /// axes, `dy` contracts `x` with `dz` over `x`'s kept axes — the axes are paired by the roles
 /// of the forward contraction, so a `Dual<A>` contracted with `A` gets its gradient on the
@@ -119,7 +122,7 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     y: &Tensor<T, R>,
     dz: &Tensor<T, DotAxes<L, R>>,
     want: (bool, bool),
-) -> Result<(Option<Tensor<T, L>>, Option<Tensor<T, R>>)> {
+) -> Result<DotGrads<T, L, R>> {
     let roles = dot_roles::<L, R>();
     let (nm, nn) = (roles.m.len(), roles.n.len());
     // dz's axes: x's kept axes (in x's order), then y's kept axes (in y's order).

@@ -73,13 +73,16 @@ impl OpenCl {
                 what: "OpenCL: no OpenCL runtime (libOpenCL.so with an ICD) on this machine".into(),
             });
         }
-        let ids = get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| cl_error("listing devices", e))?;
+        let ids =
+            get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| cl_error("listing devices", e))?;
         let id = *ids.first().ok_or_else(|| Error::Unsupported {
             what: "OpenCL: the runtime lists no device".into(),
         })?;
         let device = Device::new(id);
-        let context = Context::from_device(&device).map_err(|e| cl_error("creating a context", e))?;
-        #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 call PoCL and older runtimes have
+        let context =
+            Context::from_device(&device).map_err(|e| cl_error("creating a context", e))?;
+        #[allow(deprecated)]
+        // clCreateCommandQueue: the OpenCL 1.2 call PoCL and older runtimes have
         let queue = CommandQueue::create_default(&context, 0)
             .map_err(|e| cl_error("creating a queue", e))?;
         Ok(OpenCl {
@@ -93,22 +96,26 @@ impl OpenCl {
     /// The process's shared device (created on first use; the error is kept too).
     pub fn shared() -> Result<&'static OpenCl> {
         static DEVICE: OnceLock<Result<OpenCl>> = OnceLock::new();
-        DEVICE.get_or_init(OpenCl::first).as_ref().map_err(Clone::clone)
+        DEVICE
+            .get_or_init(OpenCl::first)
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The device's name.
     pub fn name(&self) -> String {
-        self.device.name().unwrap_or_else(|_| "unknown OpenCL device".into())
+        self.device
+            .name()
+            .unwrap_or_else(|_| "unknown OpenCL device".into())
     }
 
     /// A buffer holding a copy of `data`.
     pub fn upload<T: Copy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let len = data.len().max(1);
         // SAFETY: a read-write buffer of `len` elements with no host pointer.
-        let mut buffer = unsafe {
-            Buffer::<T>::create(&self.context, CL_MEM_READ_WRITE, len, ptr::null_mut())
-        }
-        .map_err(|e| cl_error("allocating a buffer", e))?;
+        let mut buffer =
+            unsafe { Buffer::<T>::create(&self.context, CL_MEM_READ_WRITE, len, ptr::null_mut()) }
+                .map_err(|e| cl_error("allocating a buffer", e))?;
         if !data.is_empty() {
             // SAFETY: a blocking write of `data.len()` elements into a buffer at least as long.
             unsafe {
@@ -144,7 +151,10 @@ impl OpenCl {
                 what: "OpenCL: a kernel in the CUDA dialect".into(),
             });
         }
-        let mut cache = self.programs.lock().expect("the kernel cache is never poisoned");
+        let mut cache = self
+            .programs
+            .lock()
+            .expect("the kernel cache is never poisoned");
         if let Some(program) = cache.get(&kernel.source) {
             return Ok(Arc::clone(program));
         }
@@ -162,7 +172,14 @@ impl OpenCl {
 
     /// Launches `kernel` with `args` over `global` work items in groups of `local`, and waits.
     /// `wide` says whether index arguments are 64-bit.
-    pub fn launch(&self, kernel: &Kernel, wide: bool, args: &[Arg<'_>], global: usize, local: usize) -> Result<()> {
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[Arg<'_>],
+        global: usize,
+        local: usize,
+    ) -> Result<()> {
         let program = self.program(kernel)?;
         let cl_kernel = ClKernel::create(&program, &kernel.name)
             .map_err(|e| cl_error(&format!("creating kernel `{}`", kernel.name), e))?;
@@ -183,16 +200,31 @@ impl OpenCl {
         // SAFETY: the kernel's arguments are all set above; global is a multiple of local.
         unsafe {
             self.queue
-                .enqueue_nd_range_kernel(cl_kernel.get(), 1, ptr::null(), global.as_ptr(), local.as_ptr(), &[])
+                .enqueue_nd_range_kernel(
+                    cl_kernel.get(),
+                    1,
+                    ptr::null(),
+                    global.as_ptr(),
+                    local.as_ptr(),
+                    &[],
+                )
                 .map_err(|e| cl_error(&format!("launching `{}`", kernel.name), e))?;
         }
-        self.queue.finish().map_err(|e| cl_error("waiting for the queue", e))
+        self.queue
+            .finish()
+            .map_err(|e| cl_error("waiting for the queue", e))
     }
 
     /// Checks that reductions' work-groups fit this device.
     pub fn check_reduction_group(&self) -> Result<()> {
-        let max = self.device.max_work_group_size().map_err(|e| cl_error("device limits", e))?;
-        let local = self.device.local_mem_size().map_err(|e| cl_error("device limits", e))?;
+        let max = self
+            .device
+            .max_work_group_size()
+            .map_err(|e| cl_error("device limits", e))?;
+        let local = self
+            .device
+            .local_mem_size()
+            .map_err(|e| cl_error("device limits", e))?;
         if max < REDUCE_GROUP || local < (REDUCE_GROUP * 8) as u64 {
             return Err(Error::Unsupported {
                 what: format!(

@@ -37,7 +37,10 @@ enum Buf {
 impl Buf {
     fn new(cl: &OpenCl, ty: CType, values: &[f64]) -> Buf {
         match ty {
-            CType::F32 => Buf::F32(cl.upload(&values.iter().map(|&v| v as f32).collect::<Vec<_>>()).unwrap()),
+            CType::F32 => Buf::F32(
+                cl.upload(&values.iter().map(|&v| v as f32).collect::<Vec<_>>())
+                    .unwrap(),
+            ),
             _ => Buf::F64(cl.upload(values).unwrap()),
         }
     }
@@ -68,16 +71,27 @@ fn random_elementwise_kernels_match_the_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut ran = 0;
     for case in 0..48 {
-        let ty = if case % 2 == 0 { CType::F32 } else { CType::F64 };
+        let ty = if case % 2 == 0 {
+            CType::F32
+        } else {
+            CType::F64
+        };
         let (round, tolerance) = precision(ty);
         let rank = rng.random_range(0..=4);
         let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
         let leaves = rng.random_range(1..=3);
         let ir = random_ir(&mut rng, leaves, 4);
-        let operands: Vec<_> = (0..leaves).map(|_| random_operand(&mut rng, &lens)).collect();
+        let operands: Vec<_> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
         let out_strides = random_dense(&mut rng, &lens);
         let types = vec![ty; leaves];
-        let spec = Spec { ir: &ir, leaves: &types, out: ty, wide: case % 3 == 0 };
+        let spec = Spec {
+            ir: &ir,
+            leaves: &types,
+            out: ty,
+            wide: case % 3 == 0,
+        };
         let kernel = elementwise(&spec, rank, Dialect::OpenCl).unwrap();
         let n: usize = lens.iter().product();
         let out = Buf::new(cl, ty, &vec![0.0; n]);
@@ -92,12 +106,17 @@ fn random_elementwise_kernels_match_the_reference() {
             args.push(Arg::Index(o.offset));
             args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
         }
-        cl.launch(&kernel, spec.wide, &args, global_size(n, 64, 256), 64).unwrap();
+        cl.launch(&kernel, spec.wide, &args, global_size(n, 64, 256), 64)
+            .unwrap();
         let got = out.read(cl);
         for index in indices(&lens) {
             let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
             let expected = eval(&ir, &values, round);
-            let p: i64 = index.iter().zip(&out_strides).map(|(&i, &s)| i as i64 * s).sum();
+            let p: i64 = index
+                .iter()
+                .zip(&out_strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum();
             let g = got[p as usize];
             assert!(
                 close(g, expected, tolerance),
@@ -117,14 +136,24 @@ fn random_reduction_kernels_match_the_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(12);
     let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
     for case in 0..24 {
-        let ty = if case % 2 == 0 { CType::F32 } else { CType::F64 };
+        let ty = if case % 2 == 0 {
+            CType::F32
+        } else {
+            CType::F64
+        };
         let (round, tolerance) = precision(ty);
         let op = ops[case % 4];
         let kept = rng.random_range(0..=2);
         let reduced = rng.random_range(1..=2);
         // Long reduced axes now and then, so groups loop over more than 256 elements.
         let lens: Vec<usize> = (0..kept + reduced)
-            .map(|a| if a >= kept && rng.random_bool(0.3) { rng.random_range(100..400) } else { rng.random_range(1..=5) })
+            .map(|a| {
+                if a >= kept && rng.random_bool(0.3) {
+                    rng.random_range(100..400)
+                } else {
+                    rng.random_range(1..=5)
+                }
+            })
             .collect();
         let leaves = rng.random_range(1..=2);
         let mut ir = random_ir(&mut rng, leaves, 3);
@@ -137,10 +166,17 @@ fn random_reduction_kernels_match_the_reference() {
             let one = ir.push(axes_core::expr::IrNode::Scalar(1.0));
             ir.push(axes_core::expr::IrNode::Binary("add", small, one));
         }
-        let operands: Vec<_> = (0..leaves).map(|_| random_operand(&mut rng, &lens)).collect();
+        let operands: Vec<_> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
         let out_strides = random_dense(&mut rng, &lens[..kept]);
         let types = vec![ty; leaves];
-        let spec = Spec { ir: &ir, leaves: &types, out: ty, wide: case % 3 == 1 };
+        let spec = Spec {
+            ir: &ir,
+            leaves: &types,
+            out: ty,
+            wide: case % 3 == 1,
+        };
         let kernel = reduction(&spec, kept, reduced, op, Dialect::OpenCl).unwrap();
         let m: usize = lens[..kept].iter().product();
         let r: usize = lens[kept..].iter().product();
@@ -156,8 +192,14 @@ fn random_reduction_kernels_match_the_reference() {
             args.push(Arg::Index(o.offset));
             args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
         }
-        cl.launch(&kernel, spec.wide, &args, global_size(m, 1, 64) * REDUCE_GROUP, REDUCE_GROUP)
-            .unwrap();
+        cl.launch(
+            &kernel,
+            spec.wide,
+            &args,
+            global_size(m, 1, 64) * REDUCE_GROUP,
+            REDUCE_GROUP,
+        )
+        .unwrap();
         let got = out.read(cl);
         for k in indices(&lens[..kept]) {
             let mut acc = match op {
@@ -173,11 +215,27 @@ fn random_reduction_kernels_match_the_reference() {
                 acc = match op {
                     ReduceOp::Sum => acc + v,
                     ReduceOp::Prod => acc * v,
-                    ReduceOp::Max => if acc.is_nan() || v.is_nan() { f64::NAN } else { acc.max(v) },
-                    ReduceOp::Min => if acc.is_nan() || v.is_nan() { f64::NAN } else { acc.min(v) },
+                    ReduceOp::Max => {
+                        if acc.is_nan() || v.is_nan() {
+                            f64::NAN
+                        } else {
+                            acc.max(v)
+                        }
+                    }
+                    ReduceOp::Min => {
+                        if acc.is_nan() || v.is_nan() {
+                            f64::NAN
+                        } else {
+                            acc.min(v)
+                        }
+                    }
                 };
             }
-            let p: i64 = k.iter().zip(&out_strides).map(|(&i, &s)| i as i64 * s).sum();
+            let p: i64 = k
+                .iter()
+                .zip(&out_strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum();
             let g = got[p as usize];
             // Sums of r terms in another order: the tolerance grows with r.
             let tol = tolerance * (1.0 + (r as f64).sqrt());
@@ -195,12 +253,26 @@ fn kernels_are_cached_per_source() {
     let Some(cl) = device() else { return };
     let mut ir = axes_core::expr::Ir::default();
     ir.leaf();
-    let spec = Spec { ir: &ir, leaves: &[CType::F32], out: CType::F32, wide: false };
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
     let kernel = elementwise(&spec, 1, Dialect::OpenCl).unwrap();
     let input = cl.upload(&[1.0f32, 2.0, 3.0]).unwrap();
     let out = cl.upload(&[0.0f32; 3]).unwrap();
     let run = || {
-        let args = [Arg::Index(3), Arg::Index(3), out.arg(), Arg::Index(0), Arg::Index(1), input.arg(), Arg::Index(2), Arg::Index(-1)];
+        let args = [
+            Arg::Index(3),
+            Arg::Index(3),
+            out.arg(),
+            Arg::Index(0),
+            Arg::Index(1),
+            input.arg(),
+            Arg::Index(2),
+            Arg::Index(-1),
+        ];
         cl.launch(&kernel, false, &args, 64, 64).unwrap();
     };
     let start = std::time::Instant::now();
@@ -211,5 +283,8 @@ fn kernels_are_cached_per_source() {
     let second = start.elapsed();
     // A reversed copy (stride -1).
     assert_eq!(cl.download(&out).unwrap(), [3.0, 2.0, 1.0]);
-    assert!(second < first || second.as_millis() < 20, "first {first:?}, second {second:?}");
+    assert!(
+        second < first || second.as_millis() < 20,
+        "first {first:?}, second {second:?}"
+    );
 }

@@ -58,7 +58,9 @@ pub(crate) fn convert(value: &str, ty: CType, dialect: Dialect) -> String {
 fn extreme(a: &str, b: &str, ty: CType, greater: bool) -> String {
     let cmp = if greater { ">" } else { "<" };
     if ty.is_float() {
-        format!("((({a}) != ({a}) || ({b}) != ({b})) ? ({a}) + ({b}) : (({a}) {cmp} ({b}) ? ({a}) : ({b})))")
+        format!(
+            "((({a}) != ({a}) || ({b}) != ({b})) ? ({a}) + ({b}) : (({a}) {cmp} ({b}) ? ({a}) : ({b})))"
+        )
     } else {
         format!("(({a}) {cmp} ({b}) ? ({a}) : ({b}))")
     }
@@ -154,7 +156,10 @@ pub(crate) fn expression(
             IrNode::Scalar(_) => continue,
             IrNode::Leaf(k) => {
                 let ty = *spec.leaves.get(k).ok_or_else(|| {
-                    unsupported(format!("leaf {k} of an expression with {} leaves", spec.leaves.len()))
+                    unsupported(format!(
+                        "leaf {k} of an expression with {} leaves",
+                        spec.leaves.len()
+                    ))
                 })?;
                 (Value::Elem(ty), loads[k].clone())
             }
@@ -176,7 +181,9 @@ pub(crate) fn expression(
                     "abs" => format!("(({x}) < 0 ? -({x}) : ({x}))"),
                     "square" => format!("({x}) * ({x})"),
                     "signum" if ty.is_float() => {
-                        format!("(({x}) != ({x}) ? ({x}) : ({x}) > {zero} ? {one} : ({x}) < {zero} ? -{one} : {zero})")
+                        format!(
+                            "(({x}) != ({x}) ? ({x}) : ({x}) > {zero} ? {one} : ({x}) < {zero} ? -{one} : {zero})"
+                        )
                     }
                     "signum" => format!("((({x}) > 0) - (({x}) < 0))"),
                     "relu" => extreme(&x, &zero, ty, true),
@@ -210,13 +217,17 @@ pub(crate) fn expression(
                     "div" if ty.is_float() => (Value::Elem(ty), format!("({x}) / ({y})")),
                     "div" => (
                         Value::Elem(ty),
-                        format!("(({y}) == 0 ? {} : ({x}) / ({y}))", literal(0.0, ty, dialect)),
+                        format!(
+                            "(({y}) == 0 ? {} : ({x}) / ({y}))",
+                            literal(0.0, ty, dialect)
+                        ),
                     ),
                     "max" => (Value::Elem(ty), extreme(&x, &y, ty, true)),
                     "min" => (Value::Elem(ty), extreme(&x, &y, ty, false)),
-                    "pow" | "powi" if ty.is_float() => {
-                        (Value::Elem(ty), format!("{}({x}, {y})", math("pow", ty, dialect)))
-                    }
+                    "pow" | "powi" if ty.is_float() => (
+                        Value::Elem(ty),
+                        format!("{}({x}, {y})", math("pow", ty, dialect)),
+                    ),
                     "gt" => comparison(">"),
                     "ge" => comparison(">="),
                     "lt" => comparison("<"),
@@ -224,7 +235,9 @@ pub(crate) fn expression(
                     "eq" => comparison("=="),
                     "ne" => comparison("!="),
                     other => {
-                        return Err(unsupported(format!("the op `{other}` on {ty:?} elements on a device")));
+                        return Err(unsupported(format!(
+                            "the op `{other}` on {ty:?} elements on a device"
+                        )));
                     }
                 }
             }

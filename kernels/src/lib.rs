@@ -276,15 +276,26 @@ pub fn elementwise(spec: &Spec<'_>, rank: usize, dialect: Dialect) -> Result<Ker
         writeln!(body, "    {idx} p_{k} = in_{k}_off;").unwrap();
     }
     for a in (0..rank).rev() {
-        writeln!(body, "    {{ {idx} c = rest % len_{a}; rest /= len_{a}; o += c * out_s_{a};").unwrap();
+        writeln!(
+            body,
+            "    {{ {idx} c = rest % len_{a}; rest /= len_{a}; o += c * out_s_{a};"
+        )
+        .unwrap();
         for k in 0..spec.leaves.len() {
             writeln!(body, "      p_{k} += c * in_{k}_s_{a};").unwrap();
         }
         writeln!(body, "    }}").unwrap();
     }
-    let loads: Vec<String> = (0..spec.leaves.len()).map(|k| format!("in_{k}[p_{k}]")).collect();
+    let loads: Vec<String> = (0..spec.leaves.len())
+        .map(|k| format!("in_{k}[p_{k}]"))
+        .collect();
     let value = emit::expression(spec, dialect, &loads, &mut body, "    ")?;
-    writeln!(body, "    out[o] = {};", emit::convert(&value, spec.out, dialect)).unwrap();
+    writeln!(
+        body,
+        "    out[o] = {};",
+        emit::convert(&value, spec.out, dialect)
+    )
+    .unwrap();
     body.push_str("  }\n");
     Ok(finish(spec, dialect, &format!("ew{rank}"), &params, &body))
 }
@@ -341,14 +352,22 @@ pub fn reduction(
         writeln!(body, "    {idx} b_{k} = in_{k}_off;").unwrap();
     }
     for a in (0..kept).rev() {
-        writeln!(body, "    {{ {idx} c = rest % klen_{a}; rest /= klen_{a}; o += c * out_s_{a};").unwrap();
+        writeln!(
+            body,
+            "    {{ {idx} c = rest % klen_{a}; rest /= klen_{a}; o += c * out_s_{a};"
+        )
+        .unwrap();
         for k in 0..leaves {
             writeln!(body, "      b_{k} += c * in_{k}_ks_{a};").unwrap();
         }
         writeln!(body, "    }}").unwrap();
     }
     writeln!(body, "    {acc} acc = {init};").unwrap();
-    writeln!(body, "    for ({idx} t = tid; t < r; t += {REDUCE_GROUP}) {{").unwrap();
+    writeln!(
+        body,
+        "    for ({idx} t = tid; t < r; t += {REDUCE_GROUP}) {{"
+    )
+    .unwrap();
     writeln!(body, "      {idx} rr = t;").unwrap();
     for k in 0..leaves {
         writeln!(body, "      {idx} p_{k} = b_{k};").unwrap();
@@ -363,11 +382,21 @@ pub fn reduction(
     let loads: Vec<String> = (0..leaves).map(|k| format!("in_{k}[p_{k}]")).collect();
     let value = emit::expression(spec, dialect, &loads, &mut body, "      ")?;
     let value = emit::convert(&value, acc_type, dialect);
-    writeln!(body, "      acc = {};", emit::combine(op, "acc", &value, acc_type, dialect)).unwrap();
+    writeln!(
+        body,
+        "      acc = {};",
+        emit::combine(op, "acc", &value, acc_type, dialect)
+    )
+    .unwrap();
     body.push_str("    }\n");
     writeln!(body, "    scratch[tid] = acc;").unwrap();
     writeln!(body, "    {sync}").unwrap();
-    writeln!(body, "    for ({idx} s = {}; s > 0; s >>= 1) {{", REDUCE_GROUP / 2).unwrap();
+    writeln!(
+        body,
+        "    for ({idx} s = {}; s > 0; s >>= 1) {{",
+        REDUCE_GROUP / 2
+    )
+    .unwrap();
     writeln!(
         body,
         "      if (tid < s) scratch[tid] = {};",

@@ -31,7 +31,9 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
     match rng.random_range(0..4) {
         0 | 1 => {
             let x = node(rng, ir, leaves, depth - 1);
-            const SAFE: [&str; 10] = ["neg", "abs", "square", "signum", "relu", "tanh", "sigmoid", "sin", "cos", "floor"];
+            const SAFE: [&str; 10] = [
+                "neg", "abs", "square", "signum", "relu", "tanh", "sigmoid", "sin", "cos", "floor",
+            ];
             match rng.random_range(0..15) {
                 k @ 0..10 => ir.push(IrNode::Unary(SAFE[k], x)),
                 10 => {
@@ -89,11 +91,23 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
 }
 
 fn max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else if a > b { a } else { b }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a > b {
+        a
+    } else {
+        b
+    }
 }
 
 fn min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else if a < b { a } else { b }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a < b {
+        a
+    } else {
+        b
+    }
 }
 
 /// The value of `ir` for leaf values `leaves`, each op rounded by `round` (to f32 or not).
@@ -110,7 +124,15 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                     "abs" => x.abs(),
                     "square" => x * x,
                     "signum" => {
-                        if x.is_nan() { x } else if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }
+                        if x.is_nan() {
+                            x
+                        } else if x > 0.0 {
+                            1.0
+                        } else if x < 0.0 {
+                            -1.0
+                        } else {
+                            0.0
+                        }
                     }
                     "relu" => max(x, 0.0),
                     "exp" => x.exp(),
@@ -146,7 +168,11 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                 }
             }
             IrNode::Select(c, a, b) => {
-                if v[c] != 0.0 { v[a] } else { v[b] }
+                if v[c] != 0.0 {
+                    v[a]
+                } else {
+                    v[b]
+                }
             }
             IrNode::Cast(..) | IrNode::Map(_) => panic!("not generated"),
         });
@@ -164,7 +190,12 @@ pub struct Operand {
 
 impl Operand {
     pub fn at(&self, index: &[usize]) -> f64 {
-        let p = self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i as i64 * s).sum::<i64>();
+        let p = self.offset
+            + index
+                .iter()
+                .zip(&self.strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum::<i64>();
         self.data[p as usize]
     }
 }
@@ -192,8 +223,14 @@ pub fn random_operand(rng: &mut ChaCha8Rng, lens: &[usize]) -> Operand {
             strides[a] = -strides[a];
         }
     }
-    let data = (0..(size + pad + 2) as usize).map(|_| rng.random_range(-2.0..2.0)).collect();
-    Operand { data, offset, strides }
+    let data = (0..(size + pad + 2) as usize)
+        .map(|_| rng.random_range(-2.0..2.0))
+        .collect();
+    Operand {
+        data,
+        offset,
+        strides,
+    }
 }
 
 /// Row-major strides over `lens` in a random axis order (an output layout).
