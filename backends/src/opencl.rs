@@ -215,6 +215,15 @@ impl OpenCl {
             .map_err(|e| cl_error("waiting for the queue", e))
     }
 
+    /// Whether `kernel`'s program is already built on this device.
+    pub fn is_cached(&self, kernel: &Kernel) -> bool {
+        let cache = self
+            .programs
+            .lock()
+            .expect("the kernel cache is never poisoned");
+        cache.contains_key(&kernel.source)
+    }
+
     /// Checks that reductions' work-groups fit this device.
     pub fn check_reduction_group(&self) -> Result<()> {
         let max = self
