@@ -11,7 +11,7 @@ use axes::autodiff::{Tape, softmax_cross_entropy};
 use axes::nn::{Init, Linear, Params, ParamsBuilder};
 use axes::optim::Adam;
 use axes::prelude::*;
-use criterion::Criterion;
+use criterion::{BenchmarkId, Criterion};
 use ndarray::{Array1, Array2, Axis as NdAxis};
 
 mod support;
@@ -199,7 +199,7 @@ fn bench(c: &mut Criterion) {
         axes::set_threads(threads).unwrap();
         let (model, mut params) = axes_model();
         let mut adam = Adam::new(LR);
-        group.bench_function(format!("axes/{threads}"), |b| {
+        group.bench_function(BenchmarkId::new("axes", threads), |b| {
             b.iter(|| black_box(axes_step(&model, &mut params, &mut adam, &x, &y)))
         });
     }
@@ -208,7 +208,9 @@ fn bench(c: &mut Criterion) {
     let mut nd = NdMlp::new(&params, &model);
     let xs = Array2::from_shape_vec((BATCH, IN), x.to_vec()).unwrap();
     let labels: Vec<usize> = y.to_vec().iter().map(|&l| l as usize).collect();
-    group.bench_function("ndarray/1", |b| b.iter(|| black_box(nd.step(&xs, &labels))));
+    group.bench_function(BenchmarkId::new("ndarray", 1), |b| {
+        b.iter(|| black_box(nd.step(&xs, &labels)))
+    });
     group.finish();
 }
 
