@@ -90,6 +90,7 @@ fn check<A: AxisSet>(
         error < TOLERANCE,
         "{name}: relative error {error:e}\nanalytic {analytic:?}\nnumeric  {numeric:?}"
     );
+    println!("{name}: relative error {error:.1e}");
 }
 
 /// Σ out · r for a fixed random `r`, so that every output element matters differently.

@@ -16,7 +16,9 @@ use std::process::Command;
 use axes_backends::cuda::{Cuda, CudaArg, compile_ptx, nvrtc_available};
 use axes_backends::global_size;
 use axes_core::expr::{Ir, IrNode};
-use axes_kernels::{CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, reduction};
+use axes_kernels::{
+    CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+};
 use common::{close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -90,6 +92,10 @@ fn kernels() -> Vec<Kernel> {
         };
         out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
         out.push(reduction(&spec, 1, 1, ReduceOp::Max, Dialect::Cuda).unwrap());
+    }
+    for ty in [CType::F32, CType::F64] {
+        out.push(matmul(ty, false, Dialect::Cuda).unwrap());
+        out.push(matmul(ty, true, Dialect::Cuda).unwrap());
     }
     let mut ir = Ir::default();
     let (a, b) = (ir.leaf(), ir.leaf());

@@ -10,7 +10,9 @@ mod common;
 
 use axes_backends::global_size;
 use axes_backends::opencl::{Arg, OpenCl};
-use axes_kernels::{CType, Dialect, REDUCE_GROUP, ReduceOp, Spec, elementwise, reduction};
+use axes_kernels::{
+    CType, Dialect, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+};
 use common::{close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -180,13 +182,33 @@ fn random_reduction_kernels_match_the_reference() {
         let kernel = reduction(&spec, kept, reduced, op, Dialect::OpenCl).unwrap();
         let m: usize = lens[..kept].iter().product();
         let r: usize = lens[kept..].iter().product();
+        // Now and then cut each output's elements into parts (partial results, then a second
+        // reduction over the parts), as a launcher does when there are few outputs.
+        let splits = if rng.random_bool(0.5) {
+            rng.random_range(2..=5)
+        } else {
+            1
+        };
         let out = Buf::new(cl, ty, &vec![0.0; m]);
+        let partial = Buf::new(cl, ty, &vec![0.0; m * splits]);
         let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
-        let mut args = vec![Arg::Index(m as i64), Arg::Index(r as i64)];
+        let target = if splits > 1 { &partial } else { &out };
+        // Partial results: output j's parts at j * splits + part.
+        let target_strides: Vec<i64> = if splits > 1 {
+            out_strides.iter().map(|&s| s * splits as i64).collect()
+        } else {
+            out_strides.clone()
+        };
+        let mut args = vec![
+            Arg::Index(m as i64),
+            Arg::Index(r as i64),
+            Arg::Index(splits as i64),
+        ];
         args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
-        args.push(out.arg());
+        args.push(target.arg());
         args.push(Arg::Index(0));
-        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+        args.extend(target_strides.iter().map(|&s| Arg::Index(s)));
+        args.push(Arg::Index(1));
         for (o, b) in operands.iter().zip(&inputs) {
             args.push(b.arg());
             args.push(Arg::Index(o.offset));
@@ -196,10 +218,44 @@ fn random_reduction_kernels_match_the_reference() {
             &kernel,
             spec.wide,
             &args,
-            global_size(m, 1, 64) * REDUCE_GROUP,
+            global_size(m * splits, 1, 64) * REDUCE_GROUP,
             REDUCE_GROUP,
         )
         .unwrap();
+        if splits > 1 {
+            let mut parts = axes_core::expr::Ir::default();
+            parts.leaf();
+            let spec = Spec {
+                ir: &parts,
+                leaves: &[ty],
+                out: ty,
+                wide: false,
+            };
+            let combine = reduction(&spec, kept, 1, op, Dialect::OpenCl).unwrap();
+            let mut args = vec![
+                Arg::Index(m as i64),
+                Arg::Index(splits as i64),
+                Arg::Index(1),
+            ];
+            args.extend(lens[..kept].iter().map(|&l| Arg::Index(l as i64)));
+            args.push(Arg::Index(splits as i64));
+            args.push(out.arg());
+            args.push(Arg::Index(0));
+            args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+            args.push(Arg::Index(0));
+            args.push(partial.arg());
+            args.push(Arg::Index(0));
+            args.extend(target_strides.iter().map(|&s| Arg::Index(s)));
+            args.push(Arg::Index(1));
+            cl.launch(
+                &combine,
+                false,
+                &args,
+                global_size(m, 1, 64) * REDUCE_GROUP,
+                REDUCE_GROUP,
+            )
+            .unwrap();
+        }
         let got = out.read(cl);
         for k in indices(&lens[..kept]) {
             let mut acc = match op {
@@ -241,7 +297,7 @@ fn random_reduction_kernels_match_the_reference() {
             let tol = tolerance * (1.0 + (r as f64).sqrt());
             assert!(
                 close(g, acc, tol),
-                "case {case} ({ty:?} {op:?}, lens {lens:?}, kept {kept}) at {k:?}: {g} vs {acc}\nexpression {ir}"
+                "case {case} ({ty:?} {op:?}, lens {lens:?}, kept {kept}, {splits} parts) at {k:?}: {g} vs {acc}\nexpression {ir}"
             );
         }
     }
@@ -285,4 +341,87 @@ fn kernels_are_cached_per_source() {
     run();
     // A reversed copy (stride -1), scaled.
     assert_eq!(cl.download(&out).unwrap(), [9.75, 6.5, 3.25]);
+}
+
+/// The generated tiled matrix product against a plain triple loop, over random batch
+/// counts, sizes (not multiples of the tile) and operand layouts (row- or column-major).
+#[test]
+fn tiled_matmul_matches_the_reference() {
+    let Some(cl) = device() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    for case in 0..12 {
+        let ty = if case % 2 == 0 {
+            CType::F32
+        } else {
+            CType::F64
+        };
+        let tolerance = if ty == CType::F32 { 1e-5 } else { 1e-12 };
+        let (batches, m, n, k) = (
+            rng.random_range(1..=3),
+            rng.random_range(1..40),
+            rng.random_range(1..40),
+            rng.random_range(1..40),
+        );
+        // (batch, row, column) strides of a dense batches×rows×cols operand, row- or column-major.
+        let layout = |rows: usize, cols: usize, rng: &mut ChaCha8Rng| -> [i64; 3] {
+            let size = (rows * cols) as i64;
+            if rng.random_bool(0.5) {
+                [size, cols as i64, 1]
+            } else {
+                [size, 1, rows as i64]
+            }
+        };
+        let (ls, rs, os) = (
+            layout(m, k, &mut rng),
+            layout(k, n, &mut rng),
+            layout(m, n, &mut rng),
+        );
+        let lhs: Vec<f64> = (0..batches * m * k)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let rhs: Vec<f64> = (0..batches * k * n)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let kernel = matmul(ty, case % 3 == 0, Dialect::OpenCl).unwrap();
+        let (lb, rb) = (Buf::new(cl, ty, &lhs), Buf::new(cl, ty, &rhs));
+        let out = Buf::new(cl, ty, &vec![0.0; batches * m * n]);
+        let mut args: Vec<Arg<'_>> = [batches, m, n, k]
+            .iter()
+            .map(|&v| Arg::Index(v as i64))
+            .collect();
+        for (buf, s) in [(&out, os), (&lb, ls), (&rb, rs)] {
+            args.push(buf.arg());
+            args.push(Arg::Index(0));
+            args.extend(s.iter().map(|&v| Arg::Index(v)));
+        }
+        let tiles = batches * m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE);
+        let group = MATMUL_TILE * MATMUL_TILE;
+        cl.launch(
+            &kernel,
+            case % 3 == 0,
+            &args,
+            global_size(tiles, 1, 64) * group,
+            group,
+        )
+        .unwrap();
+        let got = out.read(cl);
+        let round = if ty == CType::F32 { to_f32 } else { exact };
+        for b in 0..batches {
+            for i in 0..m {
+                for j in 0..n {
+                    let at = |s: [i64; 3], r: usize, c: usize| {
+                        (b as i64 * s[0] + r as i64 * s[1] + c as i64 * s[2]) as usize
+                    };
+                    let expected: f64 = (0..k)
+                        .map(|p| round(lhs[at(ls, i, p)]) * round(rhs[at(rs, p, j)]))
+                        .sum();
+                    let g = got[at(os, i, j)];
+                    assert!(
+                        close(g, expected, tolerance * (k as f64)),
+                        "case {case} [{b},{i},{j}] of {batches}×{m}×{n}×{k}: {g} vs {expected}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -172,9 +172,15 @@ pub const REDUCE_GROUP: usize = 256;
 /// - elementwise of rank `R`: `n` (element count), `len_0 .. len_{R-1}`, then the output
 ///   (pointer, offset, `R` strides), then each leaf (pointer, offset, `R` strides);
 /// - reduction with `K` kept and `Q` reduced axes: `m` (outputs), `r` (elements reduced per
-///   output), the `K` kept lengths, the `Q` reduced lengths, then the output (pointer,
-///   offset, `K` strides), then each leaf (pointer, offset, `K` kept strides, `Q` reduced
-///   strides).
+///   output), `splits` (parts each output's elements are cut into), the `K` kept lengths,
+///   the `Q` reduced lengths, then the output (pointer, offset, `K` strides, the stride
+///   between the partial results of one output's parts), then each leaf (pointer, offset,
+///   `K` kept strides, `Q` reduced strides). With `splits` = 1 it writes the results; with
+///   more, each part's partial result (so that few outputs still fill a device), which a
+///   second reduction over the parts combines;
+/// - matrix product ([`matmul`]): `batches`, `m`, `n`, `k`, then the output (pointer,
+///   offset, batch, row and column strides), then the left operand (`m`×`k`) and the right
+///   operand (`k`×`n`), each the same way.
 ///
 /// Offsets and strides count elements and may be negative; stride 0 broadcasts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -312,12 +318,17 @@ pub fn reduction(
     let idx = index_type(spec.wide, dialect);
     let acc_type = spec.out;
     let acc = acc_type.c_name(dialect);
-    let mut params = vec![format!("{idx} m"), format!("{idx} r")];
+    let mut params = vec![
+        format!("{idx} m"),
+        format!("{idx} r"),
+        format!("{idx} splits"),
+    ];
     params.extend((0..kept).map(|a| format!("{idx} klen_{a}")));
     params.extend((0..reduced).map(|a| format!("{idx} rlen_{a}")));
     params.push(format!("{} out", pointer(dialect, spec.out, false)));
     params.push(format!("{idx} out_off"));
     params.extend((0..kept).map(|a| format!("{idx} out_s_{a}")));
+    params.push(format!("{idx} out_split_s"));
     for (k, &ty) in spec.leaves.iter().enumerate() {
         params.push(format!("{} in_{k}", pointer(dialect, ty, true)));
         params.push(format!("{idx} in_{k}_off"));
@@ -345,9 +356,17 @@ pub fn reduction(
     let mut body = String::new();
     writeln!(body, "  {local} {acc} scratch[{REDUCE_GROUP}];").unwrap();
     writeln!(body, "  {idx} tid = {tid};").unwrap();
-    writeln!(body, "  for ({idx} j = {group}; j < m; j += {groups}) {{").unwrap();
-    writeln!(body, "    {idx} rest = j;").unwrap();
-    writeln!(body, "    {idx} o = out_off;").unwrap();
+    writeln!(body, "  {idx} per = (r + splits - 1) / splits;").unwrap();
+    writeln!(
+        body,
+        "  for ({idx} j = {group}; j < m * splits; j += {groups}) {{"
+    )
+    .unwrap();
+    writeln!(body, "    {idx} part = j % splits;").unwrap();
+    writeln!(body, "    {idx} rest = j / splits;").unwrap();
+    writeln!(body, "    {idx} lo = part * per;").unwrap();
+    writeln!(body, "    {idx} hi = lo + per < r ? lo + per : r;").unwrap();
+    writeln!(body, "    {idx} o = out_off + part * out_split_s;").unwrap();
     for k in 0..leaves {
         writeln!(body, "    {idx} b_{k} = in_{k}_off;").unwrap();
     }
@@ -365,7 +384,7 @@ pub fn reduction(
     writeln!(body, "    {acc} acc = {init};").unwrap();
     writeln!(
         body,
-        "    for ({idx} t = tid; t < r; t += {REDUCE_GROUP}) {{"
+        "    for ({idx} t = lo + tid; t < hi; t += {REDUCE_GROUP}) {{"
     )
     .unwrap();
     writeln!(body, "      {idx} rr = t;").unwrap();
@@ -424,4 +443,117 @@ fn op_tag(op: ReduceOp) -> &'static str {
         ReduceOp::Max => "max",
         ReduceOp::Min => "min",
     }
+}
+
+/// The side of the square tiles [`matmul`] works on; launch it with `MATMUL_TILE²` threads
+/// per group.
+pub const MATMUL_TILE: usize = 16;
+
+/// A batched matrix product `out[b] = left[b] · right[b]` of `ty` elements over any strides
+/// (see [`Kernel`] for its arguments): the contraction kernel of devices without a BLAS (and
+/// of element types cuBLAS lacks). Each group computes one `MATMUL_TILE`² tile of the output,
+/// staging tiles of both operands in local (shared) memory.
+pub fn matmul(ty: CType, wide: bool, dialect: Dialect) -> Result<Kernel> {
+    if !ty.is_float() {
+        return Err(Error::Unsupported {
+            what: format!("{ty:?} matrix products on a device"),
+        });
+    }
+    let idx = index_type(wide, dialect);
+    let t = ty.c_name(dialect);
+    let mut params: Vec<String> = ["batches", "m", "n", "k"]
+        .iter()
+        .map(|p| format!("{idx} {p}"))
+        .collect();
+    for (name, constant) in [("out", false), ("lhs", true), ("rhs", true)] {
+        params.push(format!("{} {name}", pointer(dialect, ty, constant)));
+        for s in ["off", "bs", "rs", "cs"] {
+            params.push(format!("{idx} {name}_{s}"));
+        }
+    }
+    let (local, tid, group, groups, sync) = match dialect {
+        Dialect::Cuda => (
+            "__shared__",
+            format!("({idx})threadIdx.x"),
+            format!("({idx})blockIdx.x"),
+            format!("({idx})gridDim.x"),
+            "__syncthreads();",
+        ),
+        Dialect::OpenCl => (
+            "__local",
+            format!("({idx})get_local_id(0)"),
+            format!("({idx})get_group_id(0)"),
+            format!("({idx})get_num_groups(0)"),
+            "barrier(CLK_LOCAL_MEM_FENCE);",
+        ),
+    };
+    let tile = MATMUL_TILE;
+    let zero = if ty == CType::F32 { "0.0f" } else { "0.0" };
+    let mut body = String::new();
+    writeln!(body, "  {local} {t} lt[{tile}][{}];", tile + 1).unwrap();
+    writeln!(body, "  {local} {t} rt[{tile}][{}];", tile + 1).unwrap();
+    writeln!(body, "  {idx} tid = {tid};").unwrap();
+    writeln!(body, "  {idx} ty = tid / {tile}, tx = tid % {tile};").unwrap();
+    writeln!(
+        body,
+        "  {idx} tiles_m = (m + {}) / {tile}, tiles_n = (n + {}) / {tile};",
+        tile - 1,
+        tile - 1
+    )
+    .unwrap();
+    writeln!(
+        body,
+        "  for ({idx} g = {group}; g < batches * tiles_m * tiles_n; g += {groups}) {{"
+    )
+    .unwrap();
+    writeln!(
+        body,
+        "    {idx} b = g / (tiles_m * tiles_n), within = g % (tiles_m * tiles_n);"
+    )
+    .unwrap();
+    writeln!(
+        body,
+        "    {idx} row = (within / tiles_n) * {tile} + ty, col = (within % tiles_n) * {tile} + tx;"
+    )
+    .unwrap();
+    writeln!(body, "    {t} acc = {zero};").unwrap();
+    writeln!(body, "    for ({idx} k0 = 0; k0 < k; k0 += {tile}) {{").unwrap();
+    writeln!(
+        body,
+        "      lt[ty][tx] = (row < m && k0 + tx < k) ? lhs[lhs_off + b * lhs_bs + row * lhs_rs + (k0 + tx) * lhs_cs] : {zero};"
+    )
+    .unwrap();
+    writeln!(
+        body,
+        "      rt[ty][tx] = (k0 + ty < k && col < n) ? rhs[rhs_off + b * rhs_bs + (k0 + ty) * rhs_rs + col * rhs_cs] : {zero};"
+    )
+    .unwrap();
+    writeln!(body, "      {sync}").unwrap();
+    writeln!(
+        body,
+        "      for (int kk = 0; kk < {tile}; kk++) acc += lt[ty][kk] * rt[kk][tx];"
+    )
+    .unwrap();
+    writeln!(body, "      {sync}").unwrap();
+    body.push_str(
+        "    }
+",
+    );
+    writeln!(
+        body,
+        "    if (row < m && col < n) out[out_off + b * out_bs + row * out_rs + col * out_cs] = acc;"
+    )
+    .unwrap();
+    body.push_str(
+        "  }
+",
+    );
+    let ir = Ir::default();
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[ty],
+        out: ty,
+        wide,
+    };
+    Ok(finish(&spec, dialect, "mm", &params, &body))
 }
