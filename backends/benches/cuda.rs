@@ -1,0 +1,266 @@
+//! On a CUDA device: fused `a*x + b*y` and `sum((x - y)²)` over 16M f32 through generated
+//! kernels, as a fraction of a device-to-device copy's bandwidth measured in the same run;
+//! and the generated tiled matrix product's GFLOP/s beside cuBLAS SGEMM called directly
+//! (2048³). Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
+//!
+//! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
+//! short run. To run on a GPU machine without Rust, build here with `--no-run`, carry the
+//! binary, and run it there with `--bench`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use axes_backends::cuda::{Cuda, CudaArg};
+use axes_core::expr::{Ir, IrNode};
+use axes_kernels::{
+    CType, Dialect, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+};
+use criterion::Criterion;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+
+const N: usize = 1 << 24;
+const SIDE: usize = 2048;
+
+fn axpby() -> Ir {
+    let mut ir = Ir::default();
+    let (x, y) = (ir.leaf(), ir.leaf());
+    let a = ir.push(IrNode::Scalar(2.0));
+    let b = ir.push(IrNode::Scalar(3.0));
+    let ax = ir.push(IrNode::Binary("mul", a, x));
+    let by = ir.push(IrNode::Binary("mul", b, y));
+    ir.push(IrNode::Binary("add", ax, by));
+    ir
+}
+
+fn squared_difference() -> Ir {
+    let mut ir = Ir::default();
+    let (x, y) = (ir.leaf(), ir.leaf());
+    let d = ir.push(IrNode::Binary("sub", x, y));
+    ir.push(IrNode::Unary("square", d));
+    ir
+}
+
+fn median_ms(c: &Criterion, name: &str) -> Option<f64> {
+    let _ = c;
+    let path = std::path::Path::new("target/criterion")
+        .join(name)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let rest = &text[text.find("\"median\"")?..];
+    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
+    let end = rest[start..].find([',', '}'])?;
+    rest[start..start + end]
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|ns| ns / 1e6)
+}
+
+fn main() {
+    let cuda = match Cuda::new(0) {
+        Ok(cuda) => cuda,
+        Err(e) => {
+            println!("SKIPPED (no CUDA device): {e}");
+            return;
+        }
+    };
+    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(std::time::Duration::from_millis(if quick {
+            200
+        } else {
+            1000
+        }))
+        .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 3 }))
+        .configure_from_args();
+    let stream = Arc::clone(cuda.stream());
+    let x = cuda.upload(&vec![1.0f32; N]).unwrap();
+    let y = cuda.upload(&vec![2.0f32; N]).unwrap();
+    let mut out = cuda.upload(&vec![0.0f32; N]).unwrap();
+
+    c.bench_function("cuda copy 16M", |b| {
+        b.iter(|| {
+            stream.memcpy_dtod(&x, &mut out).unwrap();
+            stream.synchronize().unwrap();
+        })
+    });
+
+    let ir = axpby();
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32, CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
+    let kernel = elementwise(&spec, 1, Dialect::Cuda).unwrap();
+    let n = N as i64;
+    c.bench_function("cuda axpby 16M", |b| {
+        b.iter(|| {
+            let args = [
+                CudaArg::Index(n),
+                CudaArg::Index(n),
+                CudaArg::F32(&out),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+                CudaArg::F32(&x),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+                CudaArg::F32(&y),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+            ];
+            cuda.launch(&kernel, false, &args, (N / 256).min(65536), 256)
+                .unwrap();
+        })
+    });
+
+    // Σ (x - y)²: 4096 parts, then one group combines them.
+    let ir = squared_difference();
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32, CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
+    let partial_kernel = reduction(&spec, 0, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
+    let mut leaf = Ir::default();
+    leaf.leaf();
+    let leaf_spec = Spec {
+        ir: &leaf,
+        leaves: &[CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
+    let combine = reduction(&leaf_spec, 0, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
+    let parts = 4096i64;
+    let partial = cuda.upload(&vec![0.0f32; parts as usize]).unwrap();
+    let total = cuda.upload(&[0.0f32]).unwrap();
+    c.bench_function("cuda sum sq diff 16M", |b| {
+        b.iter(|| {
+            let args = [
+                CudaArg::Index(1),
+                CudaArg::Index(n),
+                CudaArg::Index(parts),
+                CudaArg::Index(n),
+                CudaArg::F32(&partial),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+                CudaArg::F32(&x),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+                CudaArg::F32(&y),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+            ];
+            cuda.launch(&partial_kernel, false, &args, parts as usize, REDUCE_GROUP)
+                .unwrap();
+            let args = [
+                CudaArg::Index(1),
+                CudaArg::Index(parts),
+                CudaArg::Index(1),
+                CudaArg::Index(parts),
+                CudaArg::F32(&total),
+                CudaArg::Index(0),
+                CudaArg::Index(0),
+                CudaArg::F32(&partial),
+                CudaArg::Index(0),
+                CudaArg::Index(1),
+            ];
+            cuda.launch(&combine, false, &args, 1, REDUCE_GROUP)
+                .unwrap();
+        })
+    });
+    let sum = cuda.download(&total).unwrap()[0];
+    assert!(
+        (sum - N as f32).abs() < 1e-3 * N as f32,
+        "Σ(x-y)² = {sum}, expected {N}"
+    );
+
+    // 2048³ products: the generated tiled kernel and cuBLAS.
+    let s = SIDE as i64;
+    let a = cuda.upload(&vec![0.5f32; SIDE * SIDE]).unwrap();
+    let bm = cuda.upload(&vec![0.25f32; SIDE * SIDE]).unwrap();
+    let mut cm = cuda.upload(&vec![0.0f32; SIDE * SIDE]).unwrap();
+    let mm = matmul(CType::F32, false, Dialect::Cuda).unwrap();
+    let tiles = (SIDE / MATMUL_TILE) * (SIDE / MATMUL_TILE);
+    c.bench_function("cuda matmul generated 2048", |b| {
+        b.iter(|| {
+            let mut args = vec![
+                CudaArg::Index(1),
+                CudaArg::Index(s),
+                CudaArg::Index(s),
+                CudaArg::Index(s),
+            ];
+            for buf in [&cm, &a, &bm] {
+                args.extend([
+                    CudaArg::F32(buf),
+                    CudaArg::Index(0),
+                    CudaArg::Index(0),
+                    CudaArg::Index(s),
+                    CudaArg::Index(1),
+                ]);
+            }
+            cuda.launch(&mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE)
+                .unwrap();
+        })
+    });
+    // SAFETY: only probes for the library.
+    if unsafe { cudarc::cublas::sys::is_culib_present() } {
+        let blas = CudaBlas::new(Arc::clone(&stream)).unwrap();
+        let side = SIDE as i32;
+        let config = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: side,
+            n: side,
+            k: side,
+            alpha: 1.0f32,
+            lda: side,
+            ldb: side,
+            beta: 0.0f32,
+            ldc: side,
+        };
+        c.bench_function("cuda matmul cublas 2048", |b| {
+            b.iter(|| {
+                // SAFETY: a, bm and cm hold SIDE² elements each, as the configuration says.
+                unsafe { blas.gemm(config, &bm, &a, &mut cm) }.unwrap();
+                stream.synchronize().unwrap();
+            })
+        });
+    } else {
+        println!("cuBLAS not found: the cuBLAS comparison is not run");
+    }
+    black_box(&cm);
+    c.final_summary();
+
+    println!("\n{} (medians)", cuda.name());
+    let copy = median_ms(&c, "cuda copy 16M");
+    if let Some(copy) = copy {
+        let copy_gbs = 2.0 * 4.0 * N as f64 / copy / 1e6;
+        println!("device-to-device copy: {copy:.3} ms, {copy_gbs:.0} GB/s");
+        for (name, bytes) in [("cuda axpby 16M", 3.0), ("cuda sum sq diff 16M", 2.0)] {
+            if let Some(ms) = median_ms(&c, name) {
+                let gbs = bytes * 4.0 * N as f64 / ms / 1e6;
+                println!(
+                    "{name}: {ms:.3} ms, {gbs:.0} GB/s = {:.2} of the copy",
+                    gbs / copy_gbs
+                );
+            }
+        }
+    }
+    let flops = 2.0 * (SIDE as f64).powi(3);
+    let ours = median_ms(&c, "cuda matmul generated 2048");
+    let blas = median_ms(&c, "cuda matmul cublas 2048");
+    if let Some(ours) = ours {
+        print!("generated matmul: {:.0} GFLOP/s", flops / ours / 1e6);
+        if let Some(blas) = blas {
+            print!(
+                "; cuBLAS {:.0} GFLOP/s; ratio {:.2}",
+                flops / blas / 1e6,
+                blas / ours
+            );
+        }
+        println!();
+    }
+}
