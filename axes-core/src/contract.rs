@@ -460,7 +460,8 @@ fn matmul<T: Num>(
         gemm::Parallelism::None
     };
     if id == TypeId::of::<f32>() || id == TypeId::of::<f64>() {
-        threads::install(|| {
+        let parallel = matches!(parallelism, gemm::Parallelism::Rayon(_));
+        let mut run = move || {
             // SAFETY: T is f32 or f64 (checked above), which gemm supports; every position
             // the operands reach lies in their buffers (asserted above; strides are
             // non-negative, so the extreme corners bound them), and dst holds m×n elements
@@ -488,7 +489,13 @@ fn matmul<T: Num>(
                     parallelism,
                 )
             }
-        });
+        };
+        // Only a parallel product needs the pool: entering it costs a thread hand-off.
+        if parallel {
+            threads::install(run);
+        } else {
+            run();
+        }
         return;
     }
     if id == TypeId::of::<f16>() || id == TypeId::of::<bf16>() {
