@@ -92,7 +92,7 @@ fn axes_step(
         .mean::<(Batch,)>()
         .unwrap();
     let value = loss.value().to_vec()[0];
-    let grad = p.gradient(&loss.backward().unwrap());
+    let grad = p.gradient(&loss.backward().unwrap()).unwrap();
     drop((p, loss, tape));
     adam.step(params, &grad).unwrap();
     value

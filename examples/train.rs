@@ -191,7 +191,10 @@ fn options() -> Result<Options, String> {
                 }
             },
             "--epochs" => {
-                options.epochs = value()?.parse().map_err(|e| format!("--epochs: {e}"))?
+                options.epochs = value()?.parse().map_err(|e| format!("--epochs: {e}"))?;
+                if options.epochs == 0 {
+                    return Err("--epochs must be at least 1".into());
+                }
             }
             "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--out" => options.out = PathBuf::from(value()?),
@@ -322,7 +325,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let loss =
                 softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)?.mean::<(Batch,)>()?;
             total_loss += loss.value().to_vec()[0] as f64;
-            let grad = p.gradient(&loss.backward()?);
+            let grad = p.gradient(&loss.backward()?)?;
             drop((p, loss, tape)); // release the tape's views of the parameters
             let progress = adam.steps() as f64 / total_steps;
             adam.lr = LEARNING_RATE * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());

@@ -116,7 +116,7 @@ fn bound_gradient_is_laid_out_like_the_arena() {
         .mean::<(Batch,)>()
         .unwrap();
     let grads = loss.backward().unwrap();
-    let flat = p.gradient(&grads);
+    let flat = p.gradient(&grads).unwrap();
     assert_eq!(flat.len(), params.arena().len());
     let layouts = params.arena().layouts();
     let check = |index: usize, expected: Vec<f64>| {
@@ -262,6 +262,34 @@ fn save_and_load_round_trip_and_check_axes() {
     assert!(matches!(err, axes::Error::Io { .. }), "{err}");
 }
 
+/// Parameter names are free: even one spelled like the file's own metadata key round-trips.
+#[test]
+fn any_parameter_name_round_trips() {
+    let mut builder = ParamsBuilder::new();
+    let slot = builder
+        .add::<(In,)>("format", In.len(3), Init::Normal(1.0), 3, 3)
+        .unwrap();
+    let params = builder.build::<f64>(1).unwrap();
+    let path = temp_path("names.safetensors");
+    params.save(&path).unwrap();
+    let mut builder = ParamsBuilder::new();
+    let again = builder
+        .add::<(In,)>("format", In.len(3), Init::Zeros, 3, 3)
+        .unwrap();
+    let mut loaded = builder.build::<f64>(2).unwrap();
+    loaded.load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(loaded.tensor(&again), params.tensor(&slot));
+    // A negative standard deviation names the parameter.
+    let mut builder = ParamsBuilder::new();
+    builder
+        .add::<(In,)>("noisy", In.len(3), Init::Normal(-1.0), 3, 3)
+        .unwrap();
+    let err = builder.build::<f64>(0).err().unwrap().to_string();
+    assert!(err.starts_with("parameter `noisy`"), "{err}");
+    assert!(minibatches::<Batch>(4, 0, 0).is_err());
+}
+
 #[test]
 fn misuse_is_an_error_not_a_panic() {
     let tape = Tape::<f64>::new();
@@ -302,12 +330,43 @@ fn misuse_is_an_error_not_a_panic() {
     let c = tape.constant(Tensor::<f64, (In,)>::ones(In.len(3)).unwrap());
     let grads = x.sum::<(Batch, In)>().unwrap().backward().unwrap();
     assert!(matches!(grads.get(&c), Err(axes::Error::NoGradient { .. })));
-    // A variable recorded after the result.
+    // A variable recorded after the result (after `backward`, or between the result and
+    // `backward`), or on another tape.
     let late = tape.var(Tensor::<f64, (In,)>::ones(In.len(3)).unwrap());
     assert!(matches!(
         grads.get(&late),
         Err(axes::Error::NoGradient { .. })
     ));
+    let result = x.sum::<(Batch, In)>().unwrap();
+    let between = tape.var(Tensor::<f64, (In,)>::ones(In.len(3)).unwrap());
+    let grads = result.backward().unwrap();
+    assert!(
+        grads
+            .get(&between)
+            .unwrap_err()
+            .to_string()
+            .contains("recorded after the result")
+    );
+    assert!(
+        grads
+            .get(&v)
+            .unwrap_err()
+            .to_string()
+            .contains("another tape")
+    );
+    // The loss over padded logits reads the padding as the zeros it stands for.
+    let padded = Tensor::<f64, (Batch, Class)>::from_vec(
+        (Batch.len(2), Class.len(2)),
+        vec![1.0, 2.0, 3.0, 4.0],
+    )
+    .unwrap()
+    .pad::<Class>(0, 1)
+    .unwrap();
+    let dense = padded.contiguous();
+    let labels = Tensor::<i64, (Batch,)>::from_vec(Batch.len(2), vec![2, 0]).unwrap();
+    let a = softmax_cross_entropy::<Class, _, _, _, _>(&tape.var(padded), &labels).unwrap();
+    let b = softmax_cross_entropy::<Class, _, _, _, _>(&tape.var(dense), &labels).unwrap();
+    assert_eq!(a.value().to_vec(), b.value().to_vec());
 }
 
 /// A small model learns a separable problem: the loss falls and accuracy reaches 100%.
@@ -352,7 +411,7 @@ fn a_small_model_learns() {
             .unwrap();
         last = loss.value().to_vec()[0];
         first.get_or_insert(last);
-        let grad = p.gradient(&loss.backward().unwrap());
+        let grad = p.gradient(&loss.backward().unwrap()).unwrap();
         drop((p, loss, logits, tape));
         let buffer = params.arena().flat().as_ptr();
         adam.step(&mut params, &grad).unwrap();

@@ -13,10 +13,26 @@ use std::sync::Arc;
 use axes_backends::cuda::{Cuda, CudaArg};
 use axes_core::expr::{Ir, IrNode};
 use axes_kernels::{
-    CType, Dialect, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
+    reduction,
 };
 use criterion::Criterion;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+
+/// Launches `kernel`.
+fn launch(
+    device: &Cuda,
+    kernel: &Kernel,
+    wide: bool,
+    args: &[CudaArg<'_>],
+    a: usize,
+    b: usize,
+) -> axes_core::Result<()> {
+    // SAFETY: every launch here builds `args` in the generator's documented order, from
+    // buffers of the kernel's element types, with lengths, offsets and strides whose positions
+    // the reference reads too (so they lie inside the buffers).
+    unsafe { device.launch(kernel, wide, args, a, b) }
+}
 
 const N: usize = 1 << 24;
 const SIDE: usize = 2048;
@@ -110,8 +126,7 @@ fn main() {
                 CudaArg::Index(0),
                 CudaArg::Index(1),
             ];
-            cuda.launch(&kernel, false, &args, (N / 256).min(65536), 256)
-                .unwrap();
+            launch(&cuda, &kernel, false, &args, (N / 256).min(65536), 256).unwrap();
         })
     });
 
@@ -153,8 +168,15 @@ fn main() {
                 CudaArg::Index(0),
                 CudaArg::Index(1),
             ];
-            cuda.launch(&partial_kernel, false, &args, parts as usize, REDUCE_GROUP)
-                .unwrap();
+            launch(
+                &cuda,
+                &partial_kernel,
+                false,
+                &args,
+                parts as usize,
+                REDUCE_GROUP,
+            )
+            .unwrap();
             let args = [
                 CudaArg::Index(1),
                 CudaArg::Index(parts),
@@ -167,8 +189,7 @@ fn main() {
                 CudaArg::Index(0),
                 CudaArg::Index(1),
             ];
-            cuda.launch(&combine, false, &args, 1, REDUCE_GROUP)
-                .unwrap();
+            launch(&cuda, &combine, false, &args, 1, REDUCE_GROUP).unwrap();
         })
     });
     let sum = cuda.download(&total).unwrap()[0];
@@ -201,8 +222,7 @@ fn main() {
                     CudaArg::Index(1),
                 ]);
             }
-            cuda.launch(&mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE)
-                .unwrap();
+            launch(&cuda, &mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE).unwrap();
         })
     });
     // SAFETY: only probes for the library.

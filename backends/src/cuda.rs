@@ -144,17 +144,14 @@ impl Cuda {
     }
 
     /// A device copy of `data`.
-    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+    pub fn upload<T: DeviceRepr + crate::Plain>(&self, data: &[T]) -> Result<CudaSlice<T>> {
         self.stream
             .clone_htod(data)
             .map_err(|e| cuda_error("copy to the device", e))
     }
 
     /// The elements of `buffer`.
-    pub fn download<T: DeviceRepr + Default + Clone>(
-        &self,
-        buffer: &CudaSlice<T>,
-    ) -> Result<Vec<T>> {
+    pub fn download<T: DeviceRepr + crate::Plain>(&self, buffer: &CudaSlice<T>) -> Result<Vec<T>> {
         self.stream
             .clone_dtoh(buffer)
             .map_err(|e| cuda_error("copy from the device", e))
@@ -181,8 +178,15 @@ impl Cuda {
     }
 
     /// Launches `kernel` on `blocks` blocks of `threads` threads with `args` (indices 64-bit
-    /// when `wide`), and waits for it.
-    pub fn launch(
+    /// when `wide`; with 32-bit indices an argument that does not fit is an error), and waits
+    /// for it.
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameters in order and kind (see
+    /// [`axes_kernels::Kernel`]): each buffer of the element type the kernel reads or writes
+    /// there, and lengths, offsets and strides that keep every position the kernel reaches
+    /// inside its buffer; otherwise the kernel reads or writes out of bounds.
+    pub unsafe fn launch(
         &self,
         kernel: &Kernel,
         wide: bool,
@@ -193,11 +197,12 @@ impl Cuda {
         let function = self.function(kernel)?;
         let narrow: Vec<i32> = args
             .iter()
-            .map(|a| match a {
-                CudaArg::Index(v) => *v as i32,
-                _ => 0,
+            .enumerate()
+            .map(|(position, a)| match a {
+                CudaArg::Index(v) if !wide => crate::narrow_index(&kernel.name, position, *v),
+                _ => Ok(0),
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let long: Vec<i64> = args
             .iter()
             .map(|a| match a {
@@ -219,8 +224,8 @@ impl Cuda {
             block_dim: (threads as u32, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the arguments follow the generator's documented order and types for this
-        // kernel (buffers as device pointers, indices as int or long long).
+        // SAFETY: the caller guarantees the arguments follow the generator's documented order
+        // and types for this kernel (buffers as device pointers, indices as int or long long).
         unsafe { builder.launch(config) }
             .map_err(|e| cuda_error(&format!("launching `{}`", kernel.name), e))?;
         self.stream

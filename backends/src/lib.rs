@@ -16,6 +16,33 @@ pub mod cuda;
 #[cfg(feature = "opencl")]
 pub mod opencl;
 
+/// Element types device buffers hold: plain numbers, for which every bit pattern a kernel may
+/// write is a valid value (so no `bool`: kernels write booleans as `u8`).
+pub trait Plain: Copy + Default + Send + Sync + 'static + sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Plain for $t {}
+    )*};
+}
+
+plain!(f32, f64, i32, i64, u8);
+
+/// An index argument as a kernel with 32-bit indices takes it, or an error naming it.
+pub fn narrow_index(kernel: &str, position: usize, value: Index) -> axes_core::Result<i32> {
+    i32::try_from(value).map_err(|_| axes_core::Error::Unsupported {
+        what: format!(
+            "argument {position} of `{kernel}` is {value}, beyond 32-bit indices: generate the \
+             kernel with `Spec::wide`"
+        ),
+    })
+}
+
 /// One kernel argument besides the buffers: an index, length, offset or stride, passed as
 /// the kernel's index type (32 or 64 bits, [`axes_kernels::Spec::wide`]).
 pub type Index = i64;
@@ -23,5 +50,6 @@ pub type Index = i64;
 /// The global size of a launch: `items` work items rounded up to a multiple of `local`,
 /// capped at `cap` groups (kernels stride over the rest).
 pub fn global_size(items: usize, local: usize, cap_groups: usize) -> usize {
-    items.div_ceil(local).clamp(1, cap_groups) * local
+    let local = local.max(1);
+    items.div_ceil(local).clamp(1, cap_groups.max(1)) * local
 }

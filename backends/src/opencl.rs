@@ -15,7 +15,7 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
-use crate::Index;
+use crate::{Index, Plain};
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Unsupported {
@@ -110,7 +110,7 @@ impl OpenCl {
     }
 
     /// A buffer holding a copy of `data`.
-    pub fn upload<T: Copy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+    pub fn upload<T: Plain>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let len = data.len().max(1);
         // SAFETY: a read-write buffer of `len` elements with no host pointer.
         let mut buffer =
@@ -131,7 +131,7 @@ impl OpenCl {
     }
 
     /// The buffer's elements.
-    pub fn download<T: Copy + Default>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+    pub fn download<T: Plain>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
         let mut out = vec![T::default(); buffer.len];
         if !out.is_empty() {
             // SAFETY: a blocking read of `len` elements from a buffer of `len` (or more).
@@ -171,8 +171,16 @@ impl OpenCl {
     }
 
     /// Launches `kernel` with `args` over `global` work items in groups of `local`, and waits.
-    /// `wide` says whether index arguments are 64-bit.
-    pub fn launch(
+    /// `wide` says whether index arguments are 64-bit; with 32-bit indices an argument that
+    /// does not fit is an error.
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameters in order and kind (see
+    /// [`axes_kernels::Kernel`]): each buffer of the element type the kernel reads or writes
+    /// there, and lengths, offsets and strides that keep every position the kernel reaches
+    /// inside its buffer. The kernel writes device memory — on PoCL, this process's memory —
+    /// so wrong arguments are undefined behaviour.
+    pub unsafe fn launch(
         &self,
         kernel: &Kernel,
         wide: bool,
@@ -183,14 +191,18 @@ impl OpenCl {
         let program = self.program(kernel)?;
         let cl_kernel = ClKernel::create(&program, &kernel.name)
             .map_err(|e| cl_error(&format!("creating kernel `{}`", kernel.name), e))?;
-        for (i, arg) in args.iter().enumerate() {
-            let i = i as u32;
-            // SAFETY: each argument matches the kernel's parameter `i` in type and size: the
-            // generator's documented order (buffers as cl_mem, indices as int or long).
+        for (position, arg) in args.iter().enumerate() {
+            let i = position as u32;
+            let narrow = match arg {
+                Arg::Index(v) if !wide => crate::narrow_index(&kernel.name, position, *v)?,
+                _ => 0,
+            };
+            // SAFETY: the caller guarantees each argument matches the kernel's parameter `i`
+            // (buffers as cl_mem, indices as int or long, as `wide` says).
             let set = unsafe {
                 match arg {
                     Arg::Index(v) if wide => cl_kernel.set_arg(i, &(*v as cl_long)),
-                    Arg::Index(v) => cl_kernel.set_arg(i, &(*v as cl_int)),
+                    Arg::Index(_) => cl_kernel.set_arg(i, &(narrow as cl_int)),
                     Arg::Buffer(b) => cl_kernel.set_arg(i, &b.get()),
                 }
             };

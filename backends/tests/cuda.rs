@@ -23,6 +23,21 @@ use common::{close, eval, exact, indices, random_dense, random_ir, random_operan
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// Launches `kernel`.
+fn launch(
+    device: &Cuda,
+    kernel: &Kernel,
+    wide: bool,
+    args: &[CudaArg<'_>],
+    a: usize,
+    b: usize,
+) -> axes_core::Result<()> {
+    // SAFETY: every launch here builds `args` in the generator's documented order, from
+    // buffers of the kernel's element types, with lengths, offsets and strides whose positions
+    // the reference reads too (so they lie inside the buffers).
+    unsafe { device.launch(kernel, wide, args, a, b) }
+}
+
 fn required() -> bool {
     std::env::var_os("AXES_REQUIRE_NVRTC").is_some()
 }
@@ -235,7 +250,8 @@ fn random_kernels_run_on_the_gpu() {
                 args.push(CudaArg::Index(o.offset));
                 args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
             }
-            cuda.launch(
+            launch(
+                &cuda,
                 &kernel,
                 spec.wide,
                 &args,
@@ -264,7 +280,8 @@ fn random_kernels_run_on_the_gpu() {
                 args.push(CudaArg::Index(o.offset));
                 args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
             }
-            cuda.launch(
+            launch(
+                &cuda,
                 &kernel,
                 spec.wide,
                 &args,
@@ -321,7 +338,7 @@ fn random_kernels_run_on_the_gpu() {
         CudaArg::Index(r as i64),
         CudaArg::Index(1),
     ];
-    cuda.launch(&kernel, false, &args, m, REDUCE_GROUP).unwrap();
+    launch(&cuda, &kernel, false, &args, m, REDUCE_GROUP).unwrap();
     let got = cuda.download(&out).unwrap();
     for (row, g) in got.iter().enumerate() {
         let expected: f64 = x[row * r..(row + 1) * r]

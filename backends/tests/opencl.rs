@@ -11,11 +11,27 @@ mod common;
 use axes_backends::global_size;
 use axes_backends::opencl::{Arg, OpenCl};
 use axes_kernels::{
-    CType, Dialect, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
+    reduction,
 };
 use common::{close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// Launches `kernel`.
+fn launch(
+    device: &OpenCl,
+    kernel: &Kernel,
+    wide: bool,
+    args: &[Arg<'_>],
+    a: usize,
+    b: usize,
+) -> axes_core::Result<()> {
+    // SAFETY: every launch here builds `args` in the generator's documented order, from
+    // buffers of the kernel's element types, with lengths, offsets and strides whose positions
+    // the reference reads too (so they lie inside the buffers).
+    unsafe { device.launch(kernel, wide, args, a, b) }
+}
 
 fn device() -> Option<&'static OpenCl> {
     match OpenCl::shared() {
@@ -108,8 +124,7 @@ fn random_elementwise_kernels_match_the_reference() {
             args.push(Arg::Index(o.offset));
             args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
         }
-        cl.launch(&kernel, spec.wide, &args, global_size(n, 64, 256), 64)
-            .unwrap();
+        launch(cl, &kernel, spec.wide, &args, global_size(n, 64, 256), 64).unwrap();
         let got = out.read(cl);
         for index in indices(&lens) {
             let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
@@ -214,7 +229,8 @@ fn random_reduction_kernels_match_the_reference() {
             args.push(Arg::Index(o.offset));
             args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
         }
-        cl.launch(
+        launch(
+            cl,
             &kernel,
             spec.wide,
             &args,
@@ -247,7 +263,8 @@ fn random_reduction_kernels_match_the_reference() {
             args.push(Arg::Index(0));
             args.extend(target_strides.iter().map(|&s| Arg::Index(s)));
             args.push(Arg::Index(1));
-            cl.launch(
+            launch(
+                cl,
                 &combine,
                 false,
                 &args,
@@ -333,7 +350,7 @@ fn kernels_are_cached_per_source() {
             Arg::Index(2),
             Arg::Index(-1),
         ];
-        cl.launch(&kernel, false, &args, 64, 64).unwrap();
+        launch(cl, &kernel, false, &args, 64, 64).unwrap();
     };
     assert!(!cl.is_cached(&kernel));
     run();
@@ -341,6 +358,24 @@ fn kernels_are_cached_per_source() {
     run();
     // A reversed copy (stride -1), scaled.
     assert_eq!(cl.download(&out).unwrap(), [9.75, 6.5, 3.25]);
+    // An index beyond 32 bits for a kernel generated with 32-bit indices is an error.
+    let args = [
+        Arg::Index(3_000_000_000),
+        Arg::Index(3),
+        out.arg(),
+        Arg::Index(0),
+        Arg::Index(1),
+        input.arg(),
+        Arg::Index(2),
+        Arg::Index(-1),
+    ];
+    let err = launch(cl, &kernel, false, &args, 64, 64)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("argument 0") && err.contains("beyond 32-bit indices"),
+        "{err}"
+    );
 }
 
 /// The generated tiled matrix product against a plain triple loop, over random batch
@@ -396,7 +431,8 @@ fn tiled_matmul_matches_the_reference() {
         }
         let tiles = batches * m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE);
         let group = MATMUL_TILE * MATMUL_TILE;
-        cl.launch(
+        launch(
+            cl,
             &kernel,
             case % 3 == 0,
             &args,

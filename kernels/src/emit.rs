@@ -23,6 +23,7 @@ fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
     match ty {
         CType::F32 | CType::F64 => {
             let suffix = if ty == CType::F32 { "f" } else { "" };
+            let v = if ty == CType::F32 { v as f32 as f64 } else { v };
             if v.is_nan() {
                 format!("(0.0{suffix}/0.0{suffix})")
             } else if v.is_infinite() {

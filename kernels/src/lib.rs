@@ -12,7 +12,8 @@
 //!   output element: its threads stride over the reduced elements, then combine their
 //!   partial results in a tree in local (shared) memory.
 //!
-//! Indices are 32-bit unless a tensor has 2^31 elements or more ([`Spec::wide`]).
+//! Indices are 32-bit unless a tensor has 2^30 elements or more ([`Spec::wide`],
+//! [`Spec::needs_wide`]).
 //!
 //! ```
 //! use axes_core::expr::{Ir, IrNode};
@@ -144,11 +145,16 @@ pub struct Spec<'a> {
 
 impl Spec<'_> {
     /// Whether a tensor of `elements` elements (or a buffer spanning as many) needs 64-bit
-    /// indices.
+    /// indices. The bound is 2^30, not 2^31: grid-stride loops step past the last index by up
+    /// to one launch (at most 2^30 work items, see [`MAX_LAUNCH`]) before they stop, and that
+    /// must not overflow a 32-bit `int`.
     pub fn needs_wide(elements: usize) -> bool {
-        elements >= 1 << 31
+        elements >= 1 << 30
     }
 }
+
+/// The most work items one launch may have with 32-bit indices (see [`Spec::needs_wide`]).
+pub const MAX_LAUNCH: usize = 1 << 30;
 
 /// How a reduction combines values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -210,7 +216,9 @@ fn fnv(text: &str) -> u64 {
 
 /// The preamble every kernel of `dialect` starts with.
 fn preamble(spec: &Spec<'_>, dialect: Dialect) -> String {
-    let uses_double = spec.out == CType::F64 || spec.leaves.contains(&CType::F64);
+    let uses_double = spec.out == CType::F64
+        || spec.leaves.contains(&CType::F64)
+        || (spec.ir.nodes.iter()).any(|n| matches!(n, axes_core::expr::IrNode::Cast("f64", _)));
     match dialect {
         Dialect::OpenCl if uses_double => "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n".into(),
         _ => String::new(),

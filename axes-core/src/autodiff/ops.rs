@@ -118,7 +118,17 @@ where
     Ix: IndexElement,
 {
     let logits = logits.into_var()?;
-    let x = logits.value();
+    // Read through plain strides: padded views are materialised first.
+    let x = &if logits.value().layout().is_padded() {
+        logits.value().contiguous()
+    } else {
+        logits.value().clone()
+    };
+    let labels = &if labels.layout().is_padded() {
+        labels.contiguous()
+    } else {
+        labels.clone()
+    };
     let ids = A::type_ids();
     let ids = &ids[..A::RANK];
     let class = ids
@@ -145,7 +155,7 @@ where
     let (ls, ll) = (labels.storage().as_slice(), labels.layout());
     let mut index = vec![0usize; rest.len()];
     let mut row = vec![T::zero(); classes];
-    for (n, out) in loss.iter_mut().enumerate() {
+    for out in loss.iter_mut() {
         let base = |layout: &Layout, axes: &[usize]| -> isize {
             layout.offset() as isize
                 + axes
@@ -183,7 +193,6 @@ where
             let one_hot = if c == label { T::one() } else { T::zero() };
             d_logits[d0 + c * dc] = r.div(total).sub(one_hot);
         }
-        let _ = n;
         for axis in (0..index.len()).rev() {
             index[axis] += 1;
             if index[axis] < rest_lens[axis] {

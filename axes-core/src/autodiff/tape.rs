@@ -182,7 +182,11 @@ impl<T: Float> Var<T, ()> {
     /// every variable recorded before it.
     pub fn backward(&self) -> Result<Grads<T>> {
         let nodes = self.tape.nodes.borrow();
-        let mut grads = Grads { bufs: Vec::new() };
+        let mut grads = Grads {
+            bufs: Vec::new(),
+            tape: Rc::as_ptr(&self.tape.nodes) as usize,
+            root: self.id,
+        };
         grads.bufs.resize_with(nodes.len(), || None);
         if !self.needs_grad {
             return Ok(grads);
@@ -213,6 +217,10 @@ pub(crate) struct GradBuf<T> {
 /// The gradients from one [`Var::backward`], looked up by variable.
 pub struct Grads<T: Float> {
     bufs: Vec<Option<GradBuf<T>>>,
+    /// The tape `backward` ran on (its address, for checks only).
+    tape: usize,
+    /// The result `backward` ran from.
+    root: usize,
 }
 
 impl<T: Float> fmt::Debug for Grads<T> {
@@ -235,11 +243,7 @@ impl<T: Float> Grads<T> {
                 ),
             });
         }
-        if var.id >= self.bufs.len() {
-            return Err(Error::NoGradient {
-                reason: "the variable was recorded after the result `backward` ran from".into(),
-            });
-        }
+        self.check(&var.tape, var.id)?;
         Ok(match self.tensor::<A>(var.id) {
             Some(t) => t,
             None => Tensor::from_parts(
@@ -248,6 +252,21 @@ impl<T: Float> Grads<T> {
             )
             .expect("a fresh buffer fits its row-major layout"),
         })
+    }
+
+    /// Checks that node `id` of `tape` is one these gradients cover.
+    pub(crate) fn check(&self, tape: &Tape<T>, id: usize) -> Result<()> {
+        if Rc::as_ptr(&tape.nodes) as usize != self.tape {
+            return Err(Error::NoGradient {
+                reason: "the variable is recorded on another tape than the result".into(),
+            });
+        }
+        if id > self.root {
+            return Err(Error::NoGradient {
+                reason: "the variable was recorded after the result `backward` ran from".into(),
+            });
+        }
+        Ok(())
     }
 
     /// [`Grads::get`] viewed in the axis order `O` (the same axes).

@@ -5,7 +5,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::axis::{Axis, Len};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::list::{AxisSet, SameAxes};
 use crate::tensor::Tensor;
 
@@ -28,10 +28,16 @@ pub fn minibatches<B: Axis>(count: usize, batch: usize, seed: u64) -> Result<Vec
 where
     (B,): AxisSet + SameAxes<(B,)>,
 {
+    if batch == 0 {
+        return Err(Error::InvalidRange {
+            low: "batches of 0".into(),
+            high: format!("{count} samples"),
+        });
+    }
     let mut order: Vec<i64> = (0..count as i64).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     order
-        .chunks(batch.max(1))
+        .chunks(batch)
         .map(|chunk| Tensor::from_vec(Len::<B>::new(chunk.len()), chunk.to_vec()))
         .collect()
 }

@@ -90,10 +90,14 @@ impl ParamsBuilder {
                 Init::Glorot => (2.0 / (entry.fan_in + entry.fan_out).max(1) as f64).sqrt(),
                 Init::Normal(std) => std,
             };
-            let normal = Normal::new(0.0, std).map_err(|_| Error::InvalidRange {
-                low: format!("normal std {std}"),
-                high: String::new(),
-            })?;
+            let invalid = !(std.is_finite() && std >= 0.0);
+            let normal = Normal::new(0.0, std)
+                .ok()
+                .filter(|_| !invalid)
+                .ok_or_else(|| Error::ParameterMismatch {
+                    name: entry.name.clone(),
+                    reason: format!("cannot initialise from a normal distribution with std {std}"),
+                })?;
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9E37_79B9));
             for pos in layout.positions() {
                 flat[pos.expect("arena layouts are not padded")] =
@@ -145,8 +149,9 @@ impl<T: Float> Params<T> {
     }
 
     /// Records every parameter on `tape` as a variable; layers take theirs from the result.
-    /// Drop it (and the tape) before updating the parameters, so the update happens in
-    /// place instead of copying the arena.
+    /// Drop it, the tape and every variable of the tape (the loss too) before updating the
+    /// parameters: the tape's nodes hold views of the arena, and while any is alive the
+    /// update copies the arena instead of writing in place.
     pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
         let nodes = (0..self.entries.len()).map(|_| tape.push(None)).collect();
         Bound {
@@ -182,8 +187,12 @@ impl<T: Float> Bound<'_, T> {
     }
 
     /// The gradient of every parameter, each at its parameter's offset of a buffer laid out
-    /// like the arena (zeros where none flowed), ready for an optimizer's step.
-    pub fn gradient(&self, grads: &Grads<T>) -> Vec<T> {
+    /// like the arena (zeros where none flowed), ready for an optimizer's step. An error if
+    /// `grads` come from another tape or a result recorded before the parameters were bound.
+    pub fn gradient(&self, grads: &Grads<T>) -> Result<Vec<T>> {
+        if let Some(&last) = self.nodes.last() {
+            grads.check(&self.tape, last)?;
+        }
         let layouts = self.params.arena.layouts();
         let mut flat = vec![T::zero(); self.params.arena.len()];
         let add = Program::copy();
@@ -213,6 +222,6 @@ impl<T: Float> Bound<'_, T> {
             interp::run(&add, layout.lens(), &[source], &mut [sink])
                 .expect("a gradient has its parameter's lengths");
         }
-        flat
+        Ok(flat)
     }
 }

@@ -1,6 +1,6 @@
 //! Saving and loading parameters in the safetensors format, with each parameter's axis names
-//! recorded in the file's metadata (`"{name}": "In,Hidden"`), so a file can only be loaded
-//! into a model whose parameters have the same names, axes and lengths.
+//! recorded in the file's metadata (`"axes:{name}": "In,Hidden"`), so a file can only be
+//! loaded into a model whose parameters have the same names, axes and lengths.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +15,10 @@ use crate::num::Float;
 /// The metadata key that marks files written by this crate.
 const FORMAT_KEY: &str = "format";
 const FORMAT: &str = "axes";
+/// The metadata key of a parameter's axis names.
+fn axes_key(name: &str) -> String {
+    format!("axes:{name}")
+}
 
 fn io_error(path: &Path, reason: impl ToString) -> Error {
     Error::Io {
@@ -85,7 +89,7 @@ impl<T: Float> Params<T> {
         let mut metadata: HashMap<String, String> = self
             .entries
             .iter()
-            .map(|e| (e.name.clone(), e.axes.join(",")))
+            .map(|e| (axes_key(&e.name), e.axes.join(",")))
             .collect();
         metadata.insert(FORMAT_KEY.into(), FORMAT.into());
         safetensors::serialize_to_file(views, Some(metadata), path).map_err(|e| io_error(path, e))
@@ -109,7 +113,7 @@ impl<T: Float> Params<T> {
                 .tensor(&entry.name)
                 .map_err(|_| mismatch(&entry.name, format!("not in {}", path.display())))?;
             let expected = entry.axes.join(",");
-            match axes_of.get(&entry.name) {
+            match axes_of.get(&axes_key(&entry.name)) {
                 Some(saved) if *saved == expected => {}
                 Some(saved) => {
                     return Err(mismatch(
