@@ -109,6 +109,12 @@ pub enum CudaArg<'a> {
     F32(&'a CudaSlice<f32>),
     /// An f64 buffer.
     F64(&'a CudaSlice<f64>),
+    /// An i32 buffer.
+    I32(&'a CudaSlice<i32>),
+    /// An i64 buffer.
+    I64(&'a CudaSlice<i64>),
+    /// A u8 (or bool) buffer.
+    U8(&'a CudaSlice<u8>),
 }
 
 impl Cuda {
@@ -217,6 +223,9 @@ impl Cuda {
                 CudaArg::Index(_) => builder.arg(&narrow[i]),
                 CudaArg::F32(b) => builder.arg(*b),
                 CudaArg::F64(b) => builder.arg(*b),
+                CudaArg::I32(b) => builder.arg(*b),
+                CudaArg::I64(b) => builder.arg(*b),
+                CudaArg::U8(b) => builder.arg(*b),
             };
         }
         let config = LaunchConfig {
