@@ -198,11 +198,34 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         );
         self.tile.resize(count * n, T::zero());
         let data = self.data.as_ptr();
+        let tile = self.tile.as_mut_ptr();
+        let mut done_rows = 0;
+        #[cfg(target_arch = "x86_64")]
+        if std::mem::size_of::<T>() == 4
+            && along == 1
+            && std::arch::is_x86_feature_detected!("avx2")
+        {
+            // SAFETY: AVX2 is present (checked); T is 4 bytes, moved bit for bit; the source
+            // positions lie within the tile's reach (checked above) and the destination holds
+            // count × n elements.
+            unsafe {
+                transpose_4byte_avx2(
+                    data.offset(base).cast::<f32>(),
+                    across,
+                    tile.cast::<f32>(),
+                    count,
+                    n,
+                );
+            }
+            done_rows = count - count % 8;
+        }
+        // The rows the 8×8 blocks did not cover (all of them without AVX2).
         for k in 0..n {
             let column = base + k as isize * across;
-            for r in 0..count {
-                // SAFETY: the position lies within the tile's reach, checked above.
-                self.tile[r * n + k] = unsafe { *data.offset(column + r as isize * along) };
+            for r in done_rows..count {
+                // SAFETY: the position lies within the tile's reach (checked above), and
+                // r * n + k < count * n, the tile's length.
+                unsafe { *tile.add(r * n + k) = *data.offset(column + r as isize * along) };
             }
         }
         self.tile_rows = rows;
@@ -267,5 +290,73 @@ impl<E: Expr> Expr for &E {
 
     fn describe(&self, ir: &mut Ir) -> usize {
         (**self).describe(ir)
+    }
+}
+
+/// Copies the `rows × n` block whose element `(r, k)` is at `src + r + k * across` into `dst`
+/// row-major (`dst[r * n + k]`), moving 8×8 blocks through registers; the last `rows % 8`
+/// rows are left to the caller. Elements are moved bit for bit (any 4-byte type).
+///
+/// # Safety
+/// AVX2 must be available; every `src + r + k * across` (r < rows − rows % 8, k < n) must be
+/// readable and `dst` must hold `rows * n` elements.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose_4byte_avx2(
+    src: *const f32,
+    across: isize,
+    dst: *mut f32,
+    rows: usize,
+    n: usize,
+) {
+    use std::arch::x86_64::*;
+    let full_rows = rows - rows % 8;
+    let full_cols = n - n % 8;
+    for r0 in (0..full_rows).step_by(8) {
+        for k0 in (0..full_cols).step_by(8) {
+            // SAFETY: column k0 + j, rows r0..r0 + 8: readable by the caller's contract.
+            let column = |j: usize| unsafe {
+                _mm256_loadu_ps(src.offset((k0 + j) as isize * across + r0 as isize))
+            };
+            let (v0, v1, v2, v3) = (column(0), column(1), column(2), column(3));
+            let (v4, v5, v6, v7) = (column(4), column(5), column(6), column(7));
+            let t0 = _mm256_unpacklo_ps(v0, v1);
+            let t1 = _mm256_unpackhi_ps(v0, v1);
+            let t2 = _mm256_unpacklo_ps(v2, v3);
+            let t3 = _mm256_unpackhi_ps(v2, v3);
+            let t4 = _mm256_unpacklo_ps(v4, v5);
+            let t5 = _mm256_unpackhi_ps(v4, v5);
+            let t6 = _mm256_unpacklo_ps(v6, v7);
+            let t7 = _mm256_unpackhi_ps(v6, v7);
+            let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            let rows_out = [
+                _mm256_permute2f128_ps::<0x20>(s0, s4),
+                _mm256_permute2f128_ps::<0x20>(s1, s5),
+                _mm256_permute2f128_ps::<0x20>(s2, s6),
+                _mm256_permute2f128_ps::<0x20>(s3, s7),
+                _mm256_permute2f128_ps::<0x31>(s0, s4),
+                _mm256_permute2f128_ps::<0x31>(s1, s5),
+                _mm256_permute2f128_ps::<0x31>(s2, s6),
+                _mm256_permute2f128_ps::<0x31>(s3, s7),
+            ];
+            for (i, row) in rows_out.into_iter().enumerate() {
+                // SAFETY: (r0 + i) * n + k0 + 8 <= rows * n, inside dst.
+                unsafe { _mm256_storeu_ps(dst.add((r0 + i) * n + k0), row) };
+            }
+        }
+        // The columns past the last full block, for these 8 rows.
+        for k in full_cols..n {
+            for r in r0..r0 + 8 {
+                // SAFETY: as above, element by element.
+                unsafe { *dst.add(r * n + k) = *src.offset(k as isize * across + r as isize) };
+            }
+        }
     }
 }
