@@ -39,10 +39,20 @@ pub use reduce::{
     MaxOp, MinOp, ProdOp, Reduced, Reducible, SumOp, argmax, argmin, log_softmax, softmax,
 };
 
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{LeafLayout, Plan};
 use crate::list::AxisSet;
+
+/// A leaf's elements as bytes, with their type (for devices).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct LeafBuffer<'a> {
+    /// The element type.
+    pub dtype: DType,
+    /// The whole buffer the leaf views.
+    pub bytes: &'a [u8],
+}
 
 /// A lazy expression over named axes.
 ///
@@ -65,6 +75,10 @@ pub trait Expr: Sized + Sync {
     /// Lists the leaves' layouts, in a fixed order (the order `evaluator` consumes them).
     #[doc(hidden)]
     fn operands(&self, out: &mut Vec<LeafLayout>);
+
+    /// Lists the leaves' elements (as bytes) and element types, in `operands` order.
+    #[doc(hidden)]
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>);
 
     /// An evaluator for `plan`; `next_leaf` counts leaves in `operands` order.
     #[doc(hidden)]

@@ -12,6 +12,7 @@ pub mod arena;
 pub mod autodiff;
 pub mod axis;
 pub mod contract;
+pub mod device;
 pub mod element;
 pub mod engine;
 pub mod error;

@@ -340,6 +340,84 @@ pub trait ExprExt: Expr {
         evaluate(&self, &[], Assign, Self::Elem::zero())
     }
 
+    /// Evaluates on `device` (one generated kernel) into a new tensor with the expression's
+    /// axes; the leaves are copied to the device and the result back.
+    fn eval_on(self, device: &dyn crate::device::Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
+        crate::device::run_on(&self, device, &[], crate::device::ReduceKind::Sum)
+    }
+
+    /// Sums over the axes `Over` on `device` (a tree reduction per result element).
+    fn sum_on<Over: AxisSet>(
+        self,
+        device: &dyn crate::device::Device,
+    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let over = Over::type_ids();
+        crate::device::run_on(
+            &self,
+            device,
+            &over[..Over::RANK],
+            crate::device::ReduceKind::Sum,
+        )
+    }
+
+    /// The product over the axes `Over` on `device`.
+    fn prod_on<Over: AxisSet>(
+        self,
+        device: &dyn crate::device::Device,
+    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let over = Over::type_ids();
+        crate::device::run_on(
+            &self,
+            device,
+            &over[..Over::RANK],
+            crate::device::ReduceKind::Prod,
+        )
+    }
+
+    /// The largest element over the axes `Over` on `device` (NaN if any is NaN).
+    fn max_on<Over: AxisSet>(
+        self,
+        device: &dyn crate::device::Device,
+    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let over = Over::type_ids();
+        crate::device::run_on(
+            &self,
+            device,
+            &over[..Over::RANK],
+            crate::device::ReduceKind::Max,
+        )
+    }
+
+    /// The smallest element over the axes `Over` on `device` (NaN if any is NaN).
+    fn min_on<Over: AxisSet>(
+        self,
+        device: &dyn crate::device::Device,
+    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let over = Over::type_ids();
+        crate::device::run_on(
+            &self,
+            device,
+            &over[..Over::RANK],
+            crate::device::ReduceKind::Min,
+        )
+    }
+
     /// Evaluates into a new tensor laid out in the axis order `O` (any order of the
     /// expression's axes).
     fn eval_in<O: AxisSet>(self) -> Result<Tensor<Self::Elem, O>>

@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::ptr;
 
-use super::{Expr, Ir};
+use super::{Expr, Ir, LeafBuffer};
 use crate::element::Element;
 use crate::engine::CHUNK;
 use crate::engine::exec::ChunkEval;
@@ -261,6 +261,20 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
         out.push(operand(self));
     }
 
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        let data = self.storage().as_slice();
+        // SAFETY: element types are plain numbers (f32 f64 f16 bf16 i32 i64 u8, and bool,
+        // whose byte is 0 or 1): every byte of them is initialised, and a byte view of a
+        // slice of them covers exactly its memory.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data))
+        };
+        out.push(LeafBuffer {
+            dtype: T::DTYPE,
+            bytes,
+        });
+    }
+
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> LeafEval<'a, T> {
         *next_leaf += 1;
         LeafEval::new(self.storage().as_slice(), plan, *next_leaf - 1)
@@ -282,6 +296,10 @@ impl<E: Expr> Expr for &E {
 
     fn operands(&self, out: &mut Vec<LeafLayout>) {
         (**self).operands(out);
+    }
+
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        (**self).buffers(out);
     }
 
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> E::Eval<'a> {

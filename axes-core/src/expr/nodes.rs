@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use super::ops::{BinaryOp, UnaryOp};
-use super::{Expr, Ir, IrNode};
+use super::{Expr, Ir, IrNode, LeafBuffer};
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{LeafLayout, Plan};
@@ -36,6 +36,7 @@ impl<T: Element> Expr for Scalar<T> {
     where
         Self: 'a;
     fn operands(&self, _: &mut Vec<LeafLayout>) {}
+    fn buffers<'a>(&'a self, _: &mut Vec<LeafBuffer<'a>>) {}
     fn evaluator(&self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
         ScalarEval(self.0)
     }
@@ -95,6 +96,9 @@ impl<T: Element, E: Expr, Op: UnaryOp<E::Elem, Out = T>> Expr for Unary<T, E, Op
         Self: 'a;
     fn operands(&self, out: &mut Vec<LeafLayout>) {
         self.inner.operands(out);
+    }
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        self.inner.buffers(out);
     }
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         UnaryEval {
@@ -176,6 +180,10 @@ where
     fn operands(&self, out: &mut Vec<LeafLayout>) {
         self.left.operands(out);
         self.right.operands(out);
+    }
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        self.left.buffers(out);
+        self.right.buffers(out);
     }
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let left = self.left.evaluator(plan, next_leaf);
@@ -265,6 +273,11 @@ where
         self.a.operands(out);
         self.b.operands(out);
     }
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        self.cond.buffers(out);
+        self.a.buffers(out);
+        self.b.buffers(out);
+    }
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let cond = self.cond.evaluator(plan, next_leaf);
         let a = self.a.evaluator(plan, next_leaf);
@@ -329,6 +342,9 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     fn operands(&self, out: &mut Vec<LeafLayout>) {
         self.inner.operands(out);
     }
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        self.inner.buffers(out);
+    }
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         CastEval(self.inner.evaluator(plan, next_leaf), PhantomData)
     }
@@ -386,6 +402,9 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
         Self: 'a;
     fn operands(&self, out: &mut Vec<LeafLayout>) {
         self.inner.operands(out);
+    }
+    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+        self.inner.buffers(out);
     }
     fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         MapEval(self.inner.evaluator(plan, next_leaf), &self.f)
