@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axes_core::error::{Error, Result};
-use axes_kernels::{Dialect, Kernel};
+use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
-use crate::Index;
+use crate::{Index, JobPlan, Slot};
 
 fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Unsupported {
@@ -240,5 +240,39 @@ impl Cuda {
         self.stream
             .synchronize()
             .map_err(|e| cuda_error("waiting for the device", e))
+    }
+}
+
+impl axes_core::device::Device for Cuda {
+    fn name(&self) -> String {
+        Cuda::name(self)
+    }
+
+    fn run(&self, job: &axes_core::device::Job<'_>) -> Result<Vec<u8>> {
+        let Some(plan) = JobPlan::new(job, Dialect::Cuda)? else {
+            return Ok(Vec::new());
+        };
+        let out = self.upload(&vec![0u8; plan.out_bytes])?;
+        let inputs = (job.leaves.iter())
+            .map(|leaf| self.upload(leaf.bytes))
+            .collect::<Result<Vec<_>>>()?;
+        let args: Vec<CudaArg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => CudaArg::Index(v),
+                Slot::Out => CudaArg::U8(&out),
+                Slot::Leaf(k) => CudaArg::U8(&inputs[k]),
+            })
+            .collect();
+        let (blocks, threads) = if plan.reduction {
+            (plan.items.clamp(1, 65_535), REDUCE_GROUP)
+        } else {
+            (plan.items.div_ceil(256).clamp(1, 65_535), 256)
+        };
+        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
+        // each leaf's buffer is a copy of its whole host buffer and the job's offsets and
+        // strides are its tensor's unpadded layout, inside that buffer; the output holds the
+        // result.
+        unsafe { self.launch(&plan.kernel, plan.wide, &args, blocks, threads)? };
+        self.download(&out)
     }
 }

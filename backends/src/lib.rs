@@ -53,3 +53,98 @@ pub fn global_size(items: usize, local: usize, cap_groups: usize) -> usize {
     let local = local.max(1);
     items.div_ceil(local).clamp(1, cap_groups.max(1)) * local
 }
+
+/// One argument of a planned launch: an index, the output buffer, or leaf `k`'s buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Slot {
+    Index(Index),
+    Out,
+    Leaf(usize),
+}
+
+/// A device job turned into a kernel and its argument list (shared by the backends).
+pub(crate) struct JobPlan {
+    pub(crate) kernel: axes_kernels::Kernel,
+    pub(crate) wide: bool,
+    pub(crate) args: Vec<Slot>,
+    /// Work items (elementwise) or work-groups (reduction) wanted.
+    pub(crate) items: usize,
+    pub(crate) reduction: bool,
+    pub(crate) out_bytes: usize,
+}
+
+impl JobPlan {
+    /// The plan for `job` in `dialect`; `None` when the result is empty.
+    pub(crate) fn new(
+        job: &axes_core::device::Job<'_>,
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<Option<JobPlan>> {
+        use axes_core::device::ReduceKind;
+        use axes_kernels::{CType, ReduceOp, Spec};
+        let out = CType::of(job.out)?;
+        let types = (job.leaves.iter())
+            .map(|leaf| CType::of(leaf.dtype))
+            .collect::<axes_core::Result<Vec<_>>>()?;
+        let count: usize = job.kept.iter().product();
+        let reduced: usize = job.reduced.iter().product();
+        if count == 0 {
+            return Ok(None);
+        }
+        let largest = (job.leaves.iter())
+            .zip(&types)
+            .map(|(leaf, ty)| leaf.bytes.len() / ty.size())
+            .chain([count.saturating_mul(reduced.max(1))])
+            .max()
+            .unwrap_or(0);
+        let spec = Spec {
+            ir: &job.ir,
+            leaves: &types,
+            out,
+            wide: Spec::needs_wide(largest),
+        };
+        let reduction = !job.reduced.is_empty();
+        let mut args = vec![Slot::Index(count as Index)];
+        let kernel = if reduction {
+            args.extend([Slot::Index(reduced as Index), Slot::Index(1)]);
+            let op = match job.reduce {
+                ReduceKind::Sum => ReduceOp::Sum,
+                ReduceKind::Prod => ReduceOp::Prod,
+                ReduceKind::Max => ReduceOp::Max,
+                ReduceKind::Min => ReduceOp::Min,
+            };
+            axes_kernels::reduction(&spec, job.kept.len(), job.reduced.len(), op, dialect)?
+        } else {
+            axes_kernels::elementwise(&spec, job.kept.len(), dialect)?
+        };
+        args.extend(
+            job.kept
+                .iter()
+                .chain(&job.reduced)
+                .map(|&l| Slot::Index(l as Index)),
+        );
+        args.extend([Slot::Out, Slot::Index(0)]);
+        // The result is row-major over the kept axes.
+        let mut strides = vec![0; job.kept.len()];
+        let mut size: Index = 1;
+        for (s, &l) in strides.iter_mut().zip(&job.kept).rev() {
+            *s = size;
+            size *= l as Index;
+        }
+        args.extend(strides.into_iter().map(Slot::Index));
+        if reduction {
+            args.push(Slot::Index(0));
+        }
+        for (k, leaf) in job.leaves.iter().enumerate() {
+            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
+            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+        }
+        Ok(Some(JobPlan {
+            kernel,
+            wide: spec.wide,
+            args,
+            items: count,
+            reduction,
+            out_bytes: count * out.size(),
+        }))
+    }
+}

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axes_core::device::{Device as RunsJobs, Job, ReduceKind};
+use axes_core::device::{Device as RunsJobs, Job};
 use axes_core::error::{Error, Result};
-use axes_kernels::{CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec};
+use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
@@ -16,7 +16,7 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
-use crate::{Index, Plain};
+use crate::{Index, JobPlan, Plain, Slot};
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Unsupported {
@@ -268,108 +268,39 @@ impl<T> DeviceBuffer<T> {
     }
 }
 
-/// The row-major strides of `lens`.
-fn row_major(lens: &[usize]) -> Vec<Index> {
-    let mut strides = vec![0; lens.len()];
-    let mut size = 1;
-    for (s, &l) in strides.iter_mut().zip(lens).rev() {
-        *s = size;
-        size *= l as Index;
-    }
-    strides
-}
-
-/// The kernels' reduction of a job's.
-pub(crate) fn reduce_op(kind: ReduceKind) -> ReduceOp {
-    match kind {
-        ReduceKind::Sum => ReduceOp::Sum,
-        ReduceKind::Prod => ReduceOp::Prod,
-        ReduceKind::Max => ReduceOp::Max,
-        ReduceKind::Min => ReduceOp::Min,
-    }
-}
-
 impl RunsJobs for OpenCl {
     fn name(&self) -> String {
         OpenCl::name(self)
     }
 
     fn run(&self, job: &Job<'_>) -> Result<Vec<u8>> {
-        let out_type = CType::of(job.out)?;
-        let types = (job.leaves.iter())
-            .map(|leaf| CType::of(leaf.dtype))
-            .collect::<Result<Vec<_>>>()?;
-        let count: usize = job.kept.iter().product();
-        let reduced: usize = job.reduced.iter().product();
-        if count == 0 {
+        let Some(plan) = JobPlan::new(job, Dialect::OpenCl)? else {
             return Ok(Vec::new());
-        }
-        let largest = (job.leaves.iter())
-            .zip(&types)
-            .map(|(leaf, ty)| leaf.bytes.len() / ty.size())
-            .chain([count.saturating_mul(reduced.max(1))])
-            .max()
-            .unwrap_or(0);
-        let spec = Spec {
-            ir: &job.ir,
-            leaves: &types,
-            out: out_type,
-            wide: Spec::needs_wide(largest),
         };
-        let out = self.upload(&vec![0u8; count * out_type.size()])?;
+        let out = self.upload(&vec![0u8; plan.out_bytes])?;
         let inputs = (job.leaves.iter())
             .map(|leaf| self.upload(leaf.bytes))
             .collect::<Result<Vec<_>>>()?;
-        let mut args = Vec::new();
-        let elementwise = job.reduced.is_empty();
-        let kernel = if elementwise {
-            args.push(Arg::Index(count as Index));
-            axes_kernels::elementwise(&spec, job.kept.len(), Dialect::OpenCl)?
-        } else {
-            args.extend([
-                Arg::Index(count as Index),
-                Arg::Index(reduced as Index),
-                Arg::Index(1),
-            ]);
-            axes_kernels::reduction(
-                &spec,
-                job.kept.len(),
-                job.reduced.len(),
-                reduce_op(job.reduce),
-                Dialect::OpenCl,
-            )?
-        };
-        args.extend(
-            job.kept
-                .iter()
-                .chain(&job.reduced)
-                .map(|&l| Arg::Index(l as Index)),
-        );
-        args.push(out.arg());
-        args.push(Arg::Index(0));
-        args.extend(row_major(&job.kept).into_iter().map(Arg::Index));
-        if !elementwise {
-            args.push(Arg::Index(0));
-        }
-        for (leaf, buffer) in job.leaves.iter().zip(&inputs) {
-            args.push(buffer.arg());
-            args.push(Arg::Index(leaf.offset as Index));
-            args.extend(leaf.strides.iter().map(|&s| Arg::Index(s as Index)));
-        }
-        let (global, local) = if elementwise {
-            (crate::global_size(count, 64, 4096), 64)
-        } else {
+        let args: Vec<Arg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => Arg::Index(v),
+                Slot::Out => out.arg(),
+                Slot::Leaf(k) => inputs[k].arg(),
+            })
+            .collect();
+        let (global, local) = if plan.reduction {
             self.check_reduction_group()?;
             (
-                crate::global_size(count, 1, 4096) * REDUCE_GROUP,
+                crate::global_size(plan.items, 1, 4096) * REDUCE_GROUP,
                 REDUCE_GROUP,
             )
+        } else {
+            (crate::global_size(plan.items, 64, 4096), 64)
         };
-        // SAFETY: the arguments follow the generator's order for this kernel; each leaf's
-        // buffer is its whole host buffer, and the job's offsets and strides are its tensor
-        // layout's (unpadded, checked when the job was made), which stay inside that buffer;
-        // the output holds `count` elements of the output type, written row-major.
-        unsafe { self.launch(&kernel, spec.wide, &args, global, local)? };
+        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
+        // each leaf's buffer is its whole host buffer and the job's offsets and strides are
+        // its tensor's unpadded layout, inside that buffer; the output holds the result.
+        unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local)? };
         self.download(&out)
     }
 }

@@ -352,3 +352,40 @@ fn random_kernels_run_on_the_gpu() {
     }
     println!("random kernels matched on {}", cuda.name());
 }
+
+#[derive(axes::Axis)]
+struct Row;
+#[derive(axes::Axis)]
+struct Col;
+
+/// The library's expressions and reductions on the GPU agree with the CPU engine.
+#[test]
+fn library_expressions_run_on_the_gpu() {
+    use axes::ExprExt;
+    use axes::prelude::*;
+    let Some(cuda) = device() else { return };
+    let x = Tensor::<f32, (Row, Col)>::from_fn((Row.len(300), Col.len(517)), |ix| {
+        ((ix.of::<Row>() * 31 + ix.of::<Col>() * 7) % 97) as f32 / 40.0 - 1.2
+    })
+    .unwrap();
+    let y =
+        Tensor::<f32, (Col,)>::from_fn(Col.len(517), |ix| ix.of::<Col>() as f32 / 500.0).unwrap();
+    let xt: Tensor<f32, (Col, Row)> = x.axes_with_order();
+    let e = || ((&xt * 2.0 + &y).tanh() * &x).exp();
+    let cpu = e().eval().unwrap().to_vec();
+    let gpu = e().eval_on(&cuda).unwrap().to_vec();
+    for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+        assert!(
+            (c - g).abs() <= 1e-5 * (1.0 + c.abs()),
+            "element {i}: CPU {c}, GPU {g}"
+        );
+    }
+    let cpu = e().sum::<(Row,)>().unwrap().to_vec();
+    let gpu = e().sum_on::<(Row,)>(&cuda).unwrap().to_vec();
+    for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+        assert!(
+            (c - g).abs() <= 1e-4 * (1.0 + c.abs()),
+            "sum {i}: CPU {c}, GPU {g}"
+        );
+    }
+}
