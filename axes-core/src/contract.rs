@@ -182,6 +182,87 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     ))
 }
 
+/// [`dot`] computed on `device` (a generated tiled matrix product): the operands are copied to
+/// the device (packed first only where their strides do not allow a matrix view, as on the
+/// CPU) and the result back.
+pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+    device: &dyn crate::device::Device,
+) -> Result<Tensor<T, DotAxes<L, R>>> {
+    use crate::device::{MatmulJob, MatrixSide, as_bytes, from_bytes};
+    let roles = dot_roles::<L, R>();
+    let (xl, yl) = (x.lens(), y.lens());
+    for &(a, b) in &roles.k {
+        if xl[a] != yl[b] {
+            return Err(Error::LengthMismatch {
+                axis: L::names()[a].to_string(),
+                left: xl[a],
+                right: yl[b],
+            });
+        }
+    }
+    let m_axes = by_stride(x.layout(), &roles.m);
+    let mut k_pairs = roles.k.clone();
+    k_pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout().strides()[a].unsigned_abs()));
+    let n_axes = by_stride(y.layout(), &roles.n);
+    let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
+    let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
+    let lhs = matrix_operand(x, &[], &m_axes, &kx);
+    let rhs = matrix_operand(y, &[], &ky, &n_axes);
+    let lhs_data: &[T] = if lhs.packed {
+        &lhs.data
+    } else {
+        x.storage().as_slice()
+    };
+    let rhs_data: &[T] = if rhs.packed {
+        &rhs.data
+    } else {
+        y.storage().as_slice()
+    };
+    let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
+    let comp_lens: Vec<usize> = (m_axes.iter().map(|&a| xl[a]))
+        .chain(n_axes.iter().map(|&b| yl[b]))
+        .collect();
+    let values = if m == 0 || n == 0 {
+        Vec::new()
+    } else {
+        let job = MatmulJob {
+            dtype: T::DTYPE,
+            m,
+            n,
+            k,
+            lhs: MatrixSide {
+                bytes: as_bytes(lhs_data),
+                offset: lhs.offset,
+                row_stride: lhs.rows.1,
+                col_stride: lhs.cols.1,
+            },
+            rhs: MatrixSide {
+                bytes: as_bytes(rhs_data),
+                offset: rhs.offset,
+                row_stride: rhs.rows.1,
+                col_stride: rhs.cols.1,
+            },
+        };
+        from_bytes::<T>(&device.matmul(&job)?, m * n, device)?
+    };
+    // The result in the type's order: x's kept axes in x's order, then y's in y's order.
+    let mut type_order: Vec<usize> = Vec::new();
+    for a in 0..L::RANK {
+        if let Some(p) = m_axes.iter().position(|&b| b == a) {
+            type_order.push(p);
+        }
+    }
+    for b in 0..R::RANK {
+        if let Some(p) = n_axes.iter().position(|&c| c == b) {
+            type_order.push(m_axes.len() + p);
+        }
+    }
+    let layout = Layout::row_major(&comp_lens).permuted(&type_order);
+    Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits its buffer"))
+}
+
 /// The axes of `dot_over::<Over>(x, y)`.
 pub type DotOverAxes<L, R, Over> = Union<Difference<L, Over>, Difference<R, Over>>;
 

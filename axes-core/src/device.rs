@@ -62,12 +62,88 @@ pub struct Job<'a> {
     pub out: DType,
 }
 
+/// One operand of a [`MatmulJob`]: its buffer and the strides of its two dimensions.
+#[derive(Clone, Copy, Debug)]
+pub struct MatrixSide<'a> {
+    /// The buffer's bytes.
+    pub bytes: &'a [u8],
+    /// The position of element (0, 0).
+    pub offset: usize,
+    /// Stride between rows, in elements.
+    pub row_stride: isize,
+    /// Stride between columns, in elements.
+    pub col_stride: isize,
+}
+
+/// A matrix product for a device: `lhs` (`m`×`k`) times `rhs` (`k`×`n`), the result row-major.
+#[derive(Clone, Copy, Debug)]
+pub struct MatmulJob<'a> {
+    /// The element type of both operands and the result.
+    pub dtype: DType,
+    /// Rows of the result.
+    pub m: usize,
+    /// Columns of the result.
+    pub n: usize,
+    /// The contracted length.
+    pub k: usize,
+    /// The left operand.
+    pub lhs: MatrixSide<'a>,
+    /// The right operand.
+    pub rhs: MatrixSide<'a>,
+}
+
 /// A device that runs [`Job`]s (implemented by the OpenCL and CUDA backends).
 pub trait Device: Sync {
     /// The device's name, for messages.
     fn name(&self) -> String;
     /// Runs `job` and returns the result's elements as bytes (row-major over the kept axes).
     fn run(&self, job: &Job<'_>) -> Result<Vec<u8>>;
+    /// Runs a matrix product and returns the result's elements as bytes (row-major `m`×`n`).
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<Vec<u8>> {
+        let _ = job;
+        Err(Error::Unsupported {
+            what: format!("matrix products on {}", self.name()),
+        })
+    }
+}
+
+/// The bytes of a slice of elements.
+pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: element types are plain numbers (f32 f64 f16 bf16 i32 i64 u8, and bool, whose
+    // byte is 0 or 1): every byte is initialised, and the byte view covers exactly the
+    // slice's memory, borrowed for as long as the slice.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// `count` elements from the bytes a device returned, or an error naming the device.
+pub(crate) fn from_bytes<T: Element>(
+    bytes: &[u8],
+    count: usize,
+    device: &dyn Device,
+) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() != count * size {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{} returned {} bytes for {count} elements of {}",
+                device.name(),
+                bytes.len(),
+                T::DTYPE.name()
+            ),
+        });
+    }
+    let mut values: Vec<T> = vec![T::zero(); count];
+    // SAFETY: `values` holds `count` plain elements, `count * size` bytes, all overwritten by
+    // exactly that many bytes (checked above); for bool, devices write 0 or 1 (kernels store
+    // booleans as `(x != 0)`).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            values.as_mut_ptr().cast::<u8>(),
+            bytes.len(),
+        );
+    }
+    Ok(values)
 }
 
 /// The job for `expr` with the result axes `kept` and the reduced axes `reduced` (type ids).
@@ -148,28 +224,7 @@ pub(crate) fn run_on<E: Expr, R: AxisSet>(
     let job = job(expr, &kept[..R::RANK], over, reduce, E::Elem::DTYPE)?;
     let bytes = device.run(&job)?;
     let count: usize = job.kept.iter().product();
-    let size = std::mem::size_of::<E::Elem>();
-    if bytes.len() != count * size {
-        return Err(Error::Unsupported {
-            what: format!(
-                "{} returned {} bytes for {count} elements of {}",
-                device.name(),
-                bytes.len(),
-                E::Elem::DTYPE.name()
-            ),
-        });
-    }
-    let mut values: Vec<E::Elem> = vec![E::Elem::zero(); count];
-    // SAFETY: `values` holds `count` plain elements, `count * size` bytes, all overwritten
-    // by the device's result of exactly that many bytes (checked above); for bool the device
-    // writes 0 or 1 (kernels store booleans as `(x != 0)`).
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            values.as_mut_ptr().cast::<u8>(),
-            bytes.len(),
-        );
-    }
+    let values = from_bytes::<E::Elem>(&bytes, count, device)?;
     Ok(
         Tensor::from_parts(Storage::new(values), Layout::row_major(&job.kept))
             .expect("a fresh result fits"),

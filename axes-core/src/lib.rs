@@ -28,7 +28,7 @@ pub mod storage;
 pub mod tensor;
 
 pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
-pub use contract::{dot, dot_over};
+pub use contract::{dot, dot_on, dot_over};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};

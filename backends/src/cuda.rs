@@ -275,4 +275,31 @@ impl axes_core::device::Device for Cuda {
         unsafe { self.launch(&plan.kernel, plan.wide, &args, blocks, threads)? };
         self.download(&out)
     }
+
+    fn matmul(&self, job: &axes_core::device::MatmulJob<'_>) -> Result<Vec<u8>> {
+        let plan = JobPlan::matmul(job, Dialect::Cuda)?;
+        let out = self.upload(&vec![0u8; plan.out_bytes])?;
+        let sides = [self.upload(job.lhs.bytes)?, self.upload(job.rhs.bytes)?];
+        let args: Vec<CudaArg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => CudaArg::Index(v),
+                Slot::Out => CudaArg::U8(&out),
+                Slot::Leaf(k) => CudaArg::U8(&sides[k]),
+            })
+            .collect();
+        let tile = axes_kernels::MATMUL_TILE;
+        // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
+        // side's buffer is a copy of its operand's whole buffer, and its offset and strides
+        // are the operand's matrix view, inside that buffer; the output holds m×n elements.
+        unsafe {
+            self.launch(
+                &plan.kernel,
+                plan.wide,
+                &args,
+                plan.items.clamp(1, 65_535),
+                tile * tile,
+            )?
+        };
+        self.download(&out)
+    }
 }

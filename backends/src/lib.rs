@@ -148,3 +148,38 @@ impl JobPlan {
         }))
     }
 }
+
+impl JobPlan {
+    /// The plan for a matrix product: the tiled kernel, its arguments (leaf 0 is the left
+    /// operand, leaf 1 the right), and its work-group count in `items`.
+    pub(crate) fn matmul(
+        job: &axes_core::device::MatmulJob<'_>,
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<JobPlan> {
+        use axes_kernels::{CType, MATMUL_TILE, Spec};
+        let ty = CType::of(job.dtype)?;
+        let largest = (job.lhs.bytes.len().max(job.rhs.bytes.len()) / ty.size()).max(job.m * job.n);
+        let wide = Spec::needs_wide(largest);
+        let kernel = axes_kernels::matmul(ty, wide, dialect)?;
+        let i = |v: usize| Slot::Index(v as Index);
+        let mut args = vec![i(1), i(job.m), i(job.n), i(job.k)];
+        args.extend([Slot::Out, i(0), i(0), i(job.n), i(1)]);
+        for (k, side) in [job.lhs, job.rhs].iter().enumerate() {
+            args.extend([
+                Slot::Leaf(k),
+                i(side.offset),
+                Slot::Index(0),
+                Slot::Index(side.row_stride as Index),
+                Slot::Index(side.col_stride as Index),
+            ]);
+        }
+        Ok(JobPlan {
+            kernel,
+            wide,
+            args,
+            items: job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
+            reduction: true,
+            out_bytes: job.m * job.n * ty.size(),
+        })
+    }
+}

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axes_core::device::{Device as RunsJobs, Job};
+use axes_core::device::{Device as RunsJobs, Job, MatmulJob};
 use axes_core::error::{Error, Result};
-use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
+use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
@@ -301,6 +301,33 @@ impl RunsJobs for OpenCl {
         // each leaf's buffer is its whole host buffer and the job's offsets and strides are
         // its tensor's unpadded layout, inside that buffer; the output holds the result.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local)? };
+        self.download(&out)
+    }
+
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<Vec<u8>> {
+        let plan = JobPlan::matmul(job, Dialect::OpenCl)?;
+        let out = self.upload(&vec![0u8; plan.out_bytes])?;
+        let sides = [self.upload(job.lhs.bytes)?, self.upload(job.rhs.bytes)?];
+        let args: Vec<Arg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => Arg::Index(v),
+                Slot::Out => out.arg(),
+                Slot::Leaf(k) => sides[k].arg(),
+            })
+            .collect();
+        let group = MATMUL_TILE * MATMUL_TILE;
+        // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
+        // side's buffer is its operand's whole buffer, and its offset and strides are the
+        // operand's matrix view, inside that buffer; the output holds m×n elements.
+        unsafe {
+            self.launch(
+                &plan.kernel,
+                plan.wide,
+                &args,
+                crate::global_size(plan.items, 1, 4096) * group,
+                group,
+            )?
+        };
         self.download(&out)
     }
 }

@@ -4,8 +4,8 @@
 //! in f32, f64 and i32, and every reduction over one or several axes.
 #![cfg(feature = "opencl")]
 
-use axes::ExprExt;
 use axes::prelude::*;
+use axes::{ExprExt, dot_on};
 use axes_backends::opencl::OpenCl;
 
 #[derive(Axis)]
@@ -232,5 +232,53 @@ fn device_errors_name_the_problem() {
             .unwrap_err()
             .to_string()
             .contains("padded")
+    );
+}
+
+#[test]
+fn contractions_match_the_cpu() {
+    let Some(cl) = device() else { return };
+    let (x, p, _) = inputs();
+    let w = Tensor::<f32, (I, J)>::from_fn((I.len(29), J.len(19)), |ix| {
+        ((ix.of::<I>() * 5 + ix.of::<J>() * 3) % 11) as f32 / 6.0 - 0.8
+    })
+    .unwrap();
+    // x is a permuted view, p a reversed slice (packed before the copy), w plain.
+    agree(
+        "dot",
+        dot(&x, &w).unwrap(),
+        dot_on(&x, &w, cl).unwrap(),
+        1e-5,
+    );
+    agree(
+        "dot reversed",
+        dot(&p, &w).unwrap(),
+        dot_on(&p, &w, cl).unwrap(),
+        1e-5,
+    );
+    let wt: Tensor<f32, (J, I)> = w.axes_with_order();
+    agree(
+        "dot transposed weight",
+        dot(&wt, &x).unwrap(),
+        dot_on(&wt, &x, cl).unwrap(),
+        1e-5,
+    );
+    // A square weight: x's I meets its Dual<I>.
+    let sq =
+        Tensor::<f64, (Dual<I>, I)>::from_fn((Dual::<I>::default().len(29), I.len(29)), |ix| {
+            ((ix.of::<Dual<I>>() * 13 + ix.of::<I>()) % 17) as f64 / 9.0 - 0.9
+        })
+        .unwrap();
+    let xd: Tensor<f64, (B, I)> = x.cast::<f64>().eval().unwrap();
+    agree(
+        "dot dual",
+        dot(&xd, &sq).unwrap(),
+        dot_on(&xd, &sq, cl).unwrap(),
+        1e-12,
+    );
+    let short = Tensor::<f32, (I, J)>::zeros((I.len(3), J.len(2))).unwrap();
+    assert_eq!(
+        dot_on(&x, &short, cl).unwrap_err().to_string(),
+        "axis `I` has length 29 in one operand and 3 in the other"
     );
 }

@@ -262,16 +262,9 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
     }
 
     fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
-        let data = self.storage().as_slice();
-        // SAFETY: element types are plain numbers (f32 f64 f16 bf16 i32 i64 u8, and bool,
-        // whose byte is 0 or 1): every byte of them is initialised, and a byte view of a
-        // slice of them covers exactly its memory.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data))
-        };
         out.push(LeafBuffer {
             dtype: T::DTYPE,
-            bytes,
+            bytes: crate::device::as_bytes(self.storage().as_slice()),
         });
     }
 
