@@ -3,9 +3,11 @@
 //! buffers with their strides over the iteration axes, and the lengths; the device returns the
 //! result's elements.
 //!
-//! Tensors stay in host memory for now: [`ExprExt::eval_on`](crate::ExprExt::eval_on) and the
-//! `*_on` reductions copy the leaves to the device, run one generated kernel, and copy the
-//! result back — the same expression as on the CPU, with nothing changed but the device.
+//! Tensors stay in host memory for now: [`ExprExt::eval_on`](crate::ExprExt::eval_on), the
+//! `*_on` reductions and [`dot_on`](crate::dot_on) copy the operands to the device, run one
+//! generated kernel, and copy the result back — the same expression as on the CPU, with
+//! nothing changed but the device. Devices: `axes_backends::opencl::OpenCl::shared()`,
+//! `axes_backends::cuda::Cuda::new(0)` (cargo features `opencl`, `cuda` of `axes-backends`).
 
 use std::any::TypeId;
 

@@ -185,5 +185,5 @@ pub enum Error {
     },
 }
 
-/// `Result` with this crate's [`Error`].
+/// `Result` with this crate's [`Error`](enum@Error).
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,6 @@
 //! Lazy expressions (r-tensors): `&x + &y`, `x.exp()`, `(&x - &y).square().sum_all()` build a
-//! typed tree that computes nothing until it is evaluated ([`Expr::eval`]), assigned
-//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced ([`Expr::sum`]). Evaluation runs the
+//! typed tree that computes nothing until it is evaluated ([`ExprExt::eval`]), assigned
+//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced ([`ExprExt::sum`]). Evaluation runs the
 //! whole tree as one loop nest ([`crate::engine`]): no temporaries.
 //!
 //! The result axes of a binary operation follow the elementwise ordering rules
