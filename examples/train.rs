@@ -185,8 +185,9 @@ fn options() -> Result<Options, String> {
                 "cpu" => {}
                 other => {
                     return Err(format!(
-                        "device `{other}` is not available: this build runs on the CPU only \
-                         (the CUDA and OpenCL backends are not built yet)"
+                        "device `{other}` is not available for training: autodiff runs on the CPU \
+                         only so far (expressions, reductions and `dot` run on OpenCL and CUDA \
+                         through `axes-backends`)"
                     ));
                 }
             },
