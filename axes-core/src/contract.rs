@@ -191,25 +191,8 @@ pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     device: &dyn crate::device::Device,
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
     use crate::device::{MatmulJob, MatrixSide, as_bytes, from_bytes};
-    let roles = dot_roles::<L, R>();
-    let (xl, yl) = (x.lens(), y.lens());
-    for &(a, b) in &roles.k {
-        if xl[a] != yl[b] {
-            return Err(Error::LengthMismatch {
-                axis: L::names()[a].to_string(),
-                left: xl[a],
-                right: yl[b],
-            });
-        }
-    }
-    let m_axes = by_stride(x.layout(), &roles.m);
-    let mut k_pairs = roles.k.clone();
-    k_pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout().strides()[a].unsigned_abs()));
-    let n_axes = by_stride(y.layout(), &roles.n);
-    let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
-    let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
-    let lhs = matrix_operand(x, &[], &m_axes, &kx);
-    let rhs = matrix_operand(y, &[], &ky, &n_axes);
+    let matrices = Matrices::new(x, y, &dot_roles::<L, R>())?;
+    let (lhs, rhs) = (&matrices.lhs, &matrices.rhs);
     let lhs_data: &[T] = if lhs.packed {
         &lhs.data
     } else {
@@ -221,45 +204,28 @@ pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
         y.storage().as_slice()
     };
     let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
-    let comp_lens: Vec<usize> = (m_axes.iter().map(|&a| xl[a]))
-        .chain(n_axes.iter().map(|&b| yl[b]))
-        .collect();
     let values = if m == 0 || n == 0 {
         Vec::new()
     } else {
+        fn side<'a, T: Num>(op: &MatrixOperand<T>, data: &'a [T]) -> MatrixSide<'a> {
+            MatrixSide {
+                bytes: as_bytes(data),
+                offset: op.offset,
+                row_stride: op.rows.1,
+                col_stride: op.cols.1,
+            }
+        }
         let job = MatmulJob {
             dtype: T::DTYPE,
             m,
             n,
             k,
-            lhs: MatrixSide {
-                bytes: as_bytes(lhs_data),
-                offset: lhs.offset,
-                row_stride: lhs.rows.1,
-                col_stride: lhs.cols.1,
-            },
-            rhs: MatrixSide {
-                bytes: as_bytes(rhs_data),
-                offset: rhs.offset,
-                row_stride: rhs.rows.1,
-                col_stride: rhs.cols.1,
-            },
+            lhs: side(lhs, lhs_data),
+            rhs: side(rhs, rhs_data),
         };
         from_bytes::<T>(&device.matmul(&job)?, m * n, device)?
     };
-    // The result in the type's order: x's kept axes in x's order, then y's in y's order.
-    let mut type_order: Vec<usize> = Vec::new();
-    for a in 0..L::RANK {
-        if let Some(p) = m_axes.iter().position(|&b| b == a) {
-            type_order.push(p);
-        }
-    }
-    for b in 0..R::RANK {
-        if let Some(p) = n_axes.iter().position(|&c| c == b) {
-            type_order.push(m_axes.len() + p);
-        }
-    }
-    let layout = Layout::row_major(&comp_lens).permuted(&type_order);
+    let layout = matrices.result_layout(L::RANK, R::RANK);
     Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits its buffer"))
 }
 
@@ -401,44 +367,96 @@ fn matrix_operand<T: Element, A: AxisSet>(
 
 /// Runs the contraction described by `roles`; returns the result buffer and its layout in
 /// the result type's axis order (batch and m axes in x's order, then n axes in y's).
+/// A contraction laid out as (batched) matrices: the axes of each matrix dimension, each
+/// operand's matrix view, and the result's lengths in `[batch, m, n]` order.
+struct Matrices<T> {
+    batch_x: Vec<usize>,
+    m_axes: Vec<usize>,
+    n_axes: Vec<usize>,
+    lhs: MatrixOperand<T>,
+    rhs: MatrixOperand<T>,
+    comp_lens: Vec<usize>,
+}
+
+impl<T: Num> Matrices<T> {
+    /// Checks the paired lengths and views `x` and `y` as matrices for `roles`.
+    fn new<L: AxisSet, R: AxisSet>(
+        x: &Tensor<T, L>,
+        y: &Tensor<T, R>,
+        roles: &Roles,
+    ) -> Result<Self> {
+        let (xl, yl) = (x.lens(), y.lens());
+        for &(a, b) in roles.k.iter().chain(&roles.b) {
+            if xl[a] != yl[b] {
+                return Err(Error::LengthMismatch {
+                    axis: L::names()[a].to_string(),
+                    left: xl[a],
+                    right: yl[b],
+                });
+            }
+        }
+        // Orders: m and k by x's strides, n by y's; batch in x's order.
+        let m_axes = by_stride(x.layout(), &roles.m);
+        let mut k_pairs = roles.k.clone();
+        k_pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout().strides()[a].unsigned_abs()));
+        let n_axes = by_stride(y.layout(), &roles.n);
+        let batch_x: Vec<usize> = roles.b.iter().map(|&(a, _)| a).collect();
+        let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
+        let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
+        let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
+        let lhs = matrix_operand(x, &batch_x, &m_axes, &kx);
+        let rhs = matrix_operand(y, &batch_y, &ky, &n_axes);
+        let comp_lens: Vec<usize> = (batch_x.iter().map(|&a| xl[a]))
+            .chain(m_axes.iter().map(|&a| xl[a]))
+            .chain(n_axes.iter().map(|&b| yl[b]))
+            .collect();
+        Ok(Matrices {
+            batch_x,
+            m_axes,
+            n_axes,
+            lhs,
+            rhs,
+            comp_lens,
+        })
+    }
+
+    /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch
+    /// and m) in x's order, then y's n axes in y's order.
+    fn result_layout(&self, left_rank: usize, right_rank: usize) -> Layout {
+        let nb = self.batch_x.len();
+        let mut type_order: Vec<usize> = Vec::new();
+        for a in 0..left_rank {
+            if let Some(p) = self.batch_x.iter().position(|&b| b == a) {
+                type_order.push(p);
+            } else if let Some(p) = self.m_axes.iter().position(|&b| b == a) {
+                type_order.push(nb + p);
+            }
+        }
+        for b in 0..right_rank {
+            if let Some(p) = self.n_axes.iter().position(|&c| c == b) {
+                type_order.push(nb + self.m_axes.len() + p);
+            }
+        }
+        Layout::row_major(&self.comp_lens).permuted(&type_order)
+    }
+}
+
 fn contract<T: Num, L: AxisSet, R: AxisSet>(
     x: &Tensor<T, L>,
     y: &Tensor<T, R>,
     roles: &Roles,
 ) -> Result<(Vec<T>, Layout)> {
-    let (xl, yl) = (x.lens(), y.lens());
-    for &(a, b) in roles.k.iter().chain(&roles.b) {
-        if xl[a] != yl[b] {
-            return Err(Error::LengthMismatch {
-                axis: L::names()[a].to_string(),
-                left: xl[a],
-                right: yl[b],
-            });
-        }
-    }
-    // Orders: m and k by x's strides, n by y's; batch in x's order.
-    let m_axes = by_stride(x.layout(), &roles.m);
-    let k_pairs: Vec<(usize, usize)> = {
-        let mut pairs = roles.k.clone();
-        pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout().strides()[a].unsigned_abs()));
-        pairs
-    };
-    let n_axes = by_stride(y.layout(), &roles.n);
-    let batch_x: Vec<usize> = roles.b.iter().map(|&(a, _)| a).collect();
-    let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
-    let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
-    let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
-    let lhs = matrix_operand(x, &batch_x, &m_axes, &kx);
-    let rhs = matrix_operand(y, &batch_y, &ky, &n_axes);
-
+    let xl = x.lens();
+    let matrices = Matrices::new(x, y, roles)?;
+    let Matrices {
+        batch_x,
+        lhs,
+        rhs,
+        comp_lens,
+        ..
+    } = &matrices;
     // The result, row-major in [batch, m, n] computation order.
     let batch_lens: Vec<usize> = batch_x.iter().map(|&a| xl[a]).collect();
-    let comp_lens: Vec<usize> = batch_lens
-        .iter()
-        .copied()
-        .chain(m_axes.iter().map(|&a| xl[a]))
-        .chain(n_axes.iter().map(|&b| yl[b]))
-        .collect();
     let count = comp_lens
         .iter()
         .try_fold(1usize, |n, &l| n.checked_mul(l))
@@ -487,23 +505,7 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
             }
         }
     }
-    // View the result in the type's order: x's kept axes (batch and m) in x's order, then
-    // y's n axes in y's order.
-    let nb = batch_x.len();
-    let mut type_order: Vec<usize> = Vec::new();
-    for a in 0..L::RANK {
-        if let Some(p) = batch_x.iter().position(|&b| b == a) {
-            type_order.push(p);
-        } else if let Some(p) = m_axes.iter().position(|&b| b == a) {
-            type_order.push(nb + p);
-        }
-    }
-    for b in 0..R::RANK {
-        if let Some(p) = n_axes.iter().position(|&c| c == b) {
-            type_order.push(nb + m_axes.len() + p);
-        }
-    }
-    let layout = Layout::row_major(&comp_lens).permuted(&type_order);
+    let layout = matrices.result_layout(L::RANK, R::RANK);
     Ok((out, layout))
 }
 

@@ -17,6 +17,9 @@ use axes_kernels::{
     reduction,
 };
 use criterion::Criterion;
+
+#[path = "../../benches/support/mod.rs"]
+mod support;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
 
 /// Launches `kernel`.
@@ -56,20 +59,10 @@ fn squared_difference() -> Ir {
     ir
 }
 
-fn median_ms(c: &Criterion, name: &str) -> Option<f64> {
-    let _ = c;
-    let path = std::path::Path::new("target/criterion")
-        .join(name)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let rest = &text[text.find("\"median\"")?..];
-    let start = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-    let end = rest[start..].find([',', '}'])?;
-    rest[start..start + end]
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .map(|ns| ns / 1e6)
+/// Criterion's median for `name` in this run, in milliseconds.
+fn median_ms(name: &str) -> Option<f64> {
+    let (group, id) = name.split_once('/').unwrap_or((name, ""));
+    support::median_ns(group, id).map(|ns| ns / 1e6)
 }
 
 fn main() {
@@ -255,12 +248,12 @@ fn main() {
     c.final_summary();
 
     println!("\n{} (medians)", cuda.name());
-    let copy = median_ms(&c, "cuda copy 16M");
+    let copy = median_ms("cuda copy 16M");
     if let Some(copy) = copy {
         let copy_gbs = 2.0 * 4.0 * N as f64 / copy / 1e6;
         println!("device-to-device copy: {copy:.3} ms, {copy_gbs:.0} GB/s");
         for (name, bytes) in [("cuda axpby 16M", 3.0), ("cuda sum sq diff 16M", 2.0)] {
-            if let Some(ms) = median_ms(&c, name) {
+            if let Some(ms) = median_ms(name) {
                 let gbs = bytes * 4.0 * N as f64 / ms / 1e6;
                 println!(
                     "{name}: {ms:.3} ms, {gbs:.0} GB/s = {:.2} of the copy",
@@ -270,8 +263,8 @@ fn main() {
         }
     }
     let flops = 2.0 * (SIDE as f64).powi(3);
-    let ours = median_ms(&c, "cuda matmul generated 2048");
-    let blas = median_ms(&c, "cuda matmul cublas 2048");
+    let ours = median_ms("cuda matmul generated 2048");
+    let blas = median_ms("cuda matmul cublas 2048");
     if let Some(ours) = ours {
         print!("generated matmul: {:.0} GFLOP/s", flops / ours / 1e6);
         if let Some(blas) = blas {

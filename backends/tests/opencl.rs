@@ -34,16 +34,7 @@ fn launch(
 }
 
 fn device() -> Option<&'static OpenCl> {
-    match OpenCl::shared() {
-        Ok(device) => Some(device),
-        Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
-            panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
-        }
-        Err(e) => {
-            println!("SKIPPED (no OpenCL device): {e}");
-            None
-        }
-    }
+    common::opencl_device()
 }
 
 /// Uploads `values` as `ty`.

@@ -4,6 +4,9 @@
 //! in f32, f64 and i32, and every reduction over one or several axes.
 #![cfg(feature = "opencl")]
 
+mod common;
+
+use axes::device::ReduceKind;
 use axes::prelude::*;
 use axes::{ExprExt, dot_on};
 use axes_backends::opencl::OpenCl;
@@ -16,16 +19,7 @@ struct I;
 struct J;
 
 fn device() -> Option<&'static OpenCl> {
-    match OpenCl::shared() {
-        Ok(device) => Some(device),
-        Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
-            panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
-        }
-        Err(e) => {
-            println!("SKIPPED (no OpenCL device): {e}");
-            None
-        }
-    }
+    common::opencl_device()
 }
 
 fn agree<T: Element + Into<f64>, A: AxisSet>(
@@ -181,20 +175,20 @@ fn reductions_match_the_cpu() {
     agree(
         "max over B",
         e().max_over::<(B,)>().unwrap(),
-        e().max_on::<(B,)>(cl).unwrap(),
+        e().reduce_on::<(B,)>(cl, ReduceKind::Max).unwrap(),
         1e-6,
     );
     agree(
         "min over I",
         e().min_over::<(I,)>().unwrap(),
-        e().min_on::<(I,)>(cl).unwrap(),
+        e().reduce_on::<(I,)>(cl, ReduceKind::Min).unwrap(),
         1e-6,
     );
     let q = || (&p * 0.1).exp();
     agree(
         "prod over I",
         q().prod::<(I,)>().unwrap(),
-        q().prod_on::<(I,)>(cl).unwrap(),
+        q().reduce_on::<(I,)>(cl, ReduceKind::Prod).unwrap(),
         1e-5,
     );
     // A leaf with an axis the result does not have, broadcast along another.

@@ -207,6 +207,41 @@ fn index_type(wide: bool, dialect: Dialect) -> &'static str {
     }
 }
 
+/// The work-group builtins of a dialect, spelled with the index type `idx`.
+struct Group {
+    /// The qualifier of group-shared memory.
+    local: &'static str,
+    /// This thread's position in its group.
+    tid: String,
+    /// This group's position.
+    group: String,
+    /// The number of groups.
+    groups: String,
+    /// A barrier for the group's threads and its shared memory.
+    sync: &'static str,
+}
+
+impl Group {
+    fn of(dialect: Dialect, idx: &str) -> Group {
+        match dialect {
+            Dialect::Cuda => Group {
+                local: "__shared__",
+                tid: format!("({idx})threadIdx.x"),
+                group: format!("({idx})blockIdx.x"),
+                groups: format!("({idx})gridDim.x"),
+                sync: "__syncthreads();",
+            },
+            Dialect::OpenCl => Group {
+                local: "__local",
+                tid: format!("({idx})get_local_id(0)"),
+                group: format!("({idx})get_group_id(0)"),
+                groups: format!("({idx})get_num_groups(0)"),
+                sync: "barrier(CLK_LOCAL_MEM_FENCE);",
+            },
+        }
+    }
+}
+
 /// FNV-1a of the text, for kernel names.
 fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -343,22 +378,13 @@ pub fn reduction(
         params.extend((0..kept).map(|a| format!("{idx} in_{k}_ks_{a}")));
         params.extend((0..reduced).map(|a| format!("{idx} in_{k}_rs_{a}")));
     }
-    let (local, tid, group, groups, sync) = match dialect {
-        Dialect::Cuda => (
-            "__shared__",
-            format!("({idx})threadIdx.x"),
-            format!("({idx})blockIdx.x"),
-            format!("({idx})gridDim.x"),
-            "__syncthreads();",
-        ),
-        Dialect::OpenCl => (
-            "__local",
-            format!("({idx})get_local_id(0)"),
-            format!("({idx})get_group_id(0)"),
-            format!("({idx})get_num_groups(0)"),
-            "barrier(CLK_LOCAL_MEM_FENCE);",
-        ),
-    };
+    let Group {
+        local,
+        tid,
+        group,
+        groups,
+        sync,
+    } = Group::of(dialect, idx);
     let init = emit::identity(op, acc_type, dialect)?;
     let leaves = spec.leaves.len();
     let mut body = String::new();
@@ -479,22 +505,13 @@ pub fn matmul(ty: CType, wide: bool, dialect: Dialect) -> Result<Kernel> {
             params.push(format!("{idx} {name}_{s}"));
         }
     }
-    let (local, tid, group, groups, sync) = match dialect {
-        Dialect::Cuda => (
-            "__shared__",
-            format!("({idx})threadIdx.x"),
-            format!("({idx})blockIdx.x"),
-            format!("({idx})gridDim.x"),
-            "__syncthreads();",
-        ),
-        Dialect::OpenCl => (
-            "__local",
-            format!("({idx})get_local_id(0)"),
-            format!("({idx})get_group_id(0)"),
-            format!("({idx})get_num_groups(0)"),
-            "barrier(CLK_LOCAL_MEM_FENCE);",
-        ),
-    };
+    let Group {
+        local,
+        tid,
+        group,
+        groups,
+        sync,
+    } = Group::of(dialect, idx);
     let tile = MATMUL_TILE;
     let zero = if ty == CType::F32 { "0.0f" } else { "0.0" };
     let mut body = String::new();

@@ -346,7 +346,22 @@ pub trait ExprExt: Expr {
         crate::device::run_on(&self, device, &[], crate::device::ReduceKind::Sum)
     }
 
-    /// Sums over the axes `Over` on `device` (a tree reduction per result element).
+    /// Combines over the axes `Over` on `device` by `kind` (sum, product, max or min: a tree
+    /// reduction per result element).
+    fn reduce_on<Over: AxisSet>(
+        self,
+        device: &dyn crate::device::Device,
+        kind: crate::device::ReduceKind,
+    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
+    where
+        Self::Elem: Num,
+        Self::Axes: reduce::Reducible<Over>,
+    {
+        let over = Over::type_ids();
+        crate::device::run_on(&self, device, &over[..Over::RANK], kind)
+    }
+
+    /// Sums over the axes `Over` on `device` ([`ExprExt::reduce_on`] with `Sum`).
     fn sum_on<Over: AxisSet>(
         self,
         device: &dyn crate::device::Device,
@@ -355,67 +370,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        let over = Over::type_ids();
-        crate::device::run_on(
-            &self,
-            device,
-            &over[..Over::RANK],
-            crate::device::ReduceKind::Sum,
-        )
-    }
-
-    /// The product over the axes `Over` on `device`.
-    fn prod_on<Over: AxisSet>(
-        self,
-        device: &dyn crate::device::Device,
-    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
-    where
-        Self::Elem: Num,
-        Self::Axes: reduce::Reducible<Over>,
-    {
-        let over = Over::type_ids();
-        crate::device::run_on(
-            &self,
-            device,
-            &over[..Over::RANK],
-            crate::device::ReduceKind::Prod,
-        )
-    }
-
-    /// The largest element over the axes `Over` on `device` (NaN if any is NaN).
-    fn max_on<Over: AxisSet>(
-        self,
-        device: &dyn crate::device::Device,
-    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
-    where
-        Self::Elem: Num,
-        Self::Axes: reduce::Reducible<Over>,
-    {
-        let over = Over::type_ids();
-        crate::device::run_on(
-            &self,
-            device,
-            &over[..Over::RANK],
-            crate::device::ReduceKind::Max,
-        )
-    }
-
-    /// The smallest element over the axes `Over` on `device` (NaN if any is NaN).
-    fn min_on<Over: AxisSet>(
-        self,
-        device: &dyn crate::device::Device,
-    ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
-    where
-        Self::Elem: Num,
-        Self::Axes: reduce::Reducible<Over>,
-    {
-        let over = Over::type_ids();
-        crate::device::run_on(
-            &self,
-            device,
-            &over[..Over::RANK],
-            crate::device::ReduceKind::Min,
-        )
+        self.reduce_on::<Over>(device, crate::device::ReduceKind::Sum)
     }
 
     /// Evaluates into a new tensor laid out in the axis order `O` (any order of the

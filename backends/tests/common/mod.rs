@@ -277,3 +277,19 @@ pub fn to_f32(v: f64) -> f64 {
 pub fn exact(v: f64) -> f64 {
     v
 }
+
+/// The shared OpenCL device, or `None` after printing why the test is skipped; with
+/// `AXES_REQUIRE_OPENCL` set (as in CI) a missing device fails instead.
+#[cfg(feature = "opencl")]
+pub fn opencl_device() -> Option<&'static axes_backends::opencl::OpenCl> {
+    match axes_backends::opencl::OpenCl::shared() {
+        Ok(device) => Some(device),
+        Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
+            panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
+        }
+        Err(e) => {
+            println!("SKIPPED (no OpenCL device): {e}");
+            None
+        }
+    }
+}
