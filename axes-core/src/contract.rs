@@ -12,6 +12,7 @@ use std::any::TypeId;
 
 use half::{bf16, f16};
 
+use crate::device::{self, Device};
 use crate::element::Element;
 use crate::engine::threads;
 use crate::error::{Error, Result};
@@ -74,7 +75,7 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
     let roles = dot_roles::<L, R>();
     let (data, layout) = contract(x, y, &roles)?;
-    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh result fits its buffer"))
+    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
 }
 
 /// The roles of `dot(x, y)`'s axes: first each `Dual<A>` on one side with `A` on the other,
@@ -150,7 +151,7 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
             })
             .collect();
         let layout = dx_layout.permuted(&dx_order);
-        Some(Tensor::from_parts(Storage::new(dx), layout).expect("a fresh result fits"))
+        Some(Tensor::from_parts(dx, layout).expect("a fresh result fits"))
     } else {
         None
     };
@@ -178,55 +179,19 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     let layout = dy_layout.permuted(&dy_order);
     Ok((
         dx,
-        Some(Tensor::from_parts(Storage::new(dy), layout).expect("a fresh result fits")),
+        Some(Tensor::from_parts(dy, layout).expect("a fresh result fits")),
     ))
 }
 
-/// [`dot`] computed on `device` (a generated tiled matrix product): the operands are copied to
-/// the device (packed first only where their strides do not allow a matrix view, as on the
-/// CPU) and the result back.
+/// [`dot`] computed on `device` for one call: the operands are copied there (those already
+/// there are used in place) and the result comes back to host memory. For tensors kept on a
+/// device, `dot` itself runs there.
 pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     x: &Tensor<T, L>,
     y: &Tensor<T, R>,
-    device: &dyn crate::device::Device,
+    device: &Device,
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
-    use crate::device::{MatmulJob, MatrixSide, as_bytes, from_bytes};
-    let matrices = Matrices::new(x, y, &dot_roles::<L, R>())?;
-    let (lhs, rhs) = (&matrices.lhs, &matrices.rhs);
-    let lhs_data: &[T] = if lhs.packed {
-        &lhs.data
-    } else {
-        x.storage().as_slice()
-    };
-    let rhs_data: &[T] = if rhs.packed {
-        &rhs.data
-    } else {
-        y.storage().as_slice()
-    };
-    let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
-    let values = if m == 0 || n == 0 {
-        Vec::new()
-    } else {
-        fn side<'a, T: Num>(op: &MatrixOperand<T>, data: &'a [T]) -> MatrixSide<'a> {
-            MatrixSide {
-                bytes: as_bytes(data),
-                offset: op.offset,
-                row_stride: op.rows.1,
-                col_stride: op.cols.1,
-            }
-        }
-        let job = MatmulJob {
-            dtype: T::DTYPE,
-            m,
-            n,
-            k,
-            lhs: side(lhs, lhs_data),
-            rhs: side(rhs, rhs_data),
-        };
-        from_bytes::<T>(&device.matmul(&job)?, m * n, device)?
-    };
-    let layout = matrices.result_layout(L::RANK, R::RANK);
-    Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits its buffer"))
+    dot(&x.to(device)?, &y.to(device)?)?.to(&Device::Cpu)
 }
 
 /// The axes of `dot_over::<Over>(x, y)`.
@@ -275,7 +240,7 @@ where
         .collect();
     // The result type lists the batch axes where they stand among x's kept axes.
     let (data, layout) = contract(x, y, &roles)?;
-    Ok(Tensor::from_parts(Storage::new(data), layout).expect("a fresh result fits its buffer"))
+    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
 }
 
 /// One matrix dimension of an operand: merged length and stride, if its axes merge.
@@ -315,54 +280,57 @@ fn by_stride(layout: &Layout, axes: &[usize]) -> Vec<usize> {
 /// A matrix view of one operand: buffer, offset of each batch entry, and strides of the two
 /// merged dimensions.
 struct MatrixOperand<T> {
-    data: Vec<T>,
-    packed: bool,
+    /// The operand packed into `[batch, rows, cols]` order, when its strides allow no view.
+    packed: Option<Storage<T>>,
     offset: usize,
     batch_strides: Vec<isize>,
+    /// The batch axes merged into one (length, stride), where they merge.
+    batch: Option<(usize, isize)>,
     rows: (usize, isize),
     cols: (usize, isize),
 }
 
-/// Makes `t` a [batch..., rows..., cols...] matrix operand, packing it only when its strides
-/// do not allow a view.
+/// Makes `t` a [batch..., rows..., cols...] matrix operand, packing it (on its device) only
+/// when its strides do not allow a view. On a device the batch axes must merge into one too.
 fn matrix_operand<T: Element, A: AxisSet>(
     t: &Tensor<T, A>,
     batch: &[usize],
     rows: &[usize],
     cols: &[usize],
-) -> MatrixOperand<T> {
+) -> Result<MatrixOperand<T>> {
     let layout = *t.layout();
+    let on_device = !t.device().is_cpu();
     if !layout.is_padded()
         && let (Some(r), Some(c)) = (merge(&layout, rows), merge(&layout, cols))
+        && (!on_device || merge(&layout, batch).is_some())
     {
-        return MatrixOperand {
-            data: Vec::new(),
-            packed: false,
+        return Ok(MatrixOperand {
+            packed: None,
             offset: layout.offset(),
             batch_strides: batch.iter().map(|&a| layout.strides()[a]).collect(),
+            batch: merge(&layout, batch),
             rows: r,
             cols: c,
-        };
+        });
     }
     // Pack into [batch, rows, cols] row-major order.
     PACKED.with(|p| p.set(p.get() + 1));
     let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
-    let permuted = layout.permuted(&order);
-    let data = t.read_in(&permuted);
+    let data = t.packed_in(&order)?;
     let lens: Vec<usize> = order.iter().map(|&a| layout.lens()[a]).collect();
     let packed = Layout::row_major(&lens);
     let nb = batch.len();
     let all: Vec<usize> = (0..order.len()).collect();
     let r = merge(&packed, &all[nb..nb + rows.len()]).expect("row-major axes merge");
     let c = merge(&packed, &all[nb + rows.len()..]).expect("row-major axes merge");
-    MatrixOperand {
-        data,
-        packed: true,
+    Ok(MatrixOperand {
+        packed: Some(data),
         offset: 0,
         batch_strides: packed.strides()[..nb].to_vec(),
+        batch: merge(&packed, &all[..nb]),
         rows: r,
         cols: c,
-    }
+    })
 }
 
 /// Runs the contraction described by `roles`; returns the result buffer and its layout in
@@ -404,8 +372,8 @@ impl<T: Num> Matrices<T> {
         let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
         let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
         let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
-        let lhs = matrix_operand(x, &batch_x, &m_axes, &kx);
-        let rhs = matrix_operand(y, &batch_y, &ky, &n_axes);
+        let lhs = matrix_operand(x, &batch_x, &m_axes, &kx)?;
+        let rhs = matrix_operand(y, &batch_y, &ky, &n_axes)?;
         let comp_lens: Vec<usize> = (batch_x.iter().map(|&a| xl[a]))
             .chain(m_axes.iter().map(|&a| xl[a]))
             .chain(n_axes.iter().map(|&b| yl[b]))
@@ -418,6 +386,58 @@ impl<T: Num> Matrices<T> {
             rhs,
             comp_lens,
         })
+    }
+
+    /// Runs the product on `backend`, where `x`, `y` and the packed operands are.
+    fn run_on<L: AxisSet, R: AxisSet>(
+        &self,
+        backend: &'static dyn device::Backend,
+        x: &Tensor<T, L>,
+        y: &Tensor<T, R>,
+    ) -> Result<(Storage<T>, Layout)> {
+        let (lhs, rhs) = (&self.lhs, &self.rhs);
+        let count = self
+            .comp_lens
+            .iter()
+            .try_fold(1usize, |n, &l| n.checked_mul(l))
+            .ok_or_else(|| Error::SizeOverflow {
+                lengths: format!("{} · {}", x.describe_lengths(), y.describe_lengths()),
+            })?;
+        let layout = self.result_layout(L::RANK, R::RANK);
+        let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
+        let memory = if count == 0 {
+            backend.upload(&[])?
+        } else {
+            fn side<'s, T: Element>(
+                op: &'s MatrixOperand<T>,
+                storage: &'s Storage<T>,
+                backend: &'static dyn device::Backend,
+            ) -> Result<device::MatrixSide<'s>> {
+                let storage = op.packed.as_ref().unwrap_or(storage);
+                let memory = storage.memory().ok_or_else(|| Error::DeviceMismatch {
+                    left: storage.device().to_string(),
+                    right: Device::Accelerator(backend).to_string(),
+                })?;
+                Ok(device::MatrixSide {
+                    memory,
+                    offset: op.offset,
+                    batch_stride: op.batch.map_or(0, |b| b.1),
+                    row_stride: op.rows.1,
+                    col_stride: op.cols.1,
+                })
+            }
+            let job = device::MatmulJob {
+                dtype: T::DTYPE,
+                batch: lhs.batch.map_or(1, |b| b.0),
+                m,
+                n,
+                k,
+                lhs: side(lhs, x.storage(), backend)?,
+                rhs: side(rhs, y.storage(), backend)?,
+            };
+            backend.matmul(&job)?
+        };
+        Ok((device::device_storage(backend, memory, count)?, layout))
     }
 
     /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch
@@ -445,9 +465,13 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     x: &Tensor<T, L>,
     y: &Tensor<T, R>,
     roles: &Roles,
-) -> Result<(Vec<T>, Layout)> {
+) -> Result<(Storage<T>, Layout)> {
     let xl = x.lens();
+    let device = device::common_device([x.device(), y.device()])?;
     let matrices = Matrices::new(x, y, roles)?;
+    if let Some(Device::Accelerator(backend)) = device {
+        return matrices.run_on(backend, x, y);
+    }
     let Matrices {
         batch_x,
         lhs,
@@ -466,16 +490,8 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
     let mut out = vec![T::zero(); count];
     let batches: usize = batch_lens.iter().product();
-    let lhs_data: &[T] = if lhs.packed {
-        &lhs.data
-    } else {
-        x.storage().as_slice()
-    };
-    let rhs_data: &[T] = if rhs.packed {
-        &rhs.data
-    } else {
-        y.storage().as_slice()
-    };
+    let lhs_data = lhs.packed.as_ref().unwrap_or(x.storage()).as_slice();
+    let rhs_data = rhs.packed.as_ref().unwrap_or(y.storage()).as_slice();
     if m > 0 && n > 0 && k > 0 {
         let mut index = vec![0usize; batch_lens.len()];
         for b in 0..batches {
@@ -506,7 +522,7 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
         }
     }
     let layout = matrices.result_layout(L::RANK, R::RANK);
-    Ok((out, layout))
+    Ok((Storage::new(out), layout))
 }
 
 /// `dst (m×n, row-major) = lhs (m×k) · rhs (k×n)`, each operand given by buffer, offset and

@@ -144,6 +144,14 @@ pub enum Error {
         /// The upper bound, as written.
         high: String,
     },
+    /// Operands of one operation are on different devices.
+    #[error("operands on different devices: {left} and {right}; copy one with `.to(&device)`")]
+    DeviceMismatch {
+        /// One operand's device.
+        left: String,
+        /// The other's.
+        right: String,
+    },
     /// An operation this build or device cannot run.
     #[error("not supported: {what}")]
     Unsupported {

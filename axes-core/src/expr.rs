@@ -30,6 +30,7 @@ mod ops;
 mod reduce;
 mod tensor_methods;
 
+pub(crate) use eval::evaluate_parts;
 pub use eval::{ExprExt, IntoExpr, Operand, select, sum_in};
 pub use ir::{Ir, IrNode};
 pub use leaf::LeafEval;
@@ -44,14 +45,50 @@ use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{LeafLayout, Plan};
 use crate::list::AxisSet;
 
-/// A leaf's elements as bytes, with their type (for devices).
+/// A leaf's whole buffer, with its element type (for devices).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
 pub struct LeafBuffer<'a> {
     /// The element type.
     pub dtype: DType,
-    /// The whole buffer the leaf views.
-    pub bytes: &'a [u8],
+    /// Where the elements are.
+    pub data: LeafData<'a>,
+}
+
+/// Where a leaf's elements are: host memory (as bytes) or a device buffer.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum LeafData<'a> {
+    /// Host memory.
+    Host(&'a [u8]),
+    /// A buffer on the backend's device.
+    Device(
+        &'static dyn crate::device::Backend,
+        &'a crate::device::DeviceMemory,
+    ),
+}
+
+impl std::fmt::Debug for LeafData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeafData::Host(bytes) => write!(f, "Host({} bytes)", bytes.len()),
+            LeafData::Device(backend, memory) => write!(
+                f,
+                "Device({}, {memory:?})",
+                crate::device::Device::Accelerator(*backend)
+            ),
+        }
+    }
+}
+
+impl LeafBuffer<'_> {
+    /// The device holding the leaf.
+    pub fn device(&self) -> crate::device::Device {
+        match self.data {
+            LeafData::Host(_) => crate::device::Device::Cpu,
+            LeafData::Device(backend, _) => crate::device::Device::Accelerator(backend),
+        }
+    }
 }
 
 /// A lazy expression over named axes.

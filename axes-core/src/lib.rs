@@ -29,6 +29,7 @@ pub mod tensor;
 
 pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
 pub use contract::{dot, dot_on, dot_over};
+pub use device::{Device, DeviceKind};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
@@ -44,6 +45,7 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Flat, Len};
     pub use crate::contract::{dot, dot_over};
+    pub use crate::device::Device;
     pub use crate::element::Element;
     pub use crate::expr::{Expr, ExprExt, argmax, argmin, log_softmax, select, softmax};
     pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};

@@ -1,15 +1,32 @@
-//! Shared, reference-counted element buffers. Several tensors may view one buffer at
-//! different offsets and strides (the Cortex split of description and data).
+//! Shared, reference-counted element buffers, in host memory or on a device. Several tensors
+//! may view one buffer at different offsets and strides (the Cortex split of description
+//! and data).
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
-/// A reference-counted buffer of elements on the CPU.
+use crate::device::{Backend, Device, DeviceMemory, as_bytes, from_bytes};
+use crate::element::Element;
+use crate::error::Result;
+use crate::expr::LeafData;
+
+/// A reference-counted buffer of elements, in host memory or on a device.
 ///
 /// Cloning a `Storage` shares the buffer. Writing through [`Storage::make_mut`] copies the
 /// buffer first when it is shared (copy-on-write), so a write never shows through another
 /// tensor by accident.
-#[derive(Debug)]
-pub struct Storage<T>(Arc<Vec<T>>);
+pub struct Storage<T>(Arc<Buffer<T>>);
+
+enum Buffer<T> {
+    Host(Vec<T>),
+    Device {
+        backend: &'static dyn Backend,
+        memory: DeviceMemory,
+        len: usize,
+        /// The elements copied to the host, on the first read from the host.
+        host: OnceLock<Vec<T>>,
+    },
+}
 
 impl<T> Clone for Storage<T> {
     fn clone(&self) -> Self {
@@ -17,34 +34,129 @@ impl<T> Clone for Storage<T> {
     }
 }
 
-impl<T: Clone> Storage<T> {
-    /// A buffer holding `data`.
+impl<T> fmt::Debug for Storage<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            Buffer::Host(values) => write!(f, "Storage(cpu, {} elements)", values.len()),
+            Buffer::Device { backend, len, .. } => {
+                write!(
+                    f,
+                    "Storage({}, {len} elements)",
+                    Device::Accelerator(*backend)
+                )
+            }
+        }
+    }
+}
+
+impl<T: Element> Storage<T> {
+    /// A host buffer holding `data`.
     pub fn new(data: Vec<T>) -> Self {
-        Storage(Arc::new(data))
+        Storage(Arc::new(Buffer::Host(data)))
     }
 
-    /// The elements.
+    /// A buffer of `len` elements in `memory` on `backend`'s device.
+    pub(crate) fn on_device(
+        backend: &'static dyn Backend,
+        memory: DeviceMemory,
+        len: usize,
+    ) -> Self {
+        Storage(Arc::new(Buffer::Device {
+            backend,
+            memory,
+            len,
+            host: OnceLock::new(),
+        }))
+    }
+
+    /// The device that holds the elements.
+    pub fn device(&self) -> Device {
+        match &*self.0 {
+            Buffer::Host(_) => Device::Cpu,
+            Buffer::Device { backend, .. } => Device::Accelerator(*backend),
+        }
+    }
+
+    /// The elements, in host memory: a buffer on a device is copied to the host on the first
+    /// call (and the copy kept: device buffers are never written in place).
+    pub fn host(&self) -> Result<&[T]> {
+        match &*self.0 {
+            Buffer::Host(values) => Ok(values),
+            Buffer::Device {
+                backend,
+                memory,
+                len,
+                host,
+            } => {
+                if let Some(values) = host.get() {
+                    return Ok(values);
+                }
+                let bytes = backend.download(memory)?;
+                let values = from_bytes(&bytes, *len, Device::Accelerator(*backend))?;
+                Ok(host.get_or_init(|| values))
+            }
+        }
+    }
+
+    /// The elements, in host memory (see [`Storage::host`]).
+    ///
+    /// # Panics
+    /// When the buffer is on a device and copying it to the host fails (a lost device); use
+    /// [`Storage::host`] to handle that.
     pub fn as_slice(&self) -> &[T] {
-        &self.0
+        match self.host() {
+            Ok(values) => values,
+            Err(e) => panic!("reading a buffer on {}: {e}", self.device()),
+        }
     }
 
-    /// The elements for writing; copies them first if another handle shares this buffer.
+    /// The elements for writing, in host memory: copies them first if another handle shares
+    /// this buffer, and brings a device buffer to the host (public operations that write
+    /// elements run on the tensor's own device instead, or refuse).
     pub fn make_mut(&mut self) -> &mut [T] {
-        Arc::make_mut(&mut self.0).as_mut_slice()
+        let unique_host = matches!(*self.0, Buffer::Host(_)) && Arc::get_mut(&mut self.0).is_some();
+        if !unique_host {
+            *self = Storage::new(self.as_slice().to_vec());
+        }
+        match Arc::get_mut(&mut self.0) {
+            Some(Buffer::Host(values)) => values,
+            _ => unreachable!("a fresh host buffer has one handle"),
+        }
     }
 
     /// Number of elements in the buffer.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &*self.0 {
+            Buffer::Host(values) => values.len(),
+            Buffer::Device { len, .. } => *len,
+        }
     }
 
     /// Whether the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 
     /// Whether two handles share one buffer.
     pub fn same_buffer(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Where the elements are, for a device job: host bytes, or the device buffer.
+    pub(crate) fn leaf_data(&self) -> LeafData<'_> {
+        match &*self.0 {
+            Buffer::Host(values) => LeafData::Host(as_bytes(values)),
+            Buffer::Device {
+                backend, memory, ..
+            } => LeafData::Device(*backend, memory),
+        }
+    }
+
+    /// The device buffer, when the elements are on a device.
+    pub(crate) fn memory(&self) -> Option<&DeviceMemory> {
+        match &*self.0 {
+            Buffer::Host(_) => None,
+            Buffer::Device { memory, .. } => Some(memory),
+        }
     }
 }

@@ -112,6 +112,25 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         }
     }
 
+    /// The same view (layout, flatten parts) over another buffer of the same length.
+    pub(crate) fn with_storage(&self, storage: Storage<T>) -> Tensor<T, A> {
+        debug_assert_eq!(storage.len(), self.storage.len());
+        Tensor {
+            storage,
+            layout: self.layout,
+            flat_parts: self.flat_parts.clone(),
+            _axes: PhantomData,
+        }
+    }
+
+    /// Replaces the buffer and layout (a result computed on a device), keeping the flatten
+    /// parts.
+    pub(crate) fn replace_parts(&mut self, storage: Storage<T>, layout: Layout) {
+        debug_assert!(layout.rank() == A::RANK && layout.fits(storage.len()));
+        self.storage = storage;
+        self.layout = layout;
+    }
+
     /// The view's layout, axes in the order of `A`.
     pub fn layout(&self) -> &Layout {
         &self.layout

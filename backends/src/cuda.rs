@@ -3,10 +3,14 @@
 //! one), so a machine without CUDA gets an error that says what is missing.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use axes_core::DType;
+use axes_core::device::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide};
 use axes_core::error::{Error, Result};
 use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
@@ -31,6 +35,18 @@ pub fn nvrtc_available() -> Result<()> {
                    `nvidia-cuda-nvrtc` wheel or the CUDA toolkit and add its lib folder to \
                    LD_LIBRARY_PATH"
                 .into(),
+        })
+    }
+}
+
+/// `Ok` when cuBLAS (libcublas) can be loaded, else why not.
+pub fn cublas_available() -> Result<()> {
+    // SAFETY: only tries to open the library by its candidate names.
+    if unsafe { cudarc::cublas::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(Error::Unsupported {
+            what: "CUDA: cuBLAS (libcublas.so.13) is not on the library path".into(),
         })
     }
 }
@@ -95,10 +111,13 @@ fn arch_of(major: i32, minor: i32) -> &'static str {
 
 /// A CUDA device: its context, stream and compiled kernels.
 pub struct Cuda {
+    ordinal: usize,
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     arch: &'static str,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// cuBLAS on this device's stream, made on the first product (or why it cannot be).
+    blas: OnceLock<std::result::Result<CudaBlas, String>>,
 }
 
 /// An argument of a launch.
@@ -130,11 +149,42 @@ impl Cuda {
             .map_err(|e| cuda_error("compute capability", e))?;
         let stream = context.default_stream();
         Ok(Cuda {
+            ordinal,
             context,
             stream,
             arch: arch_of(major, minor),
             functions: Mutex::new(HashMap::new()),
+            blas: OnceLock::new(),
         })
+    }
+
+    /// Device `ordinal` as a [`Device`](axes_core::Device), for `x.to(&device)`: one backend
+    /// per device for the whole process (made on first use; a failure is retried next time).
+    pub fn device(ordinal: usize) -> Result<axes_core::Device> {
+        Ok(axes_core::Device::Accelerator(Cuda::shared(ordinal)?))
+    }
+
+    /// The process's backend for device `ordinal` (made on first use, then kept; a failure
+    /// is retried next time).
+    pub fn shared(ordinal: usize) -> Result<&'static Cuda> {
+        static DEVICES: Mutex<Vec<&'static Cuda>> = Mutex::new(Vec::new());
+        let mut devices = DEVICES.lock().expect("the device list is never poisoned");
+        if let Some(cuda) = devices.iter().find(|c| c.ordinal == ordinal) {
+            return Ok(cuda);
+        }
+        let cuda: &'static Cuda = Box::leak(Box::new(Cuda::new(ordinal)?));
+        devices.push(cuda);
+        Ok(cuda)
+    }
+
+    /// A buffer of `len` elements, zeroed.
+    pub fn alloc<T: DeviceRepr + crate::Plain + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        self.stream
+            .alloc_zeros(len)
+            .map_err(|e| cuda_error("allocating device memory", e))
     }
 
     /// The device's name.
@@ -243,24 +293,175 @@ impl Cuda {
     }
 }
 
-impl axes_core::device::Device for Cuda {
+/// The backend's buffer inside `memory`, or an error when another backend made it.
+fn buffer_of(memory: &DeviceMemory) -> Result<&CudaSlice<u8>> {
+    memory.buffer().ok_or_else(|| Error::Unsupported {
+        what: "CUDA: a buffer that another backend (or device) made".into(),
+    })
+}
+
+/// One operand as cuBLAS takes it (column-major): whether to transpose the stored matrix and
+/// its leading dimension. `rows`×`cols` is the operand the row-major product wants
+/// transposed (cuBLAS computes Cᵀ = Bᵀ·Aᵀ); `None` when neither stride is 1.
+fn blas_operand(
+    side: &MatrixSide<'_>,
+    rows: usize,
+    cols: usize,
+) -> Option<(cublasOperation_t, i32)> {
+    let fits = |ld: isize, min: usize| ld >= min.max(1) as isize;
+    if side.col_stride == 1 && fits(side.row_stride, cols) {
+        // Row-major rows×cols is column-major cols×rows: the transpose, as wanted.
+        Some((cublasOperation_t::CUBLAS_OP_N, side.row_stride as i32))
+    } else if side.row_stride == 1 && fits(side.col_stride, rows) {
+        Some((cublasOperation_t::CUBLAS_OP_T, side.col_stride as i32))
+    } else {
+        None
+    }
+}
+
+impl Cuda {
+    /// cuBLAS on this device, or why not.
+    fn blas(&self) -> Result<&CudaBlas> {
+        let blas = self.blas.get_or_init(|| {
+            cublas_available().map_err(|e| e.to_string())?;
+            CudaBlas::new(Arc::clone(&self.stream)).map_err(|e| format!("{e:?}"))
+        });
+        blas.as_ref()
+            .map_err(|what| Error::Unsupported { what: what.clone() })
+    }
+
+    /// `job` through cuBLAS strided batched GEMM when its element type is f32 or f64 and each
+    /// operand has a unit stride; `None` when it does not apply (the tiled kernel runs).
+    fn blas_matmul(&self, job: &MatmulJob<'_>) -> Result<Option<DeviceMemory>> {
+        let (m, n, k) = (job.m, job.n, job.k);
+        let dims_fit = [m, n, k, job.batch]
+            .iter()
+            .all(|&d| i32::try_from(d).is_ok());
+        let (Some((op_b, ld_b)), Some((op_a, ld_a))) =
+            (blas_operand(&job.rhs, k, n), blas_operand(&job.lhs, m, k))
+        else {
+            return Ok(None);
+        };
+        if !dims_fit || k == 0 || !matches!(job.dtype, DType::F32 | DType::F64) {
+            return Ok(None);
+        }
+        let Ok(blas) = self.blas() else {
+            return Ok(None);
+        };
+        let operands = BlasOperands {
+            lhs: buffer_of(job.lhs.memory)?,
+            rhs: buffer_of(job.rhs.memory)?,
+            op_a: (op_b, ld_b),
+            op_b: (op_a, ld_a),
+        };
+        let (out, bytes) = match job.dtype {
+            DType::F32 => self.gemm::<f32>(blas, job, &operands, 1.0, 0.0)?,
+            _ => self.gemm::<f64>(blas, job, &operands, 1.0, 0.0)?,
+        };
+        Ok(Some(DeviceMemory::new(out, bytes)))
+    }
+
+    /// `job` through cuBLAS for elements `T`: Cᵀ = Bᵀ·Aᵀ column-major, which is the
+    /// row-major C = A·B.
+    fn gemm<T: DeviceRepr + crate::Plain>(
+        &self,
+        blas: &CudaBlas,
+        job: &MatmulJob<'_>,
+        operands: &BlasOperands<'_>,
+        one: T,
+        zero: T,
+    ) -> Result<(CudaSlice<u8>, usize)>
+    where
+        CudaBlas: Gemm<T>,
+    {
+        let (m, n, k) = (job.m, job.n, job.k);
+        let count = job.batch * m * n;
+        let bytes = count * std::mem::size_of::<T>();
+        let mut out = self.alloc::<u8>(bytes)?;
+        let config = StridedBatchedConfig {
+            gemm: GemmConfig {
+                transa: operands.op_a.0,
+                transb: operands.op_b.0,
+                m: n as i32,
+                n: m as i32,
+                k: k as i32,
+                alpha: one,
+                lda: operands.op_a.1,
+                ldb: operands.op_b.1,
+                beta: zero,
+                ldc: n as i32,
+            },
+            batch_size: job.batch as i32,
+            stride_a: job.rhs.batch_stride as i64,
+            stride_b: job.lhs.batch_stride as i64,
+            stride_c: (m * n) as i64,
+        };
+        let a = typed::<T>(operands.rhs, job.rhs.offset)?;
+        let b = typed::<T>(operands.lhs, job.lhs.offset)?;
+        // SAFETY: `out` holds exactly `count` elements of `T` (its byte length over their size).
+        let mut c = unsafe { out.transmute_mut::<T>(count) }.ok_or_else(|| Error::Unsupported {
+            what: "CUDA: a GEMM result buffer of the wrong size".into(),
+        })?;
+        // SAFETY: cuBLAS reads each operand within the lengths, leading dimensions and batch
+        // strides of the job's matrix views, which the core keeps inside their buffers, and
+        // writes batch×m×n elements of `c`.
+        unsafe { blas.gemm_strided_batched(config, &a, &b, &mut c) }
+            .map_err(|e| cuda_error("cuBLAS GEMM", e))?;
+        Ok((out, bytes))
+    }
+}
+
+/// The operands of a cuBLAS product: buffers, and (transpose, leading dimension) of cuBLAS's
+/// A (our right operand) and B (our left one).
+struct BlasOperands<'a> {
+    lhs: &'a CudaSlice<u8>,
+    rhs: &'a CudaSlice<u8>,
+    op_a: (cublasOperation_t, i32),
+    op_b: (cublasOperation_t, i32),
+}
+
+/// A buffer's elements of `T` from `offset` on.
+fn typed<T>(buffer: &CudaSlice<u8>, offset: usize) -> Result<cudarc::driver::CudaView<'_, T>> {
+    let len = buffer.len() / std::mem::size_of::<T>();
+    // SAFETY: the buffer holds elements of `T` (the job's element type), written by the core
+    // or a kernel; the view covers only whole elements of it.
+    let view = unsafe { buffer.transmute::<T>(len) };
+    view.and_then(|v| v.try_slice(offset..))
+        .ok_or_else(|| Error::Unsupported {
+            what: format!("CUDA: an operand offset {offset} outside its buffer"),
+        })
+}
+
+impl Backend for Cuda {
     fn name(&self) -> String {
         Cuda::name(self)
     }
 
-    fn run(&self, job: &axes_core::device::Job<'_>) -> Result<Vec<u8>> {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda(self.ordinal)
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
+        Ok(DeviceMemory::new(Cuda::upload(self, bytes)?, bytes.len()))
+    }
+
+    fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        Cuda::download(self, buffer_of(memory)?)
+    }
+
+    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let Some(plan) = JobPlan::new(job, Dialect::Cuda)? else {
-            return Ok(Vec::new());
+            return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
         };
-        let out = self.upload(&vec![0u8; plan.out_bytes])?;
+        let out = self.alloc::<u8>(plan.out_bytes)?;
         let inputs = (job.leaves.iter())
-            .map(|leaf| self.upload(leaf.bytes))
+            .map(|leaf| buffer_of(leaf.memory))
             .collect::<Result<Vec<_>>>()?;
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => CudaArg::Index(v),
                 Slot::Out => CudaArg::U8(&out),
-                Slot::Leaf(k) => CudaArg::U8(&inputs[k]),
+                Slot::Leaf(k) => CudaArg::U8(inputs[k]),
             })
             .collect();
         let (blocks, threads) = if plan.reduction {
@@ -269,28 +470,32 @@ impl axes_core::device::Device for Cuda {
             (plan.items.div_ceil(256).clamp(1, 65_535), 256)
         };
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
-        // each leaf's buffer is a copy of its whole host buffer and the job's offsets and
-        // strides are its tensor's unpadded layout, inside that buffer; the output holds the
-        // result.
+        // each leaf's buffer is its tensor's whole buffer on this device, and the job's
+        // offsets and strides are the tensor's unpadded layout, inside that buffer; the
+        // output holds the result.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, blocks, threads)? };
-        self.download(&out)
+        Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 
-    fn matmul(&self, job: &axes_core::device::MatmulJob<'_>) -> Result<Vec<u8>> {
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        if let Some(out) = self.blas_matmul(job)? {
+            return Ok(out);
+        }
         let plan = JobPlan::matmul(job, Dialect::Cuda)?;
-        let out = self.upload(&vec![0u8; plan.out_bytes])?;
-        let sides = [self.upload(job.lhs.bytes)?, self.upload(job.rhs.bytes)?];
+        let out = self.alloc::<u8>(plan.out_bytes)?;
+        let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => CudaArg::Index(v),
                 Slot::Out => CudaArg::U8(&out),
-                Slot::Leaf(k) => CudaArg::U8(&sides[k]),
+                Slot::Leaf(k) => CudaArg::U8(sides[k]),
             })
             .collect();
         let tile = axes_kernels::MATMUL_TILE;
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
-        // side's buffer is a copy of its operand's whole buffer, and its offset and strides
-        // are the operand's matrix view, inside that buffer; the output holds m×n elements.
+        // side's buffer is its operand's whole buffer on this device, and its offset, batch
+        // stride and strides are the operand's matrix view, inside that buffer; the output
+        // holds batch×m×n elements.
         unsafe {
             self.launch(
                 &plan.kernel,
@@ -300,6 +505,6 @@ impl axes_core::device::Device for Cuda {
                 tile * tile,
             )?
         };
-        self.download(&out)
+        Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 }

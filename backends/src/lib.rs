@@ -7,9 +7,64 @@
 //!   dialect; the driver, NVRTC and cuBLAS are probed before any call, so a machine without
 //!   CUDA gets an error naming what is missing.
 //!
+//! Each implements [`axes_core::device::Backend`]; `OpenCl::device()` and
+//! `Cuda::device(ordinal)` give the [`Device`](axes_core::Device) that tensors are copied to
+//! with `x.to(&device)`, after which expressions, reductions and `dot` over them run there.
+//! [`device`] parses a device name (`cpu`, `cuda:0`, `opencl`).
+//!
 //! The CPU backend is `axes-core` itself (the monomorphised loop engine, the gemm crate and
-//! the run-time IR interpreter). Tensors do not yet carry a device: these backends run
-//! kernels on buffers, which is what the device-dispatch layer will call.
+//! the run-time IR interpreter).
+
+/// The error for a device whose backend this build lacks.
+#[cfg(not(all(feature = "cuda", feature = "opencl")))]
+fn lacks(name: &str, feature: &str) -> axes_core::Error {
+    axes_core::Error::Unsupported {
+        what: format!("device `{name}`: this build of axes-backends lacks the `{feature}` feature"),
+    }
+}
+
+/// The device a name gives: `cpu`, `cuda` or `cuda:N`, `opencl` or `opencl:0`. A backend
+/// this build lacks (cargo features `cuda`, `opencl`), or a device the machine lacks, is an
+/// error that says so.
+///
+/// ```
+/// assert_eq!(axes_backends::device("cpu")?, axes_core::Device::Cpu);
+/// assert!(axes_backends::device("tpu").is_err());
+/// # Ok::<(), axes_core::Error>(())
+/// ```
+pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
+    let (kind, number) = match name.split_once(':') {
+        Some((kind, number)) => (kind, Some(number)),
+        None => (name, None),
+    };
+    let number = number
+        .map(|n| {
+            n.parse::<usize>()
+                .map_err(|_| axes_core::Error::Unsupported {
+                    what: format!("device `{name}`: `{n}` is not a device number"),
+                })
+        })
+        .transpose()?
+        .unwrap_or(0);
+    match kind {
+        "cpu" if number == 0 => Ok(axes_core::Device::Cpu),
+        #[cfg(feature = "cuda")]
+        "cuda" => cuda::Cuda::device(number),
+        #[cfg(feature = "opencl")]
+        "opencl" if number == 0 => opencl::OpenCl::device(),
+        #[cfg(feature = "opencl")]
+        "opencl" => Err(axes_core::Error::Unsupported {
+            what: format!("device `{name}`: only the first OpenCL device, `opencl:0`, is used"),
+        }),
+        #[cfg(not(feature = "cuda"))]
+        "cuda" => Err(lacks(name, "cuda")),
+        #[cfg(not(feature = "opencl"))]
+        "opencl" => Err(lacks(name, "opencl")),
+        _ => Err(axes_core::Error::Unsupported {
+            what: format!("device `{name}`: expected cpu, cuda, cuda:N or opencl"),
+        }),
+    }
+}
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -92,7 +147,7 @@ impl JobPlan {
         }
         let largest = (job.leaves.iter())
             .zip(&types)
-            .map(|(leaf, ty)| leaf.bytes.len() / ty.size())
+            .map(|(leaf, ty)| leaf.memory.bytes() / ty.size())
             .chain([count.saturating_mul(reduced.max(1))])
             .max()
             .unwrap_or(0);
@@ -158,17 +213,21 @@ impl JobPlan {
     ) -> axes_core::Result<JobPlan> {
         use axes_kernels::{CType, MATMUL_TILE, Spec};
         let ty = CType::of(job.dtype)?;
-        let largest = (job.lhs.bytes.len().max(job.rhs.bytes.len()) / ty.size()).max(job.m * job.n);
+        let out_count = job.batch * job.m * job.n;
+        let largest = (job.lhs.memory.bytes())
+            .max(job.rhs.memory.bytes())
+            .div_ceil(ty.size())
+            .max(out_count);
         let wide = Spec::needs_wide(largest);
         let kernel = axes_kernels::matmul(ty, wide, dialect)?;
         let i = |v: usize| Slot::Index(v as Index);
-        let mut args = vec![i(1), i(job.m), i(job.n), i(job.k)];
-        args.extend([Slot::Out, i(0), i(0), i(job.n), i(1)]);
+        let mut args = vec![i(job.batch), i(job.m), i(job.n), i(job.k)];
+        args.extend([Slot::Out, i(0), i(job.m * job.n), i(job.n), i(1)]);
         for (k, side) in [job.lhs, job.rhs].iter().enumerate() {
             args.extend([
                 Slot::Leaf(k),
                 i(side.offset),
-                Slot::Index(0),
+                Slot::Index(side.batch_stride as Index),
                 Slot::Index(side.row_stride as Index),
                 Slot::Index(side.col_stride as Index),
             ]);
@@ -177,9 +236,9 @@ impl JobPlan {
             kernel,
             wide,
             args,
-            items: job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
+            items: job.batch * job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
             reduction: true,
-            out_bytes: job.m * job.n * ty.size(),
+            out_bytes: out_count * ty.size(),
         })
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axes_core::device::{Device as RunsJobs, Job, MatmulJob};
+use axes_core::device::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob};
 use axes_core::error::{Error, Result};
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -103,6 +103,11 @@ impl OpenCl {
             .map_err(Clone::clone)
     }
 
+    /// The shared device as a [`Device`](axes_core::Device), for `x.to(&device)`.
+    pub fn device() -> Result<axes_core::Device> {
+        Ok(axes_core::Device::Accelerator(OpenCl::shared()?))
+    }
+
     /// The device's name.
     pub fn name(&self) -> String {
         self.device
@@ -110,13 +115,24 @@ impl OpenCl {
             .unwrap_or_else(|_| "unknown OpenCL device".into())
     }
 
+    /// A buffer of `len` elements, not initialised.
+    pub fn alloc<T: Plain>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        // SAFETY: a read-write buffer of at least one element with no host pointer.
+        let buffer = unsafe {
+            Buffer::<T>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                len.max(1),
+                ptr::null_mut(),
+            )
+        }
+        .map_err(|e| cl_error("allocating a buffer", e))?;
+        Ok(DeviceBuffer { buffer, len })
+    }
+
     /// A buffer holding a copy of `data`.
     pub fn upload<T: Plain>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
-        let len = data.len().max(1);
-        // SAFETY: a read-write buffer of `len` elements with no host pointer.
-        let mut buffer =
-            unsafe { Buffer::<T>::create(&self.context, CL_MEM_READ_WRITE, len, ptr::null_mut()) }
-                .map_err(|e| cl_error("allocating a buffer", e))?;
+        let DeviceBuffer { mut buffer, .. } = self.alloc::<T>(data.len())?;
         if !data.is_empty() {
             // SAFETY: a blocking write of `data.len()` elements into a buffer at least as long.
             unsafe {
@@ -268,18 +284,37 @@ impl<T> DeviceBuffer<T> {
     }
 }
 
-impl RunsJobs for OpenCl {
+/// The backend's buffer inside `memory`, or an error when another backend made it.
+fn buffer_of(memory: &DeviceMemory) -> Result<&DeviceBuffer<u8>> {
+    memory.buffer().ok_or_else(|| Error::Unsupported {
+        what: "OpenCL: a buffer that another backend made".into(),
+    })
+}
+
+impl Backend for OpenCl {
     fn name(&self) -> String {
         OpenCl::name(self)
     }
 
-    fn run(&self, job: &Job<'_>) -> Result<Vec<u8>> {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::OpenCl(0)
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
+        Ok(DeviceMemory::new(OpenCl::upload(self, bytes)?, bytes.len()))
+    }
+
+    fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        OpenCl::download(self, buffer_of(memory)?)
+    }
+
+    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let Some(plan) = JobPlan::new(job, Dialect::OpenCl)? else {
-            return Ok(Vec::new());
+            return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
         };
-        let out = self.upload(&vec![0u8; plan.out_bytes])?;
+        let out = self.alloc::<u8>(plan.out_bytes)?;
         let inputs = (job.leaves.iter())
-            .map(|leaf| self.upload(leaf.bytes))
+            .map(|leaf| buffer_of(leaf.memory))
             .collect::<Result<Vec<_>>>()?;
         let args: Vec<Arg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
@@ -298,16 +333,17 @@ impl RunsJobs for OpenCl {
             (crate::global_size(plan.items, 64, 4096), 64)
         };
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
-        // each leaf's buffer is its whole host buffer and the job's offsets and strides are
-        // its tensor's unpadded layout, inside that buffer; the output holds the result.
+        // each leaf's buffer is its tensor's whole buffer on this device, and the job's
+        // offsets and strides are the tensor's unpadded layout, inside that buffer (the core
+        // checked it when the tensor was made); the output holds the result.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local)? };
-        self.download(&out)
+        Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 
-    fn matmul(&self, job: &MatmulJob<'_>) -> Result<Vec<u8>> {
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let plan = JobPlan::matmul(job, Dialect::OpenCl)?;
-        let out = self.upload(&vec![0u8; plan.out_bytes])?;
-        let sides = [self.upload(job.lhs.bytes)?, self.upload(job.rhs.bytes)?];
+        let out = self.alloc::<u8>(plan.out_bytes)?;
+        let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
         let args: Vec<Arg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => Arg::Index(v),
@@ -317,8 +353,9 @@ impl RunsJobs for OpenCl {
             .collect();
         let group = MATMUL_TILE * MATMUL_TILE;
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
-        // side's buffer is its operand's whole buffer, and its offset and strides are the
-        // operand's matrix view, inside that buffer; the output holds m×n elements.
+        // side's buffer is its operand's whole buffer on this device, and its offset, batch
+        // stride and strides are the operand's matrix view, inside that buffer; the output
+        // holds batch×m×n elements.
         unsafe {
             self.launch(
                 &plan.kernel,
@@ -328,6 +365,6 @@ impl RunsJobs for OpenCl {
                 group,
             )?
         };
-        self.download(&out)
+        Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 }

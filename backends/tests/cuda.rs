@@ -194,14 +194,19 @@ fn a_compile_error_shows_the_log_and_the_source() {
     assert!(err.contains("--- source ---"), "{err}");
 }
 
-fn device() -> Option<Cuda> {
-    match Cuda::new(0) {
+fn device() -> Option<&'static Cuda> {
+    match Cuda::shared(0) {
         Ok(cuda) => Some(cuda),
         Err(e) => {
             println!("SKIPPED (no CUDA device): {e}");
             None
         }
     }
+}
+
+/// Device 0 as a tensor device, or `None` (printing why) where there is none.
+fn gpu() -> Option<axes::Device> {
+    device().map(|cuda| axes::Device::Accelerator(cuda))
 }
 
 #[test]
@@ -251,7 +256,7 @@ fn random_kernels_run_on_the_gpu() {
                 args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
             }
             launch(
-                &cuda,
+                cuda,
                 &kernel,
                 spec.wide,
                 &args,
@@ -281,7 +286,7 @@ fn random_kernels_run_on_the_gpu() {
                 args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
             }
             launch(
-                &cuda,
+                cuda,
                 &kernel,
                 spec.wide,
                 &args,
@@ -338,7 +343,7 @@ fn random_kernels_run_on_the_gpu() {
         CudaArg::Index(r as i64),
         CudaArg::Index(1),
     ];
-    launch(&cuda, &kernel, false, &args, m, REDUCE_GROUP).unwrap();
+    launch(cuda, &kernel, false, &args, m, REDUCE_GROUP).unwrap();
     let got = cuda.download(&out).unwrap();
     for (row, g) in got.iter().enumerate() {
         let expected: f64 = x[row * r..(row + 1) * r]
@@ -373,7 +378,10 @@ fn library_expressions_run_on_the_gpu() {
     let xt: Tensor<f32, (Col, Row)> = x.axes_with_order();
     let e = || ((&xt * 2.0 + &y).tanh() * &x).exp();
     let cpu = e().eval().unwrap().to_vec();
-    let gpu = e().eval_on(&cuda).unwrap().to_vec();
+    let gpu = e()
+        .eval_on(&axes::Device::Accelerator(cuda))
+        .unwrap()
+        .to_vec();
     for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
         assert!(
             (c - g).abs() <= 1e-5 * (1.0 + c.abs()),
@@ -381,11 +389,55 @@ fn library_expressions_run_on_the_gpu() {
         );
     }
     let cpu = e().sum::<(Row,)>().unwrap().to_vec();
-    let gpu = e().sum_on::<(Row,)>(&cuda).unwrap().to_vec();
+    let gpu = e()
+        .sum_on::<(Row,)>(&axes::Device::Accelerator(cuda))
+        .unwrap()
+        .to_vec();
     for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
         assert!(
             (c - g).abs() <= 1e-4 * (1.0 + c.abs()),
             "sum {i}: CPU {c}, GPU {g}"
         );
     }
+}
+
+// Every operation of `common::ops` on tensors that live on the GPU (contractions through
+// cuBLAS where the operands allow it), against the CPU engine.
+
+#[test]
+fn gpu_elementwise_ops_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::every_elementwise_op(&gpu);
+}
+
+#[test]
+fn gpu_reductions_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::reductions(&gpu);
+}
+
+#[test]
+fn gpu_assignments_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::assignments(&gpu);
+}
+
+#[test]
+fn gpu_views_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::views(&gpu);
+}
+
+#[test]
+fn gpu_contractions_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::contractions(&gpu);
+}
+
+#[test]
+fn gpu_errors_name_the_problem() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::errors(&gpu);
+    assert_eq!(gpu.kind(), axes::DeviceKind::Cuda(0));
+    assert_eq!(axes_backends::device("cuda:0").unwrap(), gpu);
 }

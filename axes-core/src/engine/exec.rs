@@ -65,6 +65,8 @@ pub trait Sink<T: Element>: Copy + Send + Sync {
     fn combine(self, a: T, b: T) -> T;
     /// Whether results combine into the destination rather than overwrite it.
     const REDUCES: bool;
+    /// How a device combines results (`None`: they overwrite).
+    fn device_kind(self) -> Option<crate::device::ReduceKind>;
 }
 
 /// Writes each result over the destination element.
@@ -80,6 +82,9 @@ impl<T: Element> Sink<T> for Assign {
         b
     }
     const REDUCES: bool = false;
+    fn device_kind(self) -> Option<crate::device::ReduceKind> {
+        None
+    }
 }
 
 /// An associative reduction operator with an identity, as a zero-sized type so the
@@ -89,6 +94,8 @@ pub trait ReduceOp<T>: Copy + Send + Sync {
     fn identity() -> T;
     /// Combines two partial results.
     fn combine(a: T, b: T) -> T;
+    /// The same operator on a device.
+    const KIND: crate::device::ReduceKind;
 }
 
 /// Combines results into the destination with a reduction operator.
@@ -104,6 +111,9 @@ impl<T: Element, Op: ReduceOp<T>> Sink<T> for Reduce<Op> {
         Op::combine(a, b)
     }
     const REDUCES: bool = true;
+    fn device_kind(self) -> Option<crate::device::ReduceKind> {
+        Some(Op::KIND)
+    }
 }
 
 /// The destination buffer, shared by tasks that write disjoint elements.

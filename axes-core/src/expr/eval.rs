@@ -2,16 +2,19 @@
 //! and `Tensor::assign`.
 
 use std::any::TypeId;
+use std::borrow::Cow;
 
 use half::{bf16, f16};
 
 use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 use super::ops::{binary, unary};
 use super::{Expr, reduce};
+use crate::device::{self, Device, ReduceKind};
 use crate::element::Element;
 use crate::engine::exec::{self, Assign, Sink};
 use crate::engine::plan::Plan;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::{Float, Num};
 use crate::storage::Storage;
@@ -342,35 +345,35 @@ pub trait ExprExt: Expr {
 
     /// Evaluates on `device` (one generated kernel) into a new tensor with the expression's
     /// axes; the leaves are copied to the device and the result back.
-    fn eval_on(self, device: &dyn crate::device::Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
-        crate::device::run_on(&self, device, &[], crate::device::ReduceKind::Sum)
+    fn eval_on(self, device: &Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
+        device::run_on(&self, device, &[], ReduceKind::Sum)
     }
 
     /// Combines over the axes `Over` on `device` by `kind` (sum, product, max or min: a tree
     /// reduction per result element).
     fn reduce_on<Over: AxisSet>(
         self,
-        device: &dyn crate::device::Device,
-        kind: crate::device::ReduceKind,
+        device: &Device,
+        kind: ReduceKind,
     ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
     where
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
         let over = Over::type_ids();
-        crate::device::run_on(&self, device, &over[..Over::RANK], kind)
+        device::run_on(&self, device, &over[..Over::RANK], kind)
     }
 
     /// Sums over the axes `Over` on `device` ([`ExprExt::reduce_on`] with `Sum`).
     fn sum_on<Over: AxisSet>(
         self,
-        device: &dyn crate::device::Device,
+        device: &Device,
     ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
     where
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        self.reduce_on::<Over>(device, crate::device::ReduceKind::Sum)
+        self.reduce_on::<Over>(device, ReduceKind::Sum)
     }
 
     /// Evaluates into a new tensor laid out in the axis order `O` (any order of the
@@ -478,26 +481,46 @@ impl<T: Element> ExprExt for Scalar<T> {}
 
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
 /// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
+/// Runs on the device the leaves are on (host memory: the CPU engine).
 pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
     expr: &E,
     reduced: &[TypeId],
     sink: S,
     init: E::Elem,
 ) -> Result<Tensor<E::Elem, O>> {
+    let ids = O::type_ids();
+    let (storage, layout) = evaluate_parts(expr, &ids[..O::RANK], &O::names, reduced, sink, init)?;
+    Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
+    Ok(Tensor::from_parts(storage, layout).expect("a fresh row-major layout fits its buffer"))
+}
+
+/// [`evaluate`] for the result axes `out` (type ids) named by `names`: the fresh buffer and
+/// its row-major layout.
+pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    out: &[TypeId],
+    names: &dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<(Storage<E::Elem>, Layout)> {
+    if let Some(Device::Accelerator(backend)) = device::common_device(device::leaf_devices(expr))? {
+        let kind = sink.device_kind().unwrap_or(ReduceKind::Sum);
+        return device::run_expr(expr, backend, out, names, reduced, kind, None);
+    }
     let mut leaves = Vec::new();
     expr.operands(&mut leaves);
-    let ids = O::type_ids();
-    let (plan, layout) = Plan::new(&ids[..O::RANK], &O::names, reduced, None, &leaves)?;
-    let count = layout.element_count().unwrap_or(0);
-    Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
+    let (plan, layout) = Plan::new(out, names, reduced, None, &leaves)?;
+    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+        lengths: format!("{:?}", layout.lens()),
+    })?;
     let mut data = vec![init; count];
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
     exec::run(&plan, &mut data, sink, &make);
-    Ok(Tensor::from_parts(Storage::new(data), layout)
-        .expect("a fresh row-major layout fits its buffer"))
+    Ok((Storage::new(data), layout))
 }
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
@@ -564,12 +587,19 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
         reduce::Reduced<E::Expr, Over>: SameAxes<A>,
     {
-        self.fill(T::zero());
+        self.fill(T::zero())?;
         self.add_sum::<Over, E>(expr)
     }
 
-    /// Sets every element to `value`.
-    pub fn fill(&mut self, value: T) {
+    /// Sets every element to `value` (on the tensor's device).
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        if let Device::Accelerator(backend) = self.device() {
+            let count = self.element_count();
+            let memory = backend.upload(device::as_bytes(&vec![value; count]))?;
+            let storage = device::device_storage(backend, memory, count)?;
+            self.replace_parts(storage, Layout::row_major(self.lens()));
+            return Ok(());
+        }
         if !self.layout().is_injective() {
             *self = self.contiguous();
         }
@@ -578,6 +608,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         for pos in layout.positions().flatten() {
             data[pos] = value;
         }
+        Ok(())
     }
 
     /// Evaluates `expr` and combines it into this tensor with `sink`.
@@ -599,6 +630,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         reduced: &[TypeId],
         sink: S,
     ) -> Result<()> {
+        let devices = std::iter::once(self.device()).chain(device::leaf_devices(expr));
+        if let Some(Device::Accelerator(backend)) = device::common_device(devices)? {
+            return self.run_on_device(expr, reduced, sink, backend);
+        }
         if !self.layout().is_injective() {
             *self = self.contiguous();
         }
@@ -618,6 +653,38 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             expr.evaluator(&plan, &mut next)
         };
         exec::run(&plan, data, sink, &make);
+        Ok(())
+    }
+
+    /// [`Tensor::run_reducing`] on a device: the result goes into a fresh device buffer that
+    /// replaces this tensor's (the copy-on-write of host tensors, done by the device).
+    fn run_on_device<E: Expr<Elem = T>, S: Sink<T>>(
+        &mut self,
+        expr: &E,
+        reduced: &[TypeId],
+        sink: S,
+        backend: &'static dyn device::Backend,
+    ) -> Result<()> {
+        let ids = A::type_ids();
+        let kind = sink.device_kind();
+        let (storage, layout) = device::run_expr(
+            expr,
+            backend,
+            &ids[..A::RANK],
+            &A::names,
+            reduced,
+            kind.unwrap_or(ReduceKind::Sum),
+            Some(self.lens()),
+        )?;
+        let (storage, layout) = match kind {
+            Some(kind) if S::REDUCES => {
+                let fresh = Tensor::<T, A>::new_unchecked(storage, layout);
+                let mine = self.to(&Device::Accelerator(backend))?;
+                device::combine(&mine, &fresh, backend, kind)?
+            }
+            _ => (storage, layout),
+        };
+        self.replace_parts(storage, layout);
         Ok(())
     }
 }

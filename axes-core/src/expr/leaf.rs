@@ -264,7 +264,7 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
     fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
         out.push(LeafBuffer {
             dtype: T::DTYPE,
-            bytes: crate::device::as_bytes(self.storage().as_slice()),
+            data: self.storage().leaf_data(),
         });
     }
 

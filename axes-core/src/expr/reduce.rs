@@ -4,18 +4,17 @@
 use std::any::TypeId;
 
 use super::Expr;
-use super::eval::{ExprExt, evaluate};
+use super::eval::{ExprExt, evaluate, evaluate_parts};
 use super::nodes::Scalar;
 use super::ops::binary;
 use crate::axis::Axis;
+use crate::device::ReduceKind;
 use crate::element::Element;
-use crate::engine::exec::{self, Reduce, ReduceOp};
-use crate::engine::plan::Plan;
+use crate::engine::exec::{Reduce, ReduceOp};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
 use crate::num::{Float, Num};
-use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// The axes left after reducing expression `E` over `Over`.
@@ -27,7 +26,7 @@ pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
 impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
 
 macro_rules! reduce_ops {
-    ($($(#[$doc:meta])* $name:ident: $identity:expr, $combine:path;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident: $identity:expr, $combine:path, $kind:ident;)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
@@ -40,19 +39,20 @@ macro_rules! reduce_ops {
             fn combine(a: T, b: T) -> T {
                 $combine(a, b)
             }
+            const KIND: ReduceKind = ReduceKind::$kind;
         }
     )*};
 }
 
 reduce_ops! {
     /// Sum.
-    SumOp: T::zero(), Num::add;
+    SumOp: T::zero(), Num::add, Sum;
     /// Product.
-    ProdOp: T::one(), Num::mul;
+    ProdOp: T::one(), Num::mul, Prod;
     /// Maximum (NaN-propagating).
-    MaxOp: T::lowest(), Num::max;
+    MaxOp: T::lowest(), Num::max, Max;
     /// Minimum (NaN-propagating).
-    MinOp: T::highest(), Num::min;
+    MinOp: T::highest(), Num::min, Min;
 }
 
 pub(crate) fn sum_sink() -> Reduce<SumOp> {
@@ -91,7 +91,7 @@ where
     let all = E::Axes::type_ids();
     let total: Tensor<E::Elem, ()> =
         evaluate(expr, &all[..E::Axes::RANK], sum_sink(), E::Elem::zero())?;
-    Ok(total.to_vec()[0])
+    Ok(total.storage().host()?[0])
 }
 
 /// The lengths `expr` gives the axes `ids` (1 where no leaf has one).
@@ -128,15 +128,14 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
         .collect();
     let kept_ids: Vec<TypeId> = kept.iter().map(|&a| all[a]).collect();
     let kept_names: Vec<_> = kept.iter().map(|&a| names[a].clone()).collect();
-    let mut leaves = Vec::new();
-    expr.operands(&mut leaves);
-    let (plan, layout) = Plan::new(&kept_ids, &|| kept_names.clone(), over, None, &leaves)?;
-    let mut data = vec![Op::identity(); layout.element_count().unwrap_or(0)];
-    let make = || {
-        let mut next = 0;
-        expr.evaluator(&plan, &mut next)
-    };
-    exec::run(&plan, &mut data, sink, &make);
+    let (data, layout) = evaluate_parts(
+        expr,
+        &kept_ids,
+        &|| kept_names.clone(),
+        over,
+        sink,
+        Op::identity(),
+    )?;
     // Put the result back in the expression's axis order, stride 0 on reduced axes.
     let full_lens = lengths_of(expr, &all[..E::Axes::RANK]);
     let mut strides = [0isize; MAX_RANK];
@@ -145,7 +144,7 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
     }
     let keep = Layout::new(&full_lens, &strides[..E::Axes::RANK], 0, data.len())
         .expect("a broadcast of a fresh buffer fits it");
-    Ok(Tensor::from_parts(Storage::new(data), keep).expect("rank and bounds checked"))
+    Ok(Tensor::from_parts(data, keep).expect("rank and bounds checked"))
 }
 
 /// Divides every element of `t` by `count`.
@@ -164,10 +163,11 @@ where
     divide(&reduce::<E, Over, _>(expr, sum_sink())?, count)
 }
 
-/// Replaces non-finite shifts (an all -inf or empty slice) by 0.
+/// Replaces non-finite shifts (an all -inf or empty slice) by 0: `m - m` is 0 exactly
+/// where `m` is finite (an expression, so it runs on any device).
 fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
-    m.map(|v: T| if v.to_f64().is_finite() { v } else { T::zero() })
-        .eval()
+    let finite = m.binary(m, binary::Sub).equal(Scalar(T::zero()));
+    super::eval::select(finite, m, Scalar(T::zero())).eval()
 }
 
 pub(crate) fn logsumexp<E: Expr, Over: AxisSet>(
@@ -268,6 +268,7 @@ where
     X: Axis,
     A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
 {
+    x.require_host("`argmax`/`argmin`")?;
     let axis = <A as HasAxis<X>>::POS;
     let len = x.lens()[axis];
     if len == 0 {

@@ -68,6 +68,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         I: NamedIndex,
         I::Axes: SameAxes<A>,
     {
+        self.require_host("`set`")?;
         let writable = !self.layout.is_padded() && !self.layout.strides().contains(&0);
         if !writable {
             *self = self.contiguous();

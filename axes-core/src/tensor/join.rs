@@ -76,6 +76,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         A: HasAxis<X>,
     {
         let axis = <A as HasAxis<X>>::POS;
+        for part in parts {
+            part.require_host("`concat`")?;
+        }
         let first = parts.first().ok_or_else(|| Error::NothingToJoin {
             axis: X::name().into_owned(),
         })?;
@@ -131,6 +134,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     where
         (New,): ConcatWith<A>,
     {
+        for part in parts {
+            part.require_host("`stack`")?;
+        }
         let first = parts.first().ok_or_else(|| Error::NothingToJoin {
             axis: New::name().into_owned(),
         })?;
@@ -237,6 +243,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Difference<A, (X,)>: UnionWith<I>,
     {
         let axis = <A as HasAxis<X>>::POS;
+        self.require_host("`gather`")?;
+        indices.require_host("`gather`")?;
         check_shared_lengths::<A, I>(self.lens(), indices.lens())?;
         // For each output axis: where it is in self, and where in the index tensor.
         let in_self = find_positions::<Gathered<A, X, I>, A>();

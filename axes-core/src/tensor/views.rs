@@ -295,13 +295,13 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         // Copy with the kept axes first and L last, in L's order: then L merges.
         let kept = (0..A::RANK).filter(|a| !merged_axes.contains(a));
         let order: Vec<usize> = kept.chain(merged_axes.iter().copied()).collect();
-        let data: Vec<T> = self.read_in(&self.layout.permuted(&order));
+        let data = self.packed_in(&order)?;
         let lens: Vec<usize> = order.iter().map(|&a| self.lens()[a]).collect();
         let first_merged = A::RANK - L::RANK;
         let layout = Layout::row_major(&lens)
             .merged(&(first_merged..A::RANK).collect::<Vec<_>>())
             .expect("a row-major layout merges its trailing axes");
-        let mut out = Tensor::new_unchecked(Storage::new(data), layout);
+        let mut out = Tensor::new_unchecked(data, layout);
         out.flat_parts = parts_record;
         check_fixed::<Flattened<A, L>>(out.lens())?;
         Ok(out)
@@ -345,8 +345,30 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// A copy of the elements into a fresh row-major buffer in the order of `A` (padding
-    /// written out as zeros, broadcast axes repeated).
+    /// written out as zeros, broadcast axes repeated), on the tensor's device.
+    ///
+    /// # Panics
+    /// On a device, when the device fails (out of memory, lost).
     pub fn contiguous(&self) -> Self {
+        if let crate::device::Device::Accelerator(..) = self.device() {
+            let ids = A::type_ids();
+            let copied = crate::expr::evaluate_parts(
+                self,
+                &ids[..A::RANK],
+                &A::names,
+                &[],
+                crate::engine::exec::Assign,
+                T::zero(),
+            );
+            match copied {
+                Ok((storage, layout)) => {
+                    let mut out = Tensor::new_unchecked(storage, layout);
+                    out.flat_parts = self.flat_parts.clone();
+                    return out;
+                }
+                Err(e) => panic!("copying a tensor on {}: {e}", self.device()),
+            }
+        }
         let mut out = Tensor::new_unchecked(
             Storage::new(self.read_in(&self.layout)),
             Layout::row_major(self.lens()),

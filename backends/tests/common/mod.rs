@@ -2,6 +2,8 @@
 //! IR evaluated node by node in f64 at index positions computed by hand.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod ops;
+
 use axes_core::expr::{Ir, IrNode};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

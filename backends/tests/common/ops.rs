@@ -1,0 +1,390 @@
+//! The library's own operations on tensors that live on a device agree with the same
+//! operations on the CPU (whose engine is itself tested against plain references): every
+//! element-wise op, reduction, assignment, view and contraction, over random lengths and
+//! permuted, reversed, sliced and broadcast inputs, in f32, f64, i32 and bool. The same code
+//! runs on the CPU and on the device: only where the inputs live differs.
+
+use axes::prelude::*;
+use axes::{Device, ExprExt, dot_on};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Axis)]
+pub struct B;
+#[derive(Axis)]
+pub struct I;
+#[derive(Axis)]
+pub struct J;
+
+/// Seeds of the random shapes each test runs.
+const SEEDS: std::ops::Range<u64> = 0..4;
+
+/// `device` and `cpu` hold the same values, within `tolerance` (relative, plus absolute).
+pub fn agree<T: Element + Into<f64>, A: AxisSet>(
+    what: &str,
+    cpu: &Tensor<T, A>,
+    device: &Tensor<T, A>,
+    tolerance: f64,
+) {
+    assert_eq!(cpu.lens(), device.lens(), "{what}: lengths");
+    for (i, (c, d)) in cpu.to_vec().into_iter().zip(device.to_vec()).enumerate() {
+        let (c, d): (f64, f64) = (c.into(), d.into());
+        let ok =
+            (c.is_nan() && d.is_nan()) || c == d || (c - d).abs() <= tolerance * (1.0 + c.abs());
+        assert!(ok, "{what}: element {i}: CPU {c}, device {d}");
+    }
+}
+
+/// The inputs of one seed: a signed matrix stored (I, B) and used as (B, I) (a permuted
+/// view), a positive one reversed along B (a negative stride), and a vector over I; random
+/// lengths.
+pub struct Inputs {
+    pub x: Tensor<f32, (B, I)>,
+    pub p: Tensor<f32, (B, I)>,
+    pub y: Tensor<f32, (I,)>,
+}
+
+impl Inputs {
+    pub fn new(seed: u64) -> Inputs {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (nb, ni) = (rng.random_range(1..40), rng.random_range(1..40));
+        let mut draw = |count: usize, low: f32, high: f32| -> Vec<f32> {
+            (0..count)
+                .map(|_| {
+                    let v: f32 = rng.random_range(low..high);
+                    if v.abs() < 0.1 { v + 0.25 } else { v }
+                })
+                .collect()
+        };
+        let x = Tensor::<f32, (I, B)>::from_vec((I.len(ni), B.len(nb)), draw(ni * nb, -2.0, 2.0));
+        let p = Tensor::<f32, (B, I)>::from_vec((B.len(nb), I.len(ni)), draw(ni * nb, 0.25, 3.0));
+        let y = Tensor::<f32, (I,)>::from_vec(I.len(ni), draw(ni, -2.0, 2.0));
+        let (x, p, y) = (x.unwrap(), p.unwrap(), y.unwrap());
+        Inputs {
+            x: x.axes_with_order(),
+            p: p.slice::<B>(.., -1).unwrap(),
+            y,
+        }
+    }
+
+    /// The same tensors (same views) on `device`.
+    pub fn to(&self, device: &Device) -> Inputs {
+        let inputs = Inputs {
+            x: self.x.to(device).unwrap(),
+            p: self.p.to(device).unwrap(),
+            y: self.y.to(device).unwrap(),
+        };
+        assert_eq!(inputs.x.device(), *device);
+        inputs
+    }
+}
+
+/// Evaluates `$e` over the inputs on the CPU and on `$device` (binding `$x`, `$p`, `$y` to
+/// each side's tensors), checks the device result stays there, and compares.
+macro_rules! on_both {
+    ($device:expr, $cpu:expr, $dev:expr, $name:expr, $tol:expr, |$x:ident, $p:ident, $y:ident| $e:expr) => {{
+        let cpu = {
+            #[allow(unused_variables)]
+            let ($x, $p, $y) = (&$cpu.x, &$cpu.p, &$cpu.y);
+            $e
+        };
+        let dev = {
+            #[allow(unused_variables)]
+            let ($x, $p, $y) = (&$dev.x, &$dev.p, &$dev.y);
+            $e
+        };
+        assert_eq!(
+            dev.device(),
+            *$device,
+            "{}: the result stays on the device",
+            $name
+        );
+        agree($name, &cpu, &dev.to(&Device::Cpu).unwrap(), $tol);
+    }};
+}
+
+pub fn every_elementwise_op(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        macro_rules! check {
+            ($name:literal, |$x:ident, $p:ident, $y:ident| $e:expr) => {
+                on_both!(device, cpu, dev, $name, 2e-6, |$x, $p, $y| $e
+                    .eval()
+                    .unwrap())
+            };
+        }
+        check!("neg", |x, p, y| -x);
+        check!("abs", |x, p, y| x.abs());
+        check!("square", |x, p, y| x.square());
+        check!("signum", |x, p, y| x.signum());
+        check!("relu", |x, p, y| x.relu());
+        check!("exp", |x, p, y| x.exp());
+        check!("ln", |x, p, y| p.ln());
+        check!("sqrt", |x, p, y| p.sqrt());
+        check!("rsqrt", |x, p, y| p.rsqrt());
+        check!("tanh", |x, p, y| x.tanh());
+        check!("sigmoid", |x, p, y| x.sigmoid());
+        check!("sin", |x, p, y| x.sin());
+        check!("cos", |x, p, y| x.cos());
+        check!("recip", |x, p, y| x.recip());
+        check!("floor", |x, p, y| x.floor());
+        check!("ceil", |x, p, y| x.ceil());
+        check!("powi", |x, p, y| x.powi(3));
+        check!("powf", |x, p, y| p.powf(1.5));
+        check!("clamp", |x, p, y| x.clamp(-0.5, 0.75));
+        // Binary ops with y broadcast along B, scalars on both sides.
+        check!("add", |x, p, y| x + y);
+        check!("sub", |x, p, y| x - y);
+        check!("mul", |x, p, y| x * y);
+        check!("div", |x, p, y| x / p);
+        check!("max", |x, p, y| x.max(y));
+        check!("min", |x, p, y| x.min(y));
+        check!("pow", |x, p, y| p.pow(x));
+        check!("scalars", |x, p, y| 2.0 * x - 1.5);
+        check!("mul_add", |x, p, y| x.mul_add(y, p));
+        check!("select", |x, p, y| select(x.less(y), x, p));
+        check!("fused", |x, p, y| ((x * 2.0 + y).tanh() * p - x.exp())
+            .abs());
+        // Comparisons (bool results), casts, f64 and i32.
+        let as_u8 = |t: Tensor<bool, (B, I)>| t.cast::<u8>().eval().unwrap();
+        on_both!(device, cpu, dev, "less", 0.0, |x, p, y| as_u8(
+            x.less(y).eval().unwrap()
+        ));
+        on_both!(device, cpu, dev, "greater_equal", 0.0, |x, p, y| as_u8(
+            x.greater_equal(p).eval().unwrap()
+        ));
+        on_both!(device, cpu, dev, "equal", 0.0, |x, p, y| as_u8(
+            x.equal(x).eval().unwrap()
+        ));
+        on_both!(device, cpu, dev, "f64 tanh·exp", 1e-13, |x, p, y| {
+            let xd: Tensor<f64, (B, I)> = x.cast::<f64>().eval().unwrap();
+            (xd.tanh() * xd.exp() + y.cast::<f64>()).eval().unwrap()
+        });
+        on_both!(device, cpu, dev, "i32 arithmetic", 0.0, |x, p, y| {
+            let xi: Tensor<i32, (B, I)> = (x * 10.0).cast::<i32>().eval().unwrap();
+            let yi: Tensor<i32, (I,)> = (y * 10.0).cast::<i32>().eval().unwrap();
+            ((&xi * 3 - &yi).abs() + &xi / &yi).eval().unwrap()
+        });
+    }
+}
+
+pub fn reductions(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        let tol = 1e-5;
+        macro_rules! check {
+            ($name:literal, |$x:ident, $p:ident, $y:ident| $e:expr) => {
+                on_both!(device, cpu, dev, $name, tol, |$x, $p, $y| $e.unwrap())
+            };
+        }
+        check!("sum over B", |x, p, y| ((x * y + p).sin() + 1.5)
+            .sum::<(B,)>());
+        check!("sum over I", |x, p, y| ((x * y + p).sin() + 1.5)
+            .sum::<(I,)>());
+        check!("sum over all", |x, p, y| (x * p).sum::<(I, B)>());
+        check!("max over B", |x, p, y| (x - y).max_over::<(B,)>());
+        check!("min over I", |x, p, y| (x * p).min_over::<(I,)>());
+        check!("prod over I", |x, p, y| (p * 0.1).exp().prod::<(I,)>());
+        check!("mean over B", |x, p, y| x.mean::<(B,)>());
+        check!("var over I", |x, p, y| x.var::<(I,)>());
+        check!("std over B", |x, p, y| p.std::<(B,)>());
+        check!("logsumexp over I", |x, p, y| x.logsumexp::<(I,)>());
+        check!("softmax over I", |x, p, y| softmax::<_, _, I>(x));
+        check!("log_softmax over B", |x, p, y| log_softmax::<_, _, B>(p));
+        let total = |x: &Tensor<f32, (B, I)>| (x * x).sum_all().unwrap();
+        let (c, d) = (total(&cpu.x), total(&dev.x));
+        assert!(
+            (c - d).abs() <= 1e-5 * (1.0 + c.abs()),
+            "sum_all: {c} vs {d}"
+        );
+    }
+}
+
+pub fn assignments(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        on_both!(device, cpu, dev, "assign", 1e-6, |x, p, y| {
+            // A destination in another axis order, written in place.
+            let mut out =
+                Tensor::<f64, (I, B)>::zeros((I.len(x.len_of::<I>()), B.len(x.len_of::<B>())))
+                    .unwrap()
+                    .to(&x.device())
+                    .unwrap();
+            out.assign(x * y + p).unwrap();
+            out
+        });
+        on_both!(device, cpu, dev, "add_sum", 1e-5, |x, p, y| {
+            let mut out = y.cast::<f32>().eval().unwrap();
+            out.add_sum::<(B,), _>(x * p).unwrap();
+            out.add_sum::<(B,), _>(x).unwrap();
+            out
+        });
+        on_both!(device, cpu, dev, "assign_sum and fill", 1e-5, |x, p, y| {
+            let mut out = y.cast::<f32>().eval().unwrap();
+            out.fill(3.0).unwrap();
+            let filled = out.clone();
+            out.assign_sum::<(B,), _>(p).unwrap();
+            (&out + &filled).eval().unwrap()
+        });
+    }
+}
+
+pub fn views(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        let nb = cpu.x.len_of::<B>();
+        macro_rules! check {
+            ($name:literal, |$x:ident, $p:ident, $y:ident| $e:expr) => {
+                on_both!(device, cpu, dev, $name, 1e-6, |$x, $p, $y| $e)
+            };
+        }
+        check!("slice with a step", |x, p, y| (x
+            .slice::<B>(..nb.div_ceil(2), 2)
+            .unwrap()
+            * 2.0)
+            .eval()
+            .unwrap());
+        check!("index", |x, p, y| x
+            .index::<B>(B.at(nb - 1))
+            .unwrap()
+            .exp()
+            .eval()
+            .unwrap());
+        check!("transposed order", |x, p, y| x
+            .axes_with_order::<(I, B)>()
+            .eval()
+            .unwrap());
+        check!("broadcast", |x, p, y| (y
+            .broadcast::<(J, I)>(J.len(3))
+            .unwrap()
+            + 1.0)
+            .eval()
+            .unwrap());
+        check!("cast_axes", |x, p, y| y
+            .cast_axes::<(J,)>()
+            .unwrap()
+            .sin()
+            .eval()
+            .unwrap());
+        check!("flatten", |x, p, y| x
+            .flatten::<(B, I)>()
+            .unwrap()
+            .square()
+            .eval()
+            .unwrap());
+        check!("contiguous", |x, p, y| p.contiguous());
+        check!("to_layout", |x, p, y| x.to_layout::<(I, B)>());
+        check!("transpose", |x, p, y| x.transpose().eval().unwrap());
+    }
+}
+
+pub fn contractions(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        let ni = cpu.x.len_of::<I>();
+        let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
+        let nj = rng.random_range(1..30);
+        let w =
+            Tensor::<f32, (I, J)>::from_fn((I.len(ni), J.len(nj)), |_| rng.random_range(-1.0..1.0))
+                .unwrap();
+        let (w_cpu, w_dev) = (w.clone(), w.to(device).unwrap());
+        let pick = |x: &Tensor<f32, (B, I)>| {
+            if x.device().is_cpu() {
+                w_cpu.clone()
+            } else {
+                w_dev.clone()
+            }
+        };
+        let tol = 1e-5;
+        // x is a permuted view, p a reversed slice (packed first, on the device), w plain.
+        on_both!(device, cpu, dev, "dot", tol, |x, p, y| dot(x, &pick(x))
+            .unwrap());
+        on_both!(device, cpu, dev, "dot reversed", tol, |x, p, y| dot(
+            p,
+            &pick(p)
+        )
+        .unwrap());
+        on_both!(device, cpu, dev, "dot transposed weight", tol, |x, p, y| {
+            dot(&pick(x).axes_with_order::<(J, I)>(), x).unwrap()
+        });
+        on_both!(device, cpu, dev, "dot over I", tol, |x, p, y| dot(x, y)
+            .unwrap());
+        // A batch axis (B) kept once: dot_over contracts I only.
+        on_both!(device, cpu, dev, "dot_over batched", tol, |x, p, y| {
+            let xj: Tensor<f32, (B, I, J)> =
+                (x * pick(x).axes_with_order::<(J, I)>()).eval_in().unwrap();
+            dot_over::<(I,), _, _, _>(&xj, p).unwrap()
+        });
+        // A square weight: x's I meets its Dual<I>.
+        let sq =
+            Tensor::<f64, (Dual<I>, I)>::from_fn((Dual::<I>::default().len(ni), I.len(ni)), |ix| {
+                ((ix.of::<Dual<I>>() * 13 + ix.of::<I>()) % 17) as f64 / 9.0 - 0.9
+            })
+            .unwrap();
+        let (sq_cpu, sq_dev) = (sq.clone(), sq.to(device).unwrap());
+        on_both!(device, cpu, dev, "dot dual", 1e-12, |x, p, y| {
+            let xd: Tensor<f64, (B, I)> = x.cast::<f64>().eval().unwrap();
+            let sq = if x.device().is_cpu() {
+                &sq_cpu
+            } else {
+                &sq_dev
+            };
+            dot(&xd, sq).unwrap()
+        });
+        // The one-call form on host tensors.
+        agree(
+            "dot_on",
+            &dot(&cpu.x, &w).unwrap(),
+            &dot_on(&cpu.x, &w, device).unwrap(),
+            tol,
+        );
+    }
+}
+
+/// Bad input on a device is an error that names the problem.
+pub fn errors(device: &Device) {
+    let cpu = Inputs::new(0);
+    let dev = cpu.to(device);
+    let err = (&dev.x + &cpu.y).eval().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("operands on different devices: {device} and cpu; copy one with `.to(&device)`")
+    );
+    let err = dot(&cpu.x, &dev.p).unwrap_err().to_string();
+    assert!(err.contains("different devices"), "{err}");
+    let mut host_dest = cpu.x.clone();
+    let err = host_dest.assign(&dev.x * 2.0).unwrap_err().to_string();
+    assert!(err.contains("different devices"), "{err}");
+    let err = (&dev.x).map(|v| v * 2.0).eval().unwrap_err().to_string();
+    assert!(err.contains("closure"), "{err}");
+    let short = Tensor::<f32, (I,)>::zeros(I.len(cpu.x.len_of::<I>() + 1))
+        .unwrap()
+        .to(device)
+        .unwrap();
+    let err = (&dev.x + &short).eval().unwrap_err().to_string();
+    assert!(err.starts_with("axis `I` has length"), "{err}");
+    let mut on_device = dev.x.clone();
+    let err = on_device
+        .set((B.at(0), I.at(0)), 1.0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`set`") && err.contains("to(&Device::Cpu)"),
+        "{err}"
+    );
+    let err = argmax::<_, _, I>(&dev.x).unwrap_err().to_string();
+    assert!(err.contains("argmax"), "{err}");
+    let padded = dev.x.pad::<I>(1, 0).unwrap();
+    let err = padded.exp().eval().unwrap_err().to_string();
+    assert!(err.contains("padded"), "{err}");
+    let half = Tensor::<half::f16, (I,)>::zeros(I.len(3)).unwrap();
+    assert!((&half).eval_on(device).is_err());
+    // Copies: to the device and back is the identity; to the same device shares storage.
+    assert_eq!(dev.p.to(&Device::Cpu).unwrap(), cpu.p);
+    assert!(dev.p.to(device).unwrap().shares_storage_with(&dev.p));
+}
