@@ -345,16 +345,16 @@ pub(crate) fn run_expr<E: Expr>(
 }
 
 /// What a device job computes besides its expression: see [`run_expr`].
-struct Work<'w> {
-    kept: &'w [TypeId],
-    names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
-    reduced: &'w [TypeId],
-    reduce: ReduceKind,
-    dest: Option<&'w [usize]>,
+pub(crate) struct Work<'w> {
+    pub(crate) kept: &'w [TypeId],
+    pub(crate) names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
+    pub(crate) reduced: &'w [TypeId],
+    pub(crate) reduce: ReduceKind,
+    pub(crate) dest: Option<&'w [usize]>,
 }
 
 /// [`run_expr`] for an IR and its leaves.
-fn run_ir<T: Element>(
+pub(crate) fn run_ir<T: Element>(
     ir: Ir,
     layouts: &[LeafLayout],
     buffers: &[LeafBuffer<'_>],

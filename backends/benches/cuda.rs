@@ -1,7 +1,9 @@
-//! On a CUDA device: fused `a*x + b*y` and `sum((x - y)²)` over 16M f32 through generated
-//! kernels, as a fraction of a device-to-device copy's bandwidth measured in the same run;
-//! and the generated tiled matrix product's GFLOP/s beside cuBLAS SGEMM called directly
-//! (2048³). Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
+//! On a CUDA device: fused `a*x + b*y` and `sum((x - y)²)` over 16M f32, as a fraction of a
+//! device-to-device copy's bandwidth measured in the same run — both as bare generated kernels
+//! and through the library on tensors that live on the GPU (`(&x * 2.0 + &y * 3.0).eval()`,
+//! `(&x - &y).square().sum::<(Elem,)>()`, each allocating its result); and matrix products
+//! (2048³) in GFLOP/s: the generated tiled kernel, the library's `dot` on GPU tensors (which
+//! calls cuBLAS), and cuBLAS SGEMM called directly. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
 //! short run. To run on a GPU machine without Rust, build here with `--no-run`, carry the
@@ -66,7 +68,7 @@ fn median_ms(name: &str) -> Option<f64> {
 }
 
 fn main() {
-    let cuda = match Cuda::new(0) {
+    let cuda = match Cuda::shared(0) {
         Ok(cuda) => cuda,
         Err(e) => {
             println!("SKIPPED (no CUDA device): {e}");
@@ -119,7 +121,7 @@ fn main() {
                 CudaArg::Index(0),
                 CudaArg::Index(1),
             ];
-            launch(&cuda, &kernel, false, &args, (N / 256).min(65536), 256).unwrap();
+            launch(cuda, &kernel, false, &args, (N / 256).min(65536), 256).unwrap();
         })
     });
 
@@ -162,7 +164,7 @@ fn main() {
                 CudaArg::Index(1),
             ];
             launch(
-                &cuda,
+                cuda,
                 &partial_kernel,
                 false,
                 &args,
@@ -182,7 +184,7 @@ fn main() {
                 CudaArg::Index(0),
                 CudaArg::Index(1),
             ];
-            launch(&cuda, &combine, false, &args, 1, REDUCE_GROUP).unwrap();
+            launch(cuda, &combine, false, &args, 1, REDUCE_GROUP).unwrap();
         })
     });
     let sum = cuda.download(&total).unwrap()[0];
@@ -215,7 +217,7 @@ fn main() {
                     CudaArg::Index(1),
                 ]);
             }
-            launch(&cuda, &mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE).unwrap();
+            launch(cuda, &mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE).unwrap();
         })
     });
     // SAFETY: only probes for the library.
@@ -245,6 +247,9 @@ fn main() {
         println!("cuBLAS not found: the cuBLAS comparison is not run");
     }
     black_box(&cm);
+
+    // The same work through the library, on tensors that live on the GPU.
+    library(&mut c, cuda);
     c.final_summary();
 
     println!("\n{} (medians)", cuda.name());
@@ -262,7 +267,33 @@ fn main() {
             }
         }
     }
+    if let Some(copy) = copy {
+        let copy_gbs = 2.0 * 4.0 * N as f64 / copy / 1e6;
+        for (name, bytes) in [
+            ("cuda library axpby 16M", 3.0),
+            ("cuda library sum sq diff 16M", 2.0),
+        ] {
+            if let Some(ms) = median_ms(name) {
+                let gbs = bytes * 4.0 * N as f64 / ms / 1e6;
+                println!(
+                    "{name}: {ms:.3} ms, {gbs:.0} GB/s = {:.2} of the copy",
+                    gbs / copy_gbs
+                );
+            }
+        }
+    }
     let flops = 2.0 * (SIDE as f64).powi(3);
+    if let (Some(ours), Some(blas)) = (
+        median_ms("cuda library dot 2048"),
+        median_ms("cuda matmul cublas 2048"),
+    ) {
+        println!(
+            "library dot: {:.0} GFLOP/s; cuBLAS direct {:.0} GFLOP/s; ratio {:.2}",
+            flops / ours / 1e6,
+            flops / blas / 1e6,
+            blas / ours
+        );
+    }
     let ours = median_ms("cuda matmul generated 2048");
     let blas = median_ms("cuda matmul cublas 2048");
     if let Some(ours) = ours {
@@ -276,4 +307,52 @@ fn main() {
         }
         println!();
     }
+}
+
+#[derive(axes::Axis)]
+struct Elem;
+#[derive(axes::Axis)]
+struct Row;
+#[derive(axes::Axis)]
+struct Inner;
+#[derive(axes::Axis)]
+struct Col;
+
+/// `a*x + b*y`, `Σ(x - y)²` and a 2048³ `dot` through the library on GPU tensors.
+fn library(c: &mut Criterion, cuda: &'static Cuda) {
+    use axes::prelude::*;
+    let gpu = axes::Device::Accelerator(cuda);
+    let on_gpu = |value: f32| {
+        Tensor::<f32, (Elem,)>::from_vec(Elem.len(N), vec![value; N])
+            .and_then(|t| t.to(&gpu))
+            .unwrap()
+    };
+    let (x, y) = (on_gpu(1.0), on_gpu(2.0));
+    c.bench_function("cuda library axpby 16M", |b| {
+        b.iter(|| black_box((&x * 2.0 + &y * 3.0).eval().unwrap()))
+    });
+    c.bench_function("cuda library sum sq diff 16M", |b| {
+        b.iter(|| black_box((&x - &y).square().sum::<(Elem,)>().unwrap()))
+    });
+    let total = (&x - &y).square().sum_all().unwrap();
+    assert!(
+        (total - N as f32).abs() < 1e-3 * N as f32,
+        "Σ(x-y)² = {total}"
+    );
+    let a = Tensor::<f32, (Row, Inner)>::full((Row.len(SIDE), Inner.len(SIDE)), 0.5)
+        .and_then(|t| t.to(&gpu))
+        .unwrap();
+    let bm = Tensor::<f32, (Inner, Col)>::full((Inner.len(SIDE), Col.len(SIDE)), 0.25)
+        .and_then(|t| t.to(&gpu))
+        .unwrap();
+    c.bench_function("cuda library dot 2048", |b| {
+        b.iter(|| black_box(dot(&a, &bm).unwrap()))
+    });
+    let z = dot(&a, &bm).unwrap();
+    assert_eq!(z.device(), gpu);
+    let corner = z.get((Row.at(0), Col.at(0))).unwrap();
+    assert!(
+        (corner - 0.125 * SIDE as f32).abs() < 1e-2,
+        "dot corner {corner}"
+    );
 }

@@ -187,6 +187,16 @@ impl Cuda {
             .map_err(|e| cuda_error("allocating device memory", e))
     }
 
+    /// A result buffer of `bytes` bytes, not initialised: every launch that gets one writes
+    /// all of it (each kernel writes every result element; cuBLAS with beta 0 every element
+    /// of C) before anything reads it — no memset costs bandwidth.
+    fn result_buffer(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        // SAFETY: u8 has no invalid bit patterns, and the buffer is written in full before
+        // it is read (above).
+        unsafe { self.stream.alloc::<u8>(bytes) }
+            .map_err(|e| cuda_error("allocating device memory", e))
+    }
+
     /// The device's name.
     pub fn name(&self) -> String {
         self.context
@@ -377,7 +387,7 @@ impl Cuda {
         let (m, n, k) = (job.m, job.n, job.k);
         let count = job.batch * m * n;
         let bytes = count * std::mem::size_of::<T>();
-        let mut out = self.alloc::<u8>(bytes)?;
+        let mut out = self.result_buffer(bytes)?;
         let config = StridedBatchedConfig {
             gemm: GemmConfig {
                 transa: operands.op_a.0,
@@ -453,7 +463,7 @@ impl Backend for Cuda {
         let Some(plan) = JobPlan::new(job, Dialect::Cuda)? else {
             return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
         };
-        let out = self.alloc::<u8>(plan.out_bytes)?;
+        let out = self.result_buffer(plan.out_bytes)?;
         let inputs = (job.leaves.iter())
             .map(|leaf| buffer_of(leaf.memory))
             .collect::<Result<Vec<_>>>()?;
@@ -474,7 +484,11 @@ impl Backend for Cuda {
         // offsets and strides are the tensor's unpadded layout, inside that buffer; the
         // output holds the result.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, blocks, threads)? };
-        Ok(DeviceMemory::new(out, plan.out_bytes))
+        let out = DeviceMemory::new(out, plan.out_bytes);
+        if plan.splits > 1 {
+            return self.run(&plan.combine(job, &out));
+        }
+        Ok(out)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
@@ -482,7 +496,7 @@ impl Backend for Cuda {
             return Ok(out);
         }
         let plan = JobPlan::matmul(job, Dialect::Cuda)?;
-        let out = self.alloc::<u8>(plan.out_bytes)?;
+        let out = self.result_buffer(plan.out_bytes)?;
         let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {

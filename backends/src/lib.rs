@@ -126,6 +126,22 @@ pub(crate) struct JobPlan {
     pub(crate) items: usize,
     pub(crate) reduction: bool,
     pub(crate) out_bytes: usize,
+    /// The parts each result's elements are cut into (1: the kernel writes the results;
+    /// more: partial results, which [`JobPlan::combine`] reduces).
+    pub(crate) splits: usize,
+}
+
+/// Work-groups a reduction wants at least (a device's cores are filled several times over).
+const REDUCTION_GROUPS: usize = 1024;
+/// Elements a part of a split reduction reduces at least.
+const ELEMENTS_PER_PART: usize = 4096;
+
+/// The parts to cut each of `count` results' `reduced` elements into, so that few results
+/// over many elements still fill the device.
+fn splits(count: usize, reduced: usize) -> usize {
+    (REDUCTION_GROUPS / count.max(1))
+        .min(reduced / ELEMENTS_PER_PART)
+        .max(1)
 }
 
 impl JobPlan {
@@ -158,9 +174,10 @@ impl JobPlan {
             wide: Spec::needs_wide(largest),
         };
         let reduction = !job.reduced.is_empty();
+        let splits = if reduction { splits(count, reduced) } else { 1 };
         let mut args = vec![Slot::Index(count as Index)];
         let kernel = if reduction {
-            args.extend([Slot::Index(reduced as Index), Slot::Index(1)]);
+            args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
             let op = match job.reduce {
                 ReduceKind::Sum => ReduceOp::Sum,
                 ReduceKind::Prod => ReduceOp::Prod,
@@ -178,16 +195,14 @@ impl JobPlan {
                 .map(|&l| Slot::Index(l as Index)),
         );
         args.extend([Slot::Out, Slot::Index(0)]);
-        // The result is row-major over the kept axes.
-        let mut strides = vec![0; job.kept.len()];
-        let mut size: Index = 1;
-        for (s, &l) in strides.iter_mut().zip(&job.kept).rev() {
-            *s = size;
-            size *= l as Index;
-        }
-        args.extend(strides.into_iter().map(Slot::Index));
+        // The result is row-major over the kept axes, each result's parts side by side.
+        args.extend(
+            partial_strides(&job.kept, splits)
+                .into_iter()
+                .map(Slot::Index),
+        );
         if reduction {
-            args.push(Slot::Index(0));
+            args.push(Slot::Index(if splits > 1 { 1 } else { 0 }));
         }
         for (k, leaf) in job.leaves.iter().enumerate() {
             args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
@@ -197,14 +212,54 @@ impl JobPlan {
             kernel,
             wide: spec.wide,
             args,
-            items: count,
+            items: count * splits,
             reduction,
-            out_bytes: count * out.size(),
+            out_bytes: count * splits * out.size(),
+            splits,
         }))
     }
 }
 
+/// Row-major strides over `kept` lengths, each result holding `splits` parts.
+fn partial_strides(kept: &[usize], splits: usize) -> Vec<Index> {
+    let mut strides = vec![0; kept.len()];
+    let mut size = splits as Index;
+    for (s, &l) in strides.iter_mut().zip(kept).rev() {
+        *s = size;
+        size *= l as Index;
+    }
+    strides
+}
+
 impl JobPlan {
+    /// The job that combines the partial results of a split reduction (`partial`, laid out
+    /// by this plan) into `job`'s results: a reduction over the parts, with `job`'s operator.
+    pub(crate) fn combine<'a>(
+        &self,
+        job: &axes_core::device::Job<'_>,
+        partial: &'a axes_core::device::DeviceMemory,
+    ) -> axes_core::device::Job<'a> {
+        let mut ir = axes_core::expr::Ir::default();
+        ir.leaf();
+        let mut strides: Vec<isize> = (partial_strides(&job.kept, self.splits).into_iter())
+            .map(|s| s as isize)
+            .collect();
+        strides.push(1);
+        axes_core::device::Job {
+            ir,
+            leaves: vec![axes_core::device::JobLeaf {
+                dtype: job.out,
+                memory: partial,
+                offset: 0,
+                strides,
+            }],
+            kept: job.kept.clone(),
+            reduced: vec![self.splits],
+            reduce: job.reduce,
+            out: job.out,
+        }
+    }
+
     /// The plan for a matrix product: the tiled kernel, its arguments (leaf 0 is the left
     /// operand, leaf 1 the right), and its work-group count in `items`.
     pub(crate) fn matmul(
@@ -239,6 +294,7 @@ impl JobPlan {
             items: job.batch * job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
             reduction: true,
             out_bytes: out_count * ty.size(),
+            splits: 1,
         })
     }
 }

@@ -337,7 +337,11 @@ impl Backend for OpenCl {
         // offsets and strides are the tensor's unpadded layout, inside that buffer (the core
         // checked it when the tensor was made); the output holds the result.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local)? };
-        Ok(DeviceMemory::new(out, plan.out_bytes))
+        let out = DeviceMemory::new(out, plan.out_bytes);
+        if plan.splits > 1 {
+            return self.run(&plan.combine(job, &out));
+        }
+        Ok(out)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

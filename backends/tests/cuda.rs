@@ -417,6 +417,12 @@ fn gpu_reductions_match_the_cpu() {
 }
 
 #[test]
+fn gpu_split_reductions_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::split_reductions(&gpu);
+}
+
+#[test]
 fn gpu_assignments_match_the_cpu() {
     let Some(gpu) = gpu() else { return };
     common::ops::assignments(&gpu);

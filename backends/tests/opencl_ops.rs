@@ -23,6 +23,12 @@ fn reductions_match_the_cpu() {
 }
 
 #[test]
+fn split_reductions_match_the_cpu() {
+    let Some(device) = device() else { return };
+    common::ops::split_reductions(&device);
+}
+
+#[test]
 fn assignments_into_device_tensors_match_the_cpu() {
     let Some(device) = device() else { return };
     common::ops::assignments(&device);

@@ -3,15 +3,17 @@
 
 use std::any::TypeId;
 
-use super::Expr;
 use super::eval::{ExprExt, evaluate, evaluate_parts};
 use super::nodes::Scalar;
 use super::ops::binary;
+use super::{Expr, LeafBuffer, LeafData};
 use crate::axis::Axis;
-use crate::device::ReduceKind;
-use crate::element::Element;
+use crate::device::{Backend, Device, ReduceKind, Work, run_ir};
+use crate::element::{DType, Element};
 use crate::engine::exec::{Reduce, ReduceOp};
+use crate::engine::plan::LeafLayout;
 use crate::error::{Error, Result};
+use crate::expr::{Ir, IrNode};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
 use crate::num::{Float, Num};
@@ -247,7 +249,7 @@ where
     X: Axis,
     A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
 {
-    arg_best(x, |candidate, best| candidate > best)
+    arg_best(x, true)
 }
 
 /// The position of the smallest element along axis `X` (the first one on ties; the first
@@ -257,18 +259,75 @@ where
     X: Axis,
     A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
 {
-    arg_best(x, |candidate, best| candidate < best)
+    arg_best(x, false)
 }
 
-fn arg_best<T: Num, A, X>(
+/// [`argmax`] (`maximum`) or [`argmin`] on `backend`, where `x` is, as expressions: the best
+/// value along `X` kept with stride 0, then the smallest position whose element equals it or
+/// is NaN (a NaN makes the best NaN, which equals nothing, so the first NaN wins).
+fn arg_best_on<T: Num, A, X>(
     x: &Tensor<T, A>,
-    better: fn(T, T) -> bool,
+    backend: &'static dyn Backend,
+    maximum: bool,
 ) -> Result<Tensor<i64, Difference<A, (X,)>>>
 where
     X: Axis,
     A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
 {
-    x.require_host("`argmax`/`argmin`")?;
+    let over = [TypeId::of::<X>()];
+    let best = if maximum {
+        reduce_keep(x, &over, max_sink())?
+    } else {
+        reduce_keep(x, &over, min_sink())?
+    };
+    let len = x.lens()[<A as HasAxis<X>>::POS];
+    // The positions along X, 0..len, as a leaf over X alone.
+    let steps: Vec<i64> = (0..len as i64).collect();
+    let positions = backend.upload(crate::device::as_bytes(&steps))?;
+    let mut position_ids = [TypeId::of::<()>(); MAX_RANK];
+    position_ids[0] = TypeId::of::<X>();
+    let mut ir = Ir::default();
+    let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
+    let is_best = ir.push(IrNode::Binary("eq", value, best_value));
+    let is_number = ir.push(IrNode::Binary("eq", value, value));
+    let past_end = ir.push(IrNode::Scalar(len as f64));
+    let nan_or_end = ir.push(IrNode::Select(is_number, past_end, position));
+    ir.push(IrNode::Select(is_best, position, nan_or_end));
+    let (mut layouts, mut buffers) = (Vec::new(), Vec::new());
+    x.operands(&mut layouts);
+    x.buffers(&mut buffers);
+    best.operands(&mut layouts);
+    best.buffers(&mut buffers);
+    layouts.push(LeafLayout {
+        ids: position_ids,
+        layout: Layout::row_major(&[len]),
+        names: || vec![X::name()],
+    });
+    buffers.push(LeafBuffer {
+        dtype: DType::I64,
+        data: LeafData::Device(backend, &positions),
+    });
+    type Kept<A, X> = Difference<A, (X,)>;
+    let ids = Kept::<A, X>::type_ids();
+    let work = Work {
+        kept: &ids[..Kept::<A, X>::RANK],
+        names: &Kept::<A, X>::names,
+        reduced: &over,
+        reduce: ReduceKind::Min,
+        dest: None,
+    };
+    let (storage, layout) = run_ir::<i64>(ir, &layouts, &buffers, backend, &work)?;
+    Ok(Tensor::from_parts(storage, layout).expect("a fresh result fits"))
+}
+
+fn arg_best<T: Num, A, X>(
+    x: &Tensor<T, A>,
+    maximum: bool,
+) -> Result<Tensor<i64, Difference<A, (X,)>>>
+where
+    X: Axis,
+    A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
+{
     let axis = <A as HasAxis<X>>::POS;
     let len = x.lens()[axis];
     if len == 0 {
@@ -276,6 +335,14 @@ where
             axis: X::name().into_owned(),
         });
     }
+    if let Device::Accelerator(backend) = x.device() {
+        return arg_best_on::<T, A, X>(x, backend, maximum);
+    }
+    let better: fn(T, T) -> bool = if maximum {
+        |candidate, best| candidate > best
+    } else {
+        |candidate, best| candidate < best
+    };
     let is_nan = |v: T| v.partial_cmp(&v).is_none();
     let mut lens = x.lens().to_vec();
     lens.remove(axis);

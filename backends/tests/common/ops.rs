@@ -193,6 +193,15 @@ pub fn reductions(device: &Device) {
         check!("logsumexp over I", |x, p, y| x.logsumexp::<(I,)>());
         check!("softmax over I", |x, p, y| softmax::<_, _, I>(x));
         check!("log_softmax over B", |x, p, y| log_softmax::<_, _, B>(p));
+        // Positions as f64, for `agree`.
+        let position = |t: Tensor<i64, (B,)>| t.cast::<f64>().eval().unwrap();
+        on_both!(device, cpu, dev, "argmax over I", 0.0, |x, p, y| position(
+            argmax::<_, _, I>(x).unwrap()
+        ));
+        let position = |t: Tensor<i64, (I,)>| t.cast::<f64>().eval().unwrap();
+        on_both!(device, cpu, dev, "argmin over B", 0.0, |x, p, y| position(
+            argmin::<_, _, B>(p).unwrap()
+        ));
         let total = |x: &Tensor<f32, (B, I)>| (x * x).sum_all().unwrap();
         let (c, d) = (total(&cpu.x), total(&dev.x));
         assert!(
@@ -346,6 +355,54 @@ pub fn contractions(device: &Device) {
     }
 }
 
+/// Few results over many elements: the device splits each result's elements into parts and
+/// combines the parts' partial results in a second reduction.
+pub fn split_reductions(device: &Device) {
+    let long = Tensor::<f64, (B, J)>::from_fn((B.len(3), J.len(200_003)), |ix| {
+        ((ix.of::<J>() * 7 + ix.of::<B>()) % 1000) as f64 / 7.0 - 70.0
+    })
+    .unwrap();
+    let on_device = long.to(device).unwrap();
+    agree(
+        "split sum",
+        &long.sum::<(J,)>().unwrap(),
+        &on_device.sum::<(J,)>().unwrap().to(&Device::Cpu).unwrap(),
+        1e-12,
+    );
+    agree(
+        "split max",
+        &(&long).sin().max_over::<(J,)>().unwrap(),
+        &(&on_device)
+            .sin()
+            .max_over::<(J,)>()
+            .unwrap()
+            .to(&Device::Cpu)
+            .unwrap(),
+        1e-15,
+    );
+    agree(
+        "split mean of all",
+        &long.mean::<(B, J)>().unwrap(),
+        &on_device
+            .mean::<(J, B)>()
+            .unwrap()
+            .to(&Device::Cpu)
+            .unwrap(),
+        1e-12,
+    );
+    let position = |t: Tensor<i64, (B,)>| t.to_vec();
+    assert_eq!(
+        position(argmin::<_, _, J>(&long).unwrap()),
+        position(argmin::<_, _, J>(&on_device).unwrap())
+    );
+}
+
+/// `gather` runs on the CPU only: on a device it is an error that says so.
+fn gather_on_device(x: &Tensor<f32, (B, I)>) -> axes::Result<Tensor<f32, (B, J)>> {
+    let indices = Tensor::<i64, (J,)>::from_vec(J.len(1), vec![0])?;
+    x.gather::<I, _, _>(&indices)
+}
+
 /// Bad input on a device is an error that names the problem.
 pub fn errors(device: &Device) {
     let cpu = Inputs::new(0);
@@ -377,8 +434,34 @@ pub fn errors(device: &Device) {
         err.contains("`set`") && err.contains("to(&Device::Cpu)"),
         "{err}"
     );
-    let err = argmax::<_, _, I>(&dev.x).unwrap_err().to_string();
-    assert!(err.contains("argmax"), "{err}");
+    // argmax: the first of equal maxima, the first NaN where there is one.
+    let ties = Tensor::<f32, (B, I)>::from_vec(
+        (B.len(3), I.len(4)),
+        vec![
+            1.,
+            3.,
+            3.,
+            0.,
+            f32::NAN,
+            2.,
+            f32::NAN,
+            9.,
+            -1.,
+            -1.,
+            -1.,
+            -1.,
+        ],
+    )
+    .unwrap();
+    let on_device = argmax::<_, _, I>(&ties.to(device).unwrap()).unwrap();
+    assert_eq!(on_device.device(), *device);
+    assert_eq!(on_device.to_vec(), [1, 0, 0]);
+    assert_eq!(argmax::<_, _, I>(&ties).unwrap().to_vec(), [1, 0, 0]);
+    let err = gather_on_device(&dev.x).unwrap_err().to_string();
+    assert!(
+        err.contains("`gather`") && err.contains("CPU only"),
+        "{err}"
+    );
     let padded = dev.x.pad::<I>(1, 0).unwrap();
     let err = padded.exp().eval().unwrap_err().to_string();
     assert!(err.contains("padded"), "{err}");
