@@ -371,8 +371,8 @@ pub fn split_reductions(device: &Device) {
     );
     agree(
         "split max",
-        &(&long).sin().max_over::<(J,)>().unwrap(),
-        &(&on_device)
+        &long.sin().max_over::<(J,)>().unwrap(),
+        &on_device
             .sin()
             .max_over::<(J,)>()
             .unwrap()
