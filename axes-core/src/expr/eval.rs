@@ -343,8 +343,9 @@ pub trait ExprExt: Expr {
         evaluate(&self, &[], Assign, Self::Elem::zero())
     }
 
-    /// Evaluates on `device` (one generated kernel) into a new tensor with the expression's
-    /// axes; the leaves are copied to the device and the result back.
+    /// Evaluates on `device` for one call (one generated kernel) into a new tensor in host
+    /// memory: leaves in host memory are copied there for the job (those already there are
+    /// read in place). Tensors kept on a device need no `_on`: `eval` runs where they are.
     fn eval_on(self, device: &Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
         device::run_on(&self, device, &[], ReduceKind::Sum)
     }
