@@ -379,7 +379,8 @@ pub(crate) fn run_ir<T: Element>(
         if leaf.layout.is_padded() {
             return Err(Error::Unsupported {
                 what: format!(
-                    "a padded view on {} (make it contiguous first)",
+                    "a padded view on {}: kernels do not read padding; write it out with \
+                     `.contiguous()` first",
                     Device::Accelerator(backend)
                 ),
             });

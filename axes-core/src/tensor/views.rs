@@ -345,12 +345,19 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// A copy of the elements into a fresh row-major buffer in the order of `A` (padding
-    /// written out as zeros, broadcast axes repeated), on the tensor's device.
+    /// written out as zeros, broadcast axes repeated), on the tensor's device. (Kernels do
+    /// not read padded views: a padded view on a device is written out through the host.)
     ///
     /// # Panics
     /// On a device, when the device fails (out of memory, lost).
     pub fn contiguous(&self) -> Self {
-        if let crate::device::Device::Accelerator(..) = self.device() {
+        let device = self.device();
+        if !device.is_cpu() && self.layout.is_padded() {
+            let copied = (self.to(&crate::device::Device::Cpu))
+                .and_then(|host| host.contiguous().to(&device));
+            return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
+        }
+        if let crate::device::Device::Accelerator(..) = device {
             let ids = A::type_ids();
             let copied = crate::expr::evaluate_parts(
                 self,

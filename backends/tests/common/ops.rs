@@ -462,9 +462,18 @@ pub fn errors(device: &Device) {
         err.contains("`gather`") && err.contains("CPU only"),
         "{err}"
     );
-    let padded = dev.x.pad::<I>(1, 0).unwrap();
+    let padded = dev.x.pad::<I>(1, 2).unwrap();
     let err = padded.exp().eval().unwrap_err().to_string();
-    assert!(err.contains("padded"), "{err}");
+    assert!(
+        err.contains("padded") && err.contains("contiguous"),
+        "{err}"
+    );
+    let written = padded.contiguous();
+    assert_eq!(written.device(), *device);
+    assert_eq!(
+        written.to(&Device::Cpu).unwrap(),
+        cpu.x.pad::<I>(1, 2).unwrap()
+    );
     let half = Tensor::<half::f16, (I,)>::zeros(I.len(3)).unwrap();
     assert!((&half).eval_on(device).is_err());
     // Copies: to the device and back is the identity; to the same device shares storage.
