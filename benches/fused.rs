@@ -420,7 +420,9 @@ mod blocked {
     pub(crate) unsafe fn transposed_add(out: &mut [f32], x: &[f32], y: &[f32], n: usize) {
         const TILE: usize = 64;
         const AHEAD: usize = 16;
-        assert!(out.len() == n * n && x.len() == n * n && y.len() == n * n && n % TILE == 0);
+        assert!(
+            out.len() == n * n && x.len() == n * n && y.len() == n * n && n.is_multiple_of(TILE)
+        );
         let (o, xp, yp) = (out.as_mut_ptr(), x.as_ptr(), y.as_ptr());
         for h0 in (0..n).step_by(TILE) {
             for w0 in (0..n).step_by(TILE) {
