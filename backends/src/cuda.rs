@@ -24,43 +24,40 @@ fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     }
 }
 
-/// `Ok` when NVRTC (libnvrtc) can be loaded, else why not.
-pub fn nvrtc_available() -> Result<()> {
-    // SAFETY: only tries to open the library by its candidate names.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+/// `Ok` when a library probe found it, else the error saying what is missing.
+fn present(found: bool, missing: &str) -> Result<()> {
+    if found {
         Ok(())
     } else {
         Err(Error::Unsupported {
-            what: "CUDA: NVRTC (libnvrtc.so.13) is not on the library path; install the \
-                   `nvidia-cuda-nvrtc` wheel or the CUDA toolkit and add its lib folder to \
-                   LD_LIBRARY_PATH"
-                .into(),
+            what: format!("CUDA: {missing}"),
         })
     }
+}
+
+/// `Ok` when NVRTC (libnvrtc) can be loaded, else why not.
+pub fn nvrtc_available() -> Result<()> {
+    // SAFETY: only tries to open the library by its candidate names.
+    let found = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+    present(
+        found,
+        "NVRTC (libnvrtc.so.13) is not on the library path; install the `nvidia-cuda-nvrtc` \
+         wheel or the CUDA toolkit and add its lib folder to LD_LIBRARY_PATH",
+    )
 }
 
 /// `Ok` when cuBLAS (libcublas) can be loaded, else why not.
 pub fn cublas_available() -> Result<()> {
     // SAFETY: only tries to open the library by its candidate names.
-    if unsafe { cudarc::cublas::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(Error::Unsupported {
-            what: "CUDA: cuBLAS (libcublas.so.13) is not on the library path".into(),
-        })
-    }
+    let found = unsafe { cudarc::cublas::sys::is_culib_present() };
+    present(found, "cuBLAS (libcublas.so.13) is not on the library path")
 }
 
 /// `Ok` when the CUDA driver (libcuda) can be loaded, else why not.
 pub fn driver_available() -> Result<()> {
     // SAFETY: only tries to open the library by its candidate names.
-    if unsafe { cudarc::driver::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(Error::Unsupported {
-            what: "CUDA: no CUDA driver (libcuda.so) on this machine".into(),
-        })
-    }
+    let found = unsafe { cudarc::driver::sys::is_culib_present() };
+    present(found, "no CUDA driver (libcuda.so) on this machine")
 }
 
 /// PTX for `kernel` compiled by NVRTC for the virtual architecture `arch` (e.g.
