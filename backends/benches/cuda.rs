@@ -328,11 +328,20 @@ fn library(c: &mut Criterion, cuda: &'static Cuda) {
             .unwrap()
     };
     let (x, y) = (on_gpu(1.0), on_gpu(2.0));
+    // Library calls queue their kernels and return; each iteration waits for its work, as the
+    // hand-launched kernels above do.
+    let done = || cuda.synchronize().unwrap();
     c.bench_function("cuda library axpby 16M", |b| {
-        b.iter(|| black_box((&x * 2.0 + &y * 3.0).eval().unwrap()))
+        b.iter(|| {
+            black_box((&x * 2.0 + &y * 3.0).eval().unwrap());
+            done()
+        })
     });
     c.bench_function("cuda library sum sq diff 16M", |b| {
-        b.iter(|| black_box((&x - &y).square().sum::<(Elem,)>().unwrap()))
+        b.iter(|| {
+            black_box((&x - &y).square().sum::<(Elem,)>().unwrap());
+            done()
+        })
     });
     let total = (&x - &y).square().sum_all().unwrap();
     assert!(
@@ -346,7 +355,10 @@ fn library(c: &mut Criterion, cuda: &'static Cuda) {
         .and_then(|t| t.to(&gpu))
         .unwrap();
     c.bench_function("cuda library dot 2048", |b| {
-        b.iter(|| black_box(dot(&a, &bm).unwrap()))
+        b.iter(|| {
+            black_box(dot(&a, &bm).unwrap());
+            done()
+        })
     });
     let z = dot(&a, &bm).unwrap();
     assert_eq!(z.device(), gpu);

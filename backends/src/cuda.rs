@@ -1,6 +1,12 @@
 //! The CUDA backend: NVRTC compiles the generated CUDA C once per (source, device); the
 //! driver runs it. Every library is probed before its first call (cudarc panics on a missing
 //! one), so a machine without CUDA gets an error that says what is missing.
+//!
+//! Operations on tensors that live on the device queue their kernels (or cuBLAS calls) on
+//! the device's one stream and return at once, so the host builds the next launch while the
+//! GPU runs; a copy to the host waits for them and reports a failed kernel. Time device work
+//! with [`Cuda::synchronize`] after it. Result buffers come from the driver's stream-ordered
+//! pool, which keeps freed memory for reuse.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -106,6 +112,33 @@ fn arch_of(major: i32, minor: i32) -> &'static str {
     }
 }
 
+/// Keeps memory freed to the device's default pool (which stream-ordered allocations draw
+/// from) for the next allocation, instead of handing it back to the driver at every
+/// synchronisation (the pool's default): each step of a loop allocates the same result
+/// buffers again, and mapping fresh memory for a large one costs as much as the kernel that
+/// fills it.
+fn keep_freed_memory(context: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: `pool` is a valid place for the handle, and the device handle comes from a
+    // live context.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }
+        .result()
+        .map_err(|e| cuda_error("finding the device's memory pool", e))?;
+    // SAFETY: the release threshold attribute takes a pointer to a u64, which `threshold`
+    // is; the pool handle was just returned by the driver.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(|e| cuda_error("setting the memory pool's release threshold", e))
+}
+
 /// A CUDA device: its context, stream and compiled kernels.
 pub struct Cuda {
     ordinal: usize,
@@ -145,6 +178,9 @@ impl Cuda {
             .compute_capability()
             .map_err(|e| cuda_error("compute capability", e))?;
         let stream = context.default_stream();
+        if context.has_async_alloc() {
+            keep_freed_memory(&context)?;
+        }
         Ok(Cuda {
             ordinal,
             context,
@@ -215,9 +251,13 @@ impl Cuda {
 
     /// The elements of `buffer`.
     pub fn download<T: DeviceRepr + crate::Plain>(&self, buffer: &CudaSlice<T>) -> Result<Vec<T>> {
-        self.stream
+        let data = self
+            .stream
             .clone_dtoh(buffer)
-            .map_err(|e| cuda_error("copy from the device", e))
+            .map_err(|e| cuda_error("copy from the device", e))?;
+        // The copy waited for the queued kernels; this reports a failure of one of them.
+        self.synchronize()?;
+        Ok(data)
     }
 
     fn function(&self, kernel: &Kernel) -> Result<CudaFunction> {
@@ -250,6 +290,25 @@ impl Cuda {
     /// there, and lengths, offsets and strides that keep every position the kernel reaches
     /// inside its buffer; otherwise the kernel reads or writes out of bounds.
     pub unsafe fn launch(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[CudaArg<'_>],
+        blocks: usize,
+        threads: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller upholds this function's contract, which is `enqueue`'s.
+        unsafe { self.enqueue(kernel, wide, args, blocks, threads)? };
+        self.synchronize()
+    }
+
+    /// [`Cuda::launch`] without the wait: the kernel is queued on the device's stream, after
+    /// the work already there and before any later copy, launch or free on it (buffers
+    /// dropped meanwhile are freed in stream order, once the kernel is done with them).
+    ///
+    /// # Safety
+    /// As for [`Cuda::launch`].
+    unsafe fn enqueue(
         &self,
         kernel: &Kernel,
         wide: bool,
@@ -294,6 +353,11 @@ impl Cuda {
         // and types for this kernel (buffers as device pointers, indices as int or long long).
         unsafe { builder.launch(config) }
             .map_err(|e| cuda_error(&format!("launching `{}`", kernel.name), e))?;
+        Ok(())
+    }
+
+    /// Waits for everything queued on this device's stream.
+    pub fn synchronize(&self) -> Result<()> {
         self.stream
             .synchronize()
             .map_err(|e| cuda_error("waiting for the device", e))
@@ -480,7 +544,7 @@ impl Backend for Cuda {
         // each leaf's buffer is its tensor's whole buffer on this device, and the job's
         // offsets and strides are the tensor's unpadded layout, inside that buffer; the
         // output holds the result.
-        unsafe { self.launch(&plan.kernel, plan.wide, &args, blocks, threads)? };
+        unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads)? };
         let out = DeviceMemory::new(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
@@ -508,7 +572,7 @@ impl Backend for Cuda {
         // stride and strides are the operand's matrix view, inside that buffer; the output
         // holds batch×m×n elements.
         unsafe {
-            self.launch(
+            self.enqueue(
                 &plan.kernel,
                 plan.wide,
                 &args,

@@ -333,11 +333,13 @@ fn random_kernels_run_on_the_gpu() {
     let args = [
         CudaArg::Index(m as i64),
         CudaArg::Index(r as i64),
+        CudaArg::Index(1),
         CudaArg::Index(m as i64),
         CudaArg::Index(r as i64),
         CudaArg::F32(&out),
         CudaArg::Index(0),
         CudaArg::Index(1),
+        CudaArg::Index(0),
         CudaArg::F32(&xb),
         CudaArg::Index(0),
         CudaArg::Index(r as i64),

@@ -294,6 +294,17 @@ fn finish(spec: &Spec<'_>, dialect: Dialect, kind: &str, params: &[String], body
     }
 }
 
+/// The statements that take axis `axis`'s coordinate `c` off the flat index `rest` (axes
+/// are peeled innermost first, so `rest` is already below the outermost axis's length and
+/// axis 0 needs no division: a one-axis loop has none at all).
+fn coordinate(idx: &str, axis: usize, rest: &str, len: &str) -> String {
+    if axis == 0 {
+        format!("{idx} c = {rest};")
+    } else {
+        format!("{idx} c = {rest} % {len}; {rest} /= {len};")
+    }
+}
+
 /// An elementwise kernel of rank `rank` computing `spec` (see [`Kernel`] for its arguments).
 pub fn elementwise(spec: &Spec<'_>, rank: usize, dialect: Dialect) -> Result<Kernel> {
     let idx = index_type(spec.wide, dialect);
@@ -325,11 +336,8 @@ pub fn elementwise(spec: &Spec<'_>, rank: usize, dialect: Dialect) -> Result<Ker
         writeln!(body, "    {idx} p_{k} = in_{k}_off;").unwrap();
     }
     for a in (0..rank).rev() {
-        writeln!(
-            body,
-            "    {{ {idx} c = rest % len_{a}; rest /= len_{a}; o += c * out_s_{a};"
-        )
-        .unwrap();
+        let c = coordinate(idx, a, "rest", &format!("len_{a}"));
+        writeln!(body, "    {{ {c} o += c * out_s_{a};").unwrap();
         for k in 0..spec.leaves.len() {
             writeln!(body, "      p_{k} += c * in_{k}_s_{a};").unwrap();
         }
@@ -405,11 +413,8 @@ pub fn reduction(
         writeln!(body, "    {idx} b_{k} = in_{k}_off;").unwrap();
     }
     for a in (0..kept).rev() {
-        writeln!(
-            body,
-            "    {{ {idx} c = rest % klen_{a}; rest /= klen_{a}; o += c * out_s_{a};"
-        )
-        .unwrap();
+        let c = coordinate(idx, a, "rest", &format!("klen_{a}"));
+        writeln!(body, "    {{ {c} o += c * out_s_{a};").unwrap();
         for k in 0..leaves {
             writeln!(body, "      b_{k} += c * in_{k}_ks_{a};").unwrap();
         }
@@ -426,7 +431,8 @@ pub fn reduction(
         writeln!(body, "      {idx} p_{k} = b_{k};").unwrap();
     }
     for a in (0..reduced).rev() {
-        writeln!(body, "      {{ {idx} c = rr % rlen_{a}; rr /= rlen_{a};").unwrap();
+        let c = coordinate(idx, a, "rr", &format!("rlen_{a}"));
+        writeln!(body, "      {{ {c}").unwrap();
         for k in 0..leaves {
             writeln!(body, "        p_{k} += c * in_{k}_rs_{a};").unwrap();
         }

@@ -1,0 +1,266 @@
+//! Device jobs turned into launches, shared by the backends: the generated kernel (made
+//! once per process for each expression shape), its argument list, and how many parts a
+//! reduction is split into.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use crate::Index;
+
+/// One argument of a planned launch: an index, the output buffer, or leaf `k`'s buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Slot {
+    Index(Index),
+    Out,
+    Leaf(usize),
+}
+
+/// A device job turned into a kernel and its argument list (shared by the backends).
+pub(crate) struct JobPlan {
+    pub(crate) kernel: Arc<axes_kernels::Kernel>,
+    pub(crate) wide: bool,
+    pub(crate) args: Vec<Slot>,
+    /// Work items (elementwise) or work-groups (reduction) wanted.
+    pub(crate) items: usize,
+    pub(crate) reduction: bool,
+    pub(crate) out_bytes: usize,
+    /// The parts each result's elements are cut into (1: the kernel writes the results;
+    /// more: partial results, which [`JobPlan::combine`] reduces).
+    pub(crate) splits: usize,
+}
+
+/// One IR node as a hashable key (constants by their bits).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum NodeKey {
+    Leaf(usize),
+    Scalar(u64),
+    Unary(&'static str, usize),
+    Binary(&'static str, usize, usize),
+    Select(usize, usize, usize),
+    Cast(&'static str, usize),
+    Map(usize),
+}
+
+/// Everything a generated elementwise or reduction kernel depends on.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct KernelKey {
+    nodes: Vec<NodeKey>,
+    leaves: Vec<axes_kernels::CType>,
+    out: axes_kernels::CType,
+    wide: bool,
+    kept: usize,
+    reduced: usize,
+    op: Option<axes_kernels::ReduceOp>,
+    dialect: axes_kernels::Dialect,
+}
+
+/// The elementwise kernel (`op` `None`) or reduction kernel for `spec`, generated once per
+/// process and then looked up: generating one takes about 10 µs, as long as a small kernel
+/// runs, and a training step asks for the same few kernels every time.
+fn generated(
+    spec: &axes_kernels::Spec<'_>,
+    kept: usize,
+    reduced: usize,
+    op: Option<axes_kernels::ReduceOp>,
+    dialect: axes_kernels::Dialect,
+) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
+    use axes_core::expr::IrNode;
+    static KERNELS: LazyLock<Mutex<HashMap<KernelKey, Arc<axes_kernels::Kernel>>>> =
+        LazyLock::new(Mutex::default);
+    let nodes = (spec.ir.nodes.iter())
+        .map(|node| match *node {
+            IrNode::Leaf(k) => NodeKey::Leaf(k),
+            IrNode::Scalar(v) => NodeKey::Scalar(v.to_bits()),
+            IrNode::Unary(name, a) => NodeKey::Unary(name, a),
+            IrNode::Binary(name, a, b) => NodeKey::Binary(name, a, b),
+            IrNode::Select(c, a, b) => NodeKey::Select(c, a, b),
+            IrNode::Cast(name, a) => NodeKey::Cast(name, a),
+            IrNode::Map(a) => NodeKey::Map(a),
+        })
+        .collect();
+    let key = KernelKey {
+        nodes,
+        leaves: spec.leaves.to_vec(),
+        out: spec.out,
+        wide: spec.wide,
+        kept,
+        reduced,
+        op,
+        dialect,
+    };
+    if let Some(kernel) = KERNELS.lock().expect("never poisoned").get(&key) {
+        return Ok(Arc::clone(kernel));
+    }
+    let kernel = Arc::new(match op {
+        Some(op) => axes_kernels::reduction(spec, kept, reduced, op, dialect)?,
+        None => axes_kernels::elementwise(spec, kept, dialect)?,
+    });
+    let mut kernels = KERNELS.lock().expect("never poisoned");
+    Ok(Arc::clone(kernels.entry(key).or_insert(kernel)))
+}
+
+/// Work-groups a reduction wants at least (a device's cores are filled several times over).
+const REDUCTION_GROUPS: usize = 1024;
+/// Elements a part of a split reduction reduces at least.
+const ELEMENTS_PER_PART: usize = 4096;
+
+/// The parts to cut each of `count` results' `reduced` elements into, so that few results
+/// over many elements still fill the device.
+fn splits(count: usize, reduced: usize) -> usize {
+    (REDUCTION_GROUPS / count.max(1))
+        .min(reduced / ELEMENTS_PER_PART)
+        .max(1)
+}
+
+impl JobPlan {
+    /// The plan for `job` in `dialect`; `None` when the result is empty.
+    pub(crate) fn new(
+        job: &axes_core::device::Job<'_>,
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<Option<JobPlan>> {
+        use axes_core::device::ReduceKind;
+        use axes_kernels::{CType, ReduceOp, Spec};
+        let out = CType::of(job.out)?;
+        let types = (job.leaves.iter())
+            .map(|leaf| CType::of(leaf.dtype))
+            .collect::<axes_core::Result<Vec<_>>>()?;
+        let count: usize = job.kept.iter().product();
+        let reduced: usize = job.reduced.iter().product();
+        if count == 0 {
+            return Ok(None);
+        }
+        let largest = (job.leaves.iter())
+            .zip(&types)
+            .map(|(leaf, ty)| leaf.memory.bytes() / ty.size())
+            .chain([count.saturating_mul(reduced.max(1))])
+            .max()
+            .unwrap_or(0);
+        let spec = Spec {
+            ir: &job.ir,
+            leaves: &types,
+            out,
+            wide: Spec::needs_wide(largest),
+        };
+        let reduction = !job.reduced.is_empty();
+        let splits = if reduction { splits(count, reduced) } else { 1 };
+        let mut args = vec![Slot::Index(count as Index)];
+        let op = reduction.then_some(match job.reduce {
+            ReduceKind::Sum => ReduceOp::Sum,
+            ReduceKind::Prod => ReduceOp::Prod,
+            ReduceKind::Max => ReduceOp::Max,
+            ReduceKind::Min => ReduceOp::Min,
+        });
+        if reduction {
+            args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
+        }
+        let kernel = generated(&spec, job.kept.len(), job.reduced.len(), op, dialect)?;
+        args.extend(
+            job.kept
+                .iter()
+                .chain(&job.reduced)
+                .map(|&l| Slot::Index(l as Index)),
+        );
+        args.extend([Slot::Out, Slot::Index(0)]);
+        // The result is row-major over the kept axes, each result's parts side by side.
+        args.extend(
+            partial_strides(&job.kept, splits)
+                .into_iter()
+                .map(Slot::Index),
+        );
+        if reduction {
+            args.push(Slot::Index(if splits > 1 { 1 } else { 0 }));
+        }
+        for (k, leaf) in job.leaves.iter().enumerate() {
+            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
+            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+        }
+        Ok(Some(JobPlan {
+            kernel,
+            wide: spec.wide,
+            args,
+            items: count * splits,
+            reduction,
+            out_bytes: count * splits * out.size(),
+            splits,
+        }))
+    }
+}
+
+/// Row-major strides over `kept` lengths, each result holding `splits` parts.
+fn partial_strides(kept: &[usize], splits: usize) -> Vec<Index> {
+    let mut strides = vec![0; kept.len()];
+    let mut size = splits as Index;
+    for (s, &l) in strides.iter_mut().zip(kept).rev() {
+        *s = size;
+        size *= l as Index;
+    }
+    strides
+}
+
+impl JobPlan {
+    /// The job that combines the partial results of a split reduction (`partial`, laid out
+    /// by this plan) into `job`'s results: a reduction over the parts, with `job`'s operator.
+    pub(crate) fn combine<'a>(
+        &self,
+        job: &axes_core::device::Job<'_>,
+        partial: &'a axes_core::device::DeviceMemory,
+    ) -> axes_core::device::Job<'a> {
+        let mut ir = axes_core::expr::Ir::default();
+        ir.leaf();
+        let mut strides: Vec<isize> = (partial_strides(&job.kept, self.splits).into_iter())
+            .map(|s| s as isize)
+            .collect();
+        strides.push(1);
+        axes_core::device::Job {
+            ir,
+            leaves: vec![axes_core::device::JobLeaf {
+                dtype: job.out,
+                memory: partial,
+                offset: 0,
+                strides,
+            }],
+            kept: job.kept.clone(),
+            reduced: vec![self.splits],
+            reduce: job.reduce,
+            out: job.out,
+        }
+    }
+
+    /// The plan for a matrix product: the tiled kernel, its arguments (leaf 0 is the left
+    /// operand, leaf 1 the right), and its work-group count in `items`.
+    pub(crate) fn matmul(
+        job: &axes_core::device::MatmulJob<'_>,
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<JobPlan> {
+        use axes_kernels::{CType, MATMUL_TILE, Spec};
+        let ty = CType::of(job.dtype)?;
+        let out_count = job.batch * job.m * job.n;
+        let largest = (job.lhs.memory.bytes())
+            .max(job.rhs.memory.bytes())
+            .div_ceil(ty.size())
+            .max(out_count);
+        let wide = Spec::needs_wide(largest);
+        let kernel = Arc::new(axes_kernels::matmul(ty, wide, dialect)?);
+        let i = |v: usize| Slot::Index(v as Index);
+        let mut args = vec![i(job.batch), i(job.m), i(job.n), i(job.k)];
+        args.extend([Slot::Out, i(0), i(job.m * job.n), i(job.n), i(1)]);
+        for (k, side) in [job.lhs, job.rhs].iter().enumerate() {
+            args.extend([
+                Slot::Leaf(k),
+                i(side.offset),
+                Slot::Index(side.batch_stride as Index),
+                Slot::Index(side.row_stride as Index),
+                Slot::Index(side.col_stride as Index),
+            ]);
+        }
+        Ok(JobPlan {
+            kernel,
+            wide,
+            args,
+            items: job.batch * job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
+            reduction: true,
+            out_bytes: out_count * ty.size(),
+            splits: 1,
+        })
+    }
+}
