@@ -2,7 +2,7 @@
 //! orders and strided, permuted, broadcast, sliced and padded inputs, in every element type.
 
 use axes::prelude::*;
-use axes::{Error, ExprExt};
+use axes::{Error, ExprExt, Num};
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -545,12 +545,13 @@ fn expressions_with_many_leaves() {
 }
 
 /// A transposed operand large enough to be staged in tiles (moved through registers 8×8 for
-/// 4-byte elements), with lengths that are not multiples of 8 or of the tile, in f32 and i32,
+/// 4-byte elements), with lengths that are not multiples of 8 or of the tile (one of them
+/// spanning several tile widths), in f32 and i32,
 /// against index arithmetic on the raw buffers.
 #[test]
 fn transposed_operands_through_tiles() {
     let mut rng = ChaCha8Rng::seed_from_u64(77);
-    for (ni, nj) in [(131, 70), (64, 64), (9, 300), (200, 17)] {
+    for (ni, nj) in [(131, 70), (64, 64), (9, 300), (200, 17), (70, 1100)] {
         let xs: Vec<f32> = (0..ni * nj).map(|_| rng.random_range(-1.0..1.0)).collect();
         let ys: Vec<f32> = (0..ni * nj).map(|_| rng.random_range(-1.0..1.0)).collect();
         let x = Tensor::<f32, (I, J)>::from_vec((I.len(ni), J.len(nj)), xs.clone()).unwrap();
@@ -582,4 +583,52 @@ fn transposed_operands_through_tiles() {
             }
         }
     }
+}
+
+/// Writes `x + y` (`y` stored transposed, so the loop is tiled) and `x + x + x` into
+/// destinations large enough to be written with streaming stores: a new tensor, and a view
+/// whose rows start at every offset from a 16-byte boundary (rows of an odd length, one
+/// column sliced off the front), on the given thread counts, against index arithmetic.
+fn check_streamed_assignment<T: Num + std::fmt::Debug>(ni: usize, nj: usize, threads: &[usize]) {
+    let bytes = ni * nj * std::mem::size_of::<T>();
+    assert!(
+        bytes >= axes::engine::exec::STREAM_MIN_BYTES,
+        "{bytes} bytes are not streamed"
+    );
+    let value = |i: usize| T::from_f64((i * 7 % 61) as f64);
+    let xs: Vec<T> = (0..ni * nj).map(value).collect();
+    let ys: Vec<T> = (0..ni * nj).map(|i| value(i + 5)).collect();
+    let x = Tensor::<T, (I, J)>::from_vec((I.len(ni), J.len(nj)), xs.clone()).unwrap();
+    let y = Tensor::<T, (J, I)>::from_vec((J.len(nj), I.len(ni)), ys.clone()).unwrap();
+    let sum = |i: usize, j: usize| T::from_f64(xs[i * nj + j].to_f64() + ys[j * ni + i].to_f64());
+    let thrice = |i: usize, j: usize| T::from_f64(3.0 * xs[i * nj + j].to_f64());
+    let check = |got: &[T], expected: &dyn Fn(usize, usize) -> T, what: &str| {
+        for i in 0..ni {
+            for j in 0..nj {
+                assert_eq!(
+                    got[i * nj + j],
+                    expected(i, j),
+                    "{what} ({i}, {j}) of {ni}×{nj}"
+                );
+            }
+        }
+    };
+    for &threads in threads {
+        axes::set_threads(threads).unwrap();
+        let z: Tensor<T, (I, J)> = (&x + &y).eval().unwrap();
+        check(&z.to_vec(), &sum, "new tensor, x + yᵀ");
+        let wide = Tensor::<T, (I, J)>::zeros((I.len(ni), J.len(nj + 1))).unwrap();
+        let mut view = wide.slice::<J>(1.., 1).unwrap();
+        view.assign(&x + &y).unwrap();
+        check(&view.to_vec(), &sum, "offset view, x + yᵀ");
+        view.assign(&x + &x + &x).unwrap();
+        check(&view.to_vec(), &thrice, "offset view, x + x + x");
+    }
+}
+
+#[test]
+fn large_assignments_written_with_streaming_stores() {
+    check_streamed_assignment::<f32>(2049, 2051, &[1, 2]);
+    check_streamed_assignment::<f64>(1027, 2051, &[2]);
+    check_streamed_assignment::<u8>(4099, 4097, &[2]);
 }

@@ -14,5 +14,6 @@ pub mod plan;
 pub mod threads;
 
 /// Elements evaluated per step of the innermost loop: leaves that are not contiguous are
-/// gathered into a stack buffer of this many elements.
-pub const CHUNK: usize = 256;
+/// gathered into a buffer of this many elements. Tiled loops (a transposed operand) use it as
+/// their tile width, [`exec::TILE_CHUNK`].
+pub const CHUNK: usize = exec::TILE_CHUNK;

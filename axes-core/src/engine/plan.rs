@@ -49,7 +49,7 @@ pub struct Plan {
     /// Total number of iterations.
     pub count: usize,
     /// Elements per chunk of the innermost axis: [`CHUNK`] when some leaf is gathered into
-    /// a stack buffer, longer when every leaf is read in place.
+    /// a buffer, longer when every leaf is read in place.
     pub chunk: usize,
 }
 

@@ -21,11 +21,12 @@ pub struct LeafEval<'a, T: Element> {
     /// Gathered chunks; allocated on the first gather, so in-place leaves cost nothing.
     scratch: Vec<T>,
     /// A transposed tile (see `prepare_tile`): rows `tile_rows`, chunk at `tile_start` of
-    /// `tile_n` elements, row-major.
+    /// `tile_n` elements, row-major with rows `tile_stride` elements apart.
     tile: Vec<T>,
     tile_rows: Range<usize>,
     tile_start: usize,
     tile_n: usize,
+    tile_stride: usize,
 }
 
 impl<'a, T: Element> LeafEval<'a, T> {
@@ -40,6 +41,7 @@ impl<'a, T: Element> LeafEval<'a, T> {
             tile_rows: 0..0,
             tile_start: 0,
             tile_n: 0,
+            tile_stride: 0,
         }
     }
 
@@ -106,8 +108,13 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         if !self.tile_rows.is_empty() && start == self.tile_start && n == self.tile_n {
             let row = outer[inner - 1];
             if self.tile_rows.contains(&row) {
-                // SAFETY: the tile holds tile_rows.len() rows of tile_n elements.
-                self.current = unsafe { self.tile.as_ptr().add((row - self.tile_rows.start) * n) };
+                // SAFETY: the tile holds tile_rows.len() rows of tile_n elements, tile_stride
+                // apart.
+                self.current = unsafe {
+                    self.tile
+                        .as_ptr()
+                        .add((row - self.tile_rows.start) * self.tile_stride)
+                };
                 return;
             }
         }
@@ -150,6 +157,32 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
                 self.current = self.scratch.as_ptr();
             }
         }
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let a = &self.access;
+            let inner = self.rank - 1;
+            if a.padded || a.strides[inner] != 1 {
+                return;
+            }
+            let mut first = a.offset + start as isize;
+            for (axis, &i) in outer.iter().enumerate() {
+                first += i as isize * a.strides[axis];
+            }
+            let base = self.data.as_ptr().wrapping_offset(first).cast::<i8>();
+            let bytes = n * std::mem::size_of::<T>();
+            for line in (0..bytes).step_by(64) {
+                // SAFETY: a prefetch is a hint: it reads nothing and never faults, and the
+                // address is formed with wrapping arithmetic.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line)) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (outer, start, n);
     }
 
     fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
@@ -196,7 +229,10 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
             reach_lo >= 0 && (reach_hi as usize) < self.data.len(),
             "tile outside its buffer"
         );
-        self.tile.resize(count * n, T::zero());
+        // Rows one cache line longer than the chunk: with a power-of-two chunk, rows a
+        // multiple of 4 KiB apart would all fall into the same L1 set.
+        let stride = n + (64 / std::mem::size_of::<T>().max(1)).max(1);
+        self.tile.resize(count * stride, T::zero());
         let data = self.data.as_ptr();
         let tile = self.tile.as_mut_ptr();
         let mut done_rows = 0;
@@ -207,12 +243,13 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         {
             // SAFETY: AVX2 is present (checked); T is 4 bytes, moved bit for bit; the source
             // positions lie within the tile's reach (checked above) and the destination holds
-            // count × n elements.
+            // count × stride elements, stride >= n.
             unsafe {
                 transpose_4byte_avx2(
                     data.offset(base).cast::<f32>(),
                     across,
                     tile.cast::<f32>(),
+                    stride,
                     count,
                     n,
                 );
@@ -224,13 +261,14 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
             let column = base + k as isize * across;
             for r in done_rows..count {
                 // SAFETY: the position lies within the tile's reach (checked above), and
-                // r * n + k < count * n, the tile's length.
-                unsafe { *tile.add(r * n + k) = *data.offset(column + r as isize * along) };
+                // r * stride + k < count * stride, the tile's length.
+                unsafe { *tile.add(r * stride + k) = *data.offset(column + r as isize * along) };
             }
         }
         self.tile_rows = rows;
         self.tile_start = start;
         self.tile_n = n;
+        self.tile_stride = stride;
     }
 
     #[inline(always)]
@@ -305,26 +343,29 @@ impl<E: Expr> Expr for &E {
 }
 
 /// Copies the `rows × n` block whose element `(r, k)` is at `src + r + k * across` into `dst`
-/// row-major (`dst[r * n + k]`), moving 8×8 blocks through registers; the last `rows % 8`
-/// rows are left to the caller. Elements are moved bit for bit (any 4-byte type).
+/// row-major (`dst[r * stride + k]`), moving 8×8 blocks through registers; the last `rows % 8`
+/// rows are left to the caller. Elements are moved bit for bit (any 4-byte type). Eight
+/// source columns are walked down all the rows before the next eight, so each column is read
+/// front to back while its cache lines are still in L1.
 ///
 /// # Safety
 /// AVX2 must be available; every `src + r + k * across` (r < rows − rows % 8, k < n) must be
-/// readable and `dst` must hold `rows * n` elements.
+/// readable and `dst` must hold `rows * stride` elements, `stride >= n`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn transpose_4byte_avx2(
     src: *const f32,
     across: isize,
     dst: *mut f32,
+    stride: usize,
     rows: usize,
     n: usize,
 ) {
     use std::arch::x86_64::*;
     let full_rows = rows - rows % 8;
     let full_cols = n - n % 8;
-    for r0 in (0..full_rows).step_by(8) {
-        for k0 in (0..full_cols).step_by(8) {
+    for k0 in (0..full_cols).step_by(8) {
+        for r0 in (0..full_rows).step_by(8) {
             // SAFETY: column k0 + j, rows r0..r0 + 8: readable by the caller's contract.
             let column = |j: usize| unsafe {
                 _mm256_loadu_ps(src.offset((k0 + j) as isize * across + r0 as isize))
@@ -358,16 +399,16 @@ unsafe fn transpose_4byte_avx2(
                 _mm256_permute2f128_ps::<0x31>(s3, s7),
             ];
             for (i, row) in rows_out.into_iter().enumerate() {
-                // SAFETY: (r0 + i) * n + k0 + 8 <= rows * n, inside dst.
-                unsafe { _mm256_storeu_ps(dst.add((r0 + i) * n + k0), row) };
+                // SAFETY: (r0 + i) * stride + k0 + 8 <= rows * stride, inside dst.
+                unsafe { _mm256_storeu_ps(dst.add((r0 + i) * stride + k0), row) };
             }
         }
-        // The columns past the last full block, for these 8 rows.
-        for k in full_cols..n {
-            for r in r0..r0 + 8 {
-                // SAFETY: as above, element by element.
-                unsafe { *dst.add(r * n + k) = *src.offset(k as isize * across + r as isize) };
-            }
+    }
+    // The columns past the last full block, for the rows the blocks covered.
+    for k in full_cols..n {
+        for r in 0..full_rows {
+            // SAFETY: as above, element by element.
+            unsafe { *dst.add(r * stride + k) = *src.offset(k as isize * across + r as isize) };
         }
     }
 }

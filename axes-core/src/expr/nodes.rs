@@ -81,6 +81,10 @@ unsafe impl<E: ChunkEval, Op: UnaryOp<E::Out>> ChunkEval for UnaryEval<E, Op> {
         self.inner.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.inner.prefetch(outer, start, n);
+    }
+    #[inline(always)]
     unsafe fn at(&self, i: usize) -> Op::Out {
         // SAFETY: same contract as ours.
         self.op.apply(unsafe { self.inner.at(i) })
@@ -154,6 +158,11 @@ unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryOp<L::Out>> Chun
     fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
         self.left.prepare_tile(outer, rows.clone(), start, n);
         self.right.prepare_tile(outer, rows, start, n);
+    }
+    #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.left.prefetch(outer, start, n);
+        self.right.prefetch(outer, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> Op::Out {
@@ -245,6 +254,12 @@ unsafe impl<C: ChunkEval<Out = bool>, A: ChunkEval, B: ChunkEval<Out = A::Out>> 
         self.b.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.cond.prefetch(outer, start, n);
+        self.a.prefetch(outer, start, n);
+        self.b.prefetch(outer, start, n);
+    }
+    #[inline(always)]
     unsafe fn at(&self, i: usize) -> A::Out {
         // SAFETY: same contract as ours; both sides are read so the loop stays branch-free.
         let (c, a, b) = unsafe { (self.cond.at(i), self.a.at(i), self.b.at(i)) };
@@ -326,6 +341,10 @@ unsafe impl<E: ChunkEval, U: Element> ChunkEval for CastEval<E, U> {
         self.0.prepare_tile(outer, rows, start, n);
     }
     #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.0.prefetch(outer, start, n);
+    }
+    #[inline(always)]
     unsafe fn at(&self, i: usize) -> U {
         // SAFETY: same contract as ours.
         unsafe { self.0.at(i) }.cast()
@@ -385,6 +404,10 @@ unsafe impl<E: ChunkEval, U: Element, F: Fn(E::Out) -> U> ChunkEval for MapEval<
     #[inline(always)]
     fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
         self.0.prepare_tile(outer, rows, start, n);
+    }
+    #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.0.prefetch(outer, start, n);
     }
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> U {
