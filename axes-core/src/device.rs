@@ -291,10 +291,10 @@ pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device)
 }
 
 /// The devices of `expr`'s tensor leaves, in operand order.
-pub(crate) fn leaf_devices<E: Expr>(expr: &E) -> Vec<Device> {
+pub(crate) fn leaf_devices<E: Expr>(expr: &E) -> impl Iterator<Item = Device> + '_ {
     let mut buffers = Vec::new();
     expr.buffers(&mut buffers);
-    buffers.iter().map(LeafBuffer::device).collect()
+    buffers.into_iter().map(|buffer| buffer.device())
 }
 
 /// The one device all of `devices` are on (`None` for none), or an error naming two that

@@ -177,6 +177,10 @@ impl Plan {
 
     /// Keeps only the axes in `keep`, in that order.
     fn select(&mut self, keep: &[usize]) {
+        if keep.iter().enumerate().all(|(to, &from)| to == from) {
+            self.rank = keep.len();
+            return;
+        }
         let lens = self.lens;
         self.rank = keep.len();
         for (to, &from) in keep.iter().enumerate() {
