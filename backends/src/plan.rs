@@ -29,22 +29,10 @@ pub(crate) struct JobPlan {
     pub(crate) splits: usize,
 }
 
-/// One IR node as a hashable key (constants by their bits).
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum NodeKey {
-    Leaf(usize),
-    Scalar(u64),
-    Unary(&'static str, usize),
-    Binary(&'static str, usize, usize),
-    Select(usize, usize, usize),
-    Cast(&'static str, usize),
-    Map(usize),
-}
-
 /// Everything a generated elementwise or reduction kernel depends on.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct KernelKey {
-    nodes: Vec<NodeKey>,
+    ir: axes_core::expr::Ir,
     leaves: Vec<axes_kernels::CType>,
     out: axes_kernels::CType,
     wide: bool,
@@ -64,22 +52,10 @@ fn generated(
     op: Option<axes_kernels::ReduceOp>,
     dialect: axes_kernels::Dialect,
 ) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
-    use axes_core::expr::IrNode;
     static KERNELS: LazyLock<Mutex<HashMap<KernelKey, Arc<axes_kernels::Kernel>>>> =
         LazyLock::new(Mutex::default);
-    let nodes = (spec.ir.nodes.iter())
-        .map(|node| match *node {
-            IrNode::Leaf(k) => NodeKey::Leaf(k),
-            IrNode::Scalar(v) => NodeKey::Scalar(v.to_bits()),
-            IrNode::Unary(name, a) => NodeKey::Unary(name, a),
-            IrNode::Binary(name, a, b) => NodeKey::Binary(name, a, b),
-            IrNode::Select(c, a, b) => NodeKey::Select(c, a, b),
-            IrNode::Cast(name, a) => NodeKey::Cast(name, a),
-            IrNode::Map(a) => NodeKey::Map(a),
-        })
-        .collect();
     let key = KernelKey {
-        nodes,
+        ir: spec.ir.clone(),
         leaves: spec.leaves.to_vec(),
         out: spec.out,
         wide: spec.wide,

@@ -4,7 +4,10 @@
 use std::fmt;
 
 /// One node of an [`Ir`]; children are indices of earlier nodes.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Nodes compare and hash structurally, constants by their bits (`NaN` equals itself, `0.0`
+/// and `-0.0` differ), so an IR can key a cache of the kernels generated from it.
+#[derive(Clone, Debug)]
 pub enum IrNode {
     /// Leaf number `k` (in operand order).
     Leaf(usize),
@@ -22,8 +25,38 @@ pub enum IrNode {
     Map(usize),
 }
 
+impl IrNode {
+    /// The node with its constant, if any, replaced by its bits: what equality and hashing
+    /// compare.
+    fn key(&self) -> (u8, u64, &'static str, [usize; 3]) {
+        match *self {
+            IrNode::Leaf(k) => (0, 0, "", [k, 0, 0]),
+            IrNode::Scalar(v) => (1, v.to_bits(), "", [0; 3]),
+            IrNode::Unary(name, a) => (2, 0, name, [a, 0, 0]),
+            IrNode::Binary(name, a, b) => (3, 0, name, [a, b, 0]),
+            IrNode::Select(c, a, b) => (4, 0, "", [c, a, b]),
+            IrNode::Cast(name, a) => (5, 0, name, [a, 0, 0]),
+            IrNode::Map(a) => (6, 0, "", [a, 0, 0]),
+        }
+    }
+}
+
+impl PartialEq for IrNode {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for IrNode {}
+
+impl std::hash::Hash for IrNode {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
 /// An expression as an op list; the last node is the root.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ir {
     /// The nodes, children before parents.
     pub nodes: Vec<IrNode>,
@@ -88,5 +121,29 @@ impl fmt::Display for Ir {
             return Ok(());
         }
         self.write(f, self.nodes.len() - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn nodes_compare_and_hash_constants_by_their_bits() {
+        let ir = |v: f64| {
+            let mut ir = Ir::default();
+            let x = ir.leaf();
+            let c = ir.push(IrNode::Scalar(v));
+            ir.push(IrNode::Binary("mul", x, c));
+            ir
+        };
+        assert_eq!(ir(f64::NAN), ir(f64::NAN));
+        assert_ne!(ir(0.0), ir(-0.0));
+        assert_ne!(ir(1.0), ir(2.0));
+        let set: HashSet<Ir> = [ir(1.0), ir(1.0), ir(f64::NAN), ir(f64::NAN), ir(-0.0)].into();
+        assert_eq!(set.len(), 3);
+        assert_ne!(IrNode::Unary("exp", 0), IrNode::Unary("ln", 0));
+        assert_ne!(IrNode::Leaf(1), IrNode::Map(1));
     }
 }
