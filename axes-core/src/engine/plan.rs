@@ -122,13 +122,11 @@ impl Plan {
             None => Layout::row_major(&lens[..out.len()]),
         };
 
-        // Accesses over the full space.
-        let mut access = Vec::with_capacity(leaves.len() + 1);
-        let full = |layout: &Layout, ids: &[TypeId]| {
-            let mut a = Access {
-                offset: layout.offset() as isize,
-                ..Access::default()
-            };
+        // Accesses over the full space, filled in place (an access is a few hundred bytes).
+        let operands = leaves.len() + 1;
+        let mut access = vec![Access::default(); operands];
+        let fill = |a: &mut Access, layout: &Layout, ids: &[TypeId]| {
+            a.offset = layout.offset() as isize;
             for (s, id) in space.iter().enumerate() {
                 a.stored[s] = lens[s];
                 if let Some(axis) = ids.iter().position(|x| x == id) {
@@ -138,13 +136,11 @@ impl Plan {
                 }
             }
             a.padded = layout.is_padded();
-            a
         };
-        access.push(full(&dest_layout, out));
-        for leaf in leaves {
-            access.push(full(&leaf.layout, &leaf.ids[..leaf.layout.rank()]));
+        fill(&mut access[0], &dest_layout, out);
+        for (a, leaf) in access[1..].iter_mut().zip(leaves) {
+            fill(a, &leaf.layout, &leaf.ids[..leaf.layout.rank()]);
         }
-        let operands = leaves.len() + 1;
         let mut plan = Plan {
             rank,
             lens: [1; MAX_RANK],
