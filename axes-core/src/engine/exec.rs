@@ -2,8 +2,9 @@
 //!
 //! Each task walks the outer axes with an odometer and evaluates the innermost axis in
 //! chunks (see [`Plan::chunk`]): the expression's evaluator loads each leaf's chunk (a
-//! pointer into the tensor when contiguous, else gathered into a buffer of the evaluator), then one
-//! loop computes every element of the chunk and writes or combines it into the destination.
+//! pointer into the tensor when contiguous, else gathered into a buffer of the evaluator),
+//! then one loop computes every element of the chunk and writes or combines it into the
+//! destination (large plain assignments with streaming stores, see [`STREAM_MIN_BYTES`]).
 //! The loop body is the whole expression inlined, so it vectorises; the task body is compiled
 //! three times (baseline x86-64, AVX2+FMA, AVX-512) and the best one the CPU supports is
 //! picked at run time.
@@ -33,6 +34,7 @@ const LANES: usize = 16;
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Elements evaluated into a stack buffer before they are streamed to the destination.
+#[cfg(target_arch = "x86_64")]
 const STREAM_PIECE: usize = 64;
 
 /// A per-thread evaluator of an expression over the chunks of a plan.
