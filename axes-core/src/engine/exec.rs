@@ -29,8 +29,9 @@ const LANES: usize = 16;
 /// Assignments whose destination spans at least this many bytes write it with streaming
 /// (non-temporal) stores on x86-64: a result this large leaves the caches before anything
 /// reads it again, and streaming stores skip reading each destination line before
-/// overwriting it, a quarter of the memory traffic of `a*x + b*y`. Measured here (4096²
-/// f32, 64 MiB): a triad with streaming stores ran 20–25% faster than the plain loop.
+/// overwriting it, a quarter of the memory traffic of `a*x + b*y`. Measured here (16M f32,
+/// 64 MiB): a triad with streaming stores ran 10–25% faster than the plain loop in most runs
+/// (the `triad streaming` peer of the `fused` benchmark's W3).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Elements evaluated into a stack buffer before they are streamed to the destination.
