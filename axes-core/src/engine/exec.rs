@@ -527,6 +527,10 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
                 .map(|a| index[a] as isize * d.strides[a])
                 .sum::<isize>()
     };
+    // Evaluates the chunk `start..start + n` at `outer` into the destination from `first`.
+    let write = |eval: &mut E, outer: &[usize], start: usize, n: usize, first: isize| {
+        write_chunk(dest, streaming, sink, eval, outer, start, n, first, ds)
+    };
     for _ in 0..outer_count {
         let (inner_lo, inner_hi) = range(inner);
         if tiled {
@@ -547,17 +551,7 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
                         }
                         index[mid] = m;
                         let first = position(&index) + start as isize * ds;
-                        write_chunk(
-                            dest,
-                            streaming,
-                            sink,
-                            eval,
-                            &index[..inner],
-                            start,
-                            n,
-                            first,
-                            ds,
-                        );
+                        write(eval, &index[..inner], start, n, first);
                     }
                     start += n;
                 }
@@ -579,17 +573,7 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             let mut start = inner_lo;
             while start < inner_hi {
                 let n = plan.chunk.min(inner_hi - start);
-                write_chunk(
-                    dest,
-                    streaming,
-                    sink,
-                    eval,
-                    &index[..inner],
-                    start,
-                    n,
-                    base + start as isize * ds,
-                    ds,
-                );
+                write(eval, &index[..inner], start, n, base + start as isize * ds);
                 start += n;
             }
         }
