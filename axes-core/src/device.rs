@@ -31,9 +31,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::element::{DType, Element};
-use crate::engine::plan::LeafLayout;
+use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
-use crate::expr::{Expr, Ir, IrNode, LeafBuffer, LeafData};
+use crate::expr::{Buffers, Expr, Ir, IrNode, LeafBuffer, LeafData};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::storage::Storage;
@@ -290,11 +290,15 @@ pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device)
     Ok(values)
 }
 
-/// The devices of `expr`'s tensor leaves, in operand order.
-pub(crate) fn leaf_devices<E: Expr>(expr: &E) -> impl Iterator<Item = Device> + '_ {
-    let mut buffers = Vec::new();
+/// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an
+/// expression without leaves and no `dest`), or an error naming two that differ.
+pub(crate) fn expr_device<E: Expr>(expr: &E, dest: Option<Device>) -> Result<Option<Device>> {
+    let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
-    buffers.into_iter().map(|buffer| buffer.device())
+    common_device(
+        dest.into_iter()
+            .chain(buffers.iter().map(LeafBuffer::device)),
+    )
 }
 
 /// The one device all of `devices` are on (`None` for none), or an error naming two that
@@ -330,9 +334,9 @@ pub(crate) fn run_expr<E: Expr>(
     reduce: ReduceKind,
     dest: Option<&[usize]>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    let mut layouts = Vec::new();
+    let mut layouts = Leaves::new();
     expr.operands(&mut layouts);
-    let mut buffers = Vec::new();
+    let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
     let work = Work {
         kept,
@@ -356,7 +360,7 @@ pub(crate) struct Work<'w> {
 /// [`run_expr`] for an IR and its leaves.
 pub(crate) fn run_ir<T: Element>(
     ir: Ir,
-    layouts: &[LeafLayout],
+    layouts: &[LeafLayout<'_>],
     buffers: &[LeafBuffer<'_>],
     backend: &'static dyn Backend,
     work: &Work<'_>,
@@ -385,7 +389,7 @@ pub(crate) fn run_ir<T: Element>(
                 ),
             });
         }
-        for (p, id) in leaf.ids[..leaf.layout.rank()].iter().enumerate() {
+        for (p, id) in leaf.ids.iter().enumerate() {
             let Some(a) = axes.iter().position(|x| x == id) else {
                 continue;
             };
@@ -430,7 +434,7 @@ pub(crate) fn run_ir<T: Element>(
         .zip(buffers)
         .zip(&staged)
         .map(|((leaf, buffer), staged)| {
-            let own = &leaf.ids[..leaf.layout.rank()];
+            let own = &leaf.ids;
             let memory = match staged {
                 Staged::Uploaded(memory) => memory,
                 Staged::Resident(memory) => memory,
@@ -501,7 +505,7 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
     let mut ir = Ir::default();
     let (left, right) = (ir.leaf(), ir.leaf());
     ir.push(IrNode::Binary(kind.op_name(), left, right));
-    let (mut layouts, mut buffers) = (Vec::new(), Vec::new());
+    let (mut layouts, mut buffers) = (Leaves::new(), Buffers::new());
     for t in [a, b] {
         t.operands(&mut layouts);
         t.buffers(&mut buffers);

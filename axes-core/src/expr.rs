@@ -42,7 +42,7 @@ pub use reduce::{
 
 use crate::element::{DType, Element};
 use crate::engine::exec::ChunkEval;
-use crate::engine::plan::{LeafLayout, Plan};
+use crate::engine::plan::{Leaves, Plan};
 use crate::list::AxisSet;
 
 /// A leaf's whole buffer, with its element type (for devices).
@@ -54,6 +54,10 @@ pub struct LeafBuffer<'a> {
     /// Where the elements are.
     pub data: LeafData<'a>,
 }
+
+/// The leaves' buffers of one expression, in visiting order (inline up to four).
+#[doc(hidden)]
+pub type Buffers<'a> = smallvec::SmallVec<[LeafBuffer<'a>; 4]>;
 
 /// Where a leaf's elements are: host memory (as bytes) or a device buffer.
 #[doc(hidden)]
@@ -111,15 +115,15 @@ pub trait Expr: Sized + Sync {
 
     /// Lists the leaves' layouts, in a fixed order (the order `evaluator` consumes them).
     #[doc(hidden)]
-    fn operands(&self, out: &mut Vec<LeafLayout>);
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>);
 
     /// Lists the leaves' elements (as bytes) and element types, in `operands` order.
     #[doc(hidden)]
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>);
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>);
 
     /// An evaluator for `plan`; `next_leaf` counts leaves in `operands` order.
     #[doc(hidden)]
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a>;
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a>;
 
     /// Appends this expression's run-time description to `ir` and returns its node.
     fn describe(&self, ir: &mut Ir) -> usize;

@@ -85,6 +85,8 @@ pub trait AxisList: Sized + 'static {
     const RANK: usize;
     /// The axis names in order, for messages.
     fn names() -> Vec<Cow<'static, str>>;
+    /// The axes' `TypeId`s in order, [`AxisList::RANK`] of them.
+    const IDS: &'static [TypeId];
     /// The axes' `TypeId`s in order (unused entries are the id of `()`).
     fn type_ids() -> [TypeId; MAX_RANK];
     /// The `TypeId`s of the axes' transposes (`Dual<A>` for `A`, `A` for `Dual<A>`).
@@ -101,10 +103,10 @@ macro_rules! tuple_lists {
             fn names() -> Vec<Cow<'static, str>> {
                 vec![$($axis::name()),*]
             }
+            const IDS: &'static [TypeId] = &[$(TypeId::of::<$axis>()),*];
             fn type_ids() -> [TypeId; MAX_RANK] {
                 let mut ids = [TypeId::of::<()>(); MAX_RANK];
-                let given: &[TypeId] = &[$(TypeId::of::<$axis>()),*];
-                ids[..given.len()].copy_from_slice(given);
+                ids[..Self::IDS.len()].copy_from_slice(Self::IDS);
                 ids
             }
             fn transposed_type_ids() -> [TypeId; MAX_RANK] {

@@ -507,7 +507,9 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
     // Tile when an operand reads the innermost axis with a large stride.
     let tiled = rank >= 2
         && !reduce_inner
-        && (1..plan.operands).any(|op| plan.access[op].strides[inner].unsigned_abs() > 1);
+        && plan.access[1..]
+            .iter()
+            .any(|op| op.strides[inner].unsigned_abs() > 1);
     // The axes walked by the odometer: all but the innermost (and, when tiled, the
     // second-innermost, which is walked in blocks). The task's range applies to axis 0.
     let walked = if tiled { inner - 1 } else { inner };

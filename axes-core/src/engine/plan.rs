@@ -3,20 +3,35 @@
 use std::any::TypeId;
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use super::CHUNK;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::MAX_RANK;
 
-/// How a leaf of an expression sees its tensor, for planning.
+/// How a leaf of an expression sees its tensor, for planning (borrowed from the tensor).
 #[derive(Clone, Copy)]
-pub struct LeafLayout {
+pub struct LeafLayout<'a> {
     /// The axes' type ids, in the layout's order.
-    pub ids: [TypeId; MAX_RANK],
+    pub ids: &'a [TypeId],
     /// The layout.
-    pub layout: Layout,
+    pub layout: &'a Layout,
     /// The axes' names, for messages.
     pub names: fn() -> Vec<Cow<'static, str>>,
+}
+
+/// The leaves of one expression, in visiting order: inline up to four, so that planning a
+/// small expression allocates nothing.
+pub type Leaves<'a> = SmallVec<[LeafLayout<'a>; 4]>;
+
+/// The destination of a plan.
+pub enum Destination<'a> {
+    /// An existing tensor with this layout (its lengths are checked).
+    Existing(&'a Layout),
+    /// A fresh tensor: the planner writes its row-major layout (in the order of the
+    /// destination's axes) here.
+    Fresh(&'a mut Layout),
 }
 
 /// Per operand, per canonical axis: where the operand's elements are.
@@ -26,26 +41,32 @@ pub struct Access {
     pub offset: isize,
     /// Stride per canonical axis.
     pub strides: [isize; MAX_RANK],
-    /// Padding before the stored part, per canonical axis.
-    pub pad_before: [usize; MAX_RANK],
-    /// Stored length per canonical axis.
-    pub stored: [usize; MAX_RANK],
-    /// Whether any canonical axis is padded for this operand.
+    /// Whether any canonical axis is padded for this operand (see [`Plan::padding`]).
     pub padded: bool,
 }
 
+/// Per operand, per canonical axis: the stored part of a padded view.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Padding {
+    /// Padding before the stored part.
+    pub pad_before: [usize; MAX_RANK],
+    /// Stored length.
+    pub stored: [usize; MAX_RANK],
+}
+
 /// A canonical loop nest: axes (outermost first) with a length each and, per operand, a
-/// stride per axis. LeafLayout 0 is the destination, then the leaves in visiting order.
+/// stride per axis. Operand 0 is the destination, then the leaves in visiting order.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// Number of canonical axes (0: a single element).
     pub rank: usize,
     /// Canonical axis lengths.
     pub lens: [usize; MAX_RANK],
-    /// LeafLayout accesses; only the first `operands` are used.
-    pub access: Vec<Access>,
-    /// Number of operands, destination included.
-    pub operands: usize,
+    /// Operand accesses, destination first.
+    pub access: SmallVec<[Access; 4]>,
+    /// Per operand, where its stored part lies: empty when no operand is padded (the common
+    /// case, kept free of the extra bookkeeping), else one per operand.
+    pub padding: Vec<Padding>,
     /// Total number of iterations.
     pub count: usize,
     /// Elements per chunk of the innermost axis: [`CHUNK`] when some leaf is gathered into
@@ -57,19 +78,42 @@ pub struct Plan {
 /// make the per-chunk cost negligible.
 pub const LONG_CHUNK: usize = 8192;
 
+/// Where the axis `id` lies in the iteration space `space`.
+fn position(space: &[TypeId], id: &TypeId) -> usize {
+    space
+        .iter()
+        .position(|x| x == id)
+        .expect("every leaf axis is in the space")
+}
+
 impl Plan {
+    /// A plan for nothing yet: [`Plan::build`] fills it.
+    pub fn empty() -> Plan {
+        Plan {
+            rank: 0,
+            lens: [1; MAX_RANK],
+            access: SmallVec::new(),
+            padding: Vec::new(),
+            count: 0,
+            chunk: CHUNK,
+        }
+    }
+
     /// Plans the iteration space `out` (the destination's axes, in its layout's order) then
-    /// `reduced` (summed-over axes, stride 0 in the destination).
+    /// `reduced` (summed-over axes, stride 0 in the destination), into `dest`. `self` must be
+    /// [`Plan::empty`].
     ///
-    /// `dest` gives the destination's layout when it exists already (its lengths are
-    /// checked); `None` plans for a fresh row-major destination in `out`'s order.
-    pub fn new(
+    /// (Filled in place rather than returned: a plan is a few hundred bytes, and moving it
+    /// out of a `Result` copied it twice per evaluation.)
+    pub fn build(
+        &mut self,
         out: &[TypeId],
         out_names: &dyn Fn() -> Vec<Cow<'static, str>>,
         reduced: &[TypeId],
-        dest: Option<&Layout>,
-        leaves: &[LeafLayout],
-    ) -> Result<(Plan, Layout)> {
+        dest: Destination<'_>,
+        leaves: &[LeafLayout<'_>],
+    ) -> Result<()> {
+        debug_assert!(self.access.is_empty(), "a plan is built once");
         let rank = out.len() + reduced.len();
         assert!(
             rank <= MAX_RANK,
@@ -82,11 +126,8 @@ impl Plan {
         // Lengths, from the leaves; a shared axis must agree.
         let mut lens: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
         for leaf in leaves {
-            for (axis, id) in leaf.ids[..leaf.layout.rank()].iter().enumerate() {
-                let s = space
-                    .iter()
-                    .position(|x| x == id)
-                    .expect("every leaf axis is in the space");
+            for (axis, id) in leaf.ids.iter().enumerate() {
+                let s = position(space, id);
                 let len = leaf.layout.lens()[axis];
                 match lens[s] {
                     None => lens[s] = Some(len),
@@ -106,8 +147,8 @@ impl Plan {
             *k = l.unwrap_or(1);
         }
         let lens = &known[..rank];
-        let dest_layout = match dest {
-            Some(layout) => {
+        let dest_layout: &Layout = match dest {
+            Destination::Existing(layout) => {
                 for (axis, (&mine, &expr)) in layout.lens().iter().zip(lens).enumerate() {
                     if mine != expr {
                         return Err(Error::LengthMismatch {
@@ -117,58 +158,74 @@ impl Plan {
                         });
                     }
                 }
-                *layout
+                layout
             }
-            None => Layout::row_major(&lens[..out.len()]),
+            Destination::Fresh(layout) => {
+                *layout = Layout::row_major(&lens[..out.len()]);
+                layout
+            }
         };
 
-        // Accesses over the full space, filled in place (an access is a few hundred bytes).
-        let operands = leaves.len() + 1;
-        let mut access = vec![Access::default(); operands];
-        let fill = |a: &mut Access, layout: &Layout, ids: &[TypeId]| {
-            a.offset = layout.offset() as isize;
-            for (s, id) in space.iter().enumerate() {
-                a.stored[s] = lens[s];
-                if let Some(axis) = ids.iter().position(|x| x == id) {
-                    a.strides[s] = layout.strides()[axis];
-                    a.pad_before[s] = layout.pad_before()[axis];
-                    a.stored[s] = layout.stored_lens()[axis];
-                }
-            }
-            a.padded = layout.is_padded();
-        };
-        fill(&mut access[0], &dest_layout, out);
-        for (a, leaf) in access[1..].iter_mut().zip(leaves) {
-            fill(a, &leaf.layout, &leaf.ids[..leaf.layout.rank()]);
-        }
-        let mut plan = Plan {
-            rank,
-            lens: [1; MAX_RANK],
-            access,
-            operands,
-            count: lens.iter().product(),
-            chunk: CHUNK,
-        };
+        let plan = self;
+        plan.rank = rank;
+        plan.count = lens.iter().product();
         plan.lens[..rank].copy_from_slice(lens);
+        plan.add_operand(space, dest_layout, out);
+        for leaf in leaves {
+            plan.add_operand(space, leaf.layout, leaf.ids);
+        }
+        if plan.access.iter().any(|a| a.padded) {
+            plan.add_padding(space, dest_layout, out);
+            for leaf in leaves {
+                plan.add_padding(space, leaf.layout, leaf.ids);
+            }
+        }
         plan.canonicalise();
         let in_place = plan.rank > 0
-            && plan.access[1..operands]
+            && plan.access[1..]
                 .iter()
                 .all(|leaf| !leaf.padded && leaf.strides[plan.rank - 1] == 1);
         if in_place {
             plan.chunk = LONG_CHUNK;
         }
-        Ok((plan, dest_layout))
+        Ok(())
     }
 
-    fn ops(&self) -> &[Access] {
-        &self.access[..self.operands]
+    /// Appends the access of an operand with axes `ids` laid out by `layout` to the space
+    /// `space` (an axis the operand lacks has stride 0).
+    fn add_operand(&mut self, space: &[TypeId], layout: &Layout, ids: &[TypeId]) {
+        self.access.push(Access {
+            offset: layout.offset() as isize,
+            strides: [0; MAX_RANK],
+            padded: layout.is_padded(),
+        });
+        let access = self.access.last_mut().expect("just pushed");
+        for (axis, id) in ids.iter().enumerate() {
+            access.strides[position(space, id)] = layout.strides()[axis];
+        }
+    }
+
+    /// Appends the padding of an operand, as [`Plan::add_operand`] its access.
+    fn add_padding(&mut self, space: &[TypeId], layout: &Layout, ids: &[TypeId]) {
+        let mut padding = Padding::default();
+        padding.stored[..self.rank].copy_from_slice(&self.lens[..self.rank]);
+        for (axis, id) in ids.iter().enumerate() {
+            let s = position(space, id);
+            padding.pad_before[s] = layout.pad_before()[axis];
+            padding.stored[s] = layout.stored_lens()[axis];
+        }
+        self.padding.push(padding);
+    }
+
+    /// The number of operands, destination included.
+    pub fn operands(&self) -> usize {
+        self.access.len()
     }
 
     fn padded_on(&self, axis: usize) -> bool {
-        self.ops()
+        self.padding
             .iter()
-            .any(|a| a.stored[axis] != self.lens[axis] || a.pad_before[axis] != 0)
+            .any(|p| p.stored[axis] != self.lens[axis] || p.pad_before[axis] != 0)
     }
 
     /// Keeps only the axes in `keep`, in that order.
@@ -182,13 +239,17 @@ impl Plan {
         for (to, &from) in keep.iter().enumerate() {
             self.lens[to] = lens[from];
         }
-        for op in 0..self.operands {
-            let old = self.access[op];
-            let dst = &mut self.access[op];
+        for access in &mut self.access {
+            let strides = access.strides;
             for (to, &from) in keep.iter().enumerate() {
-                dst.strides[to] = old.strides[from];
-                dst.pad_before[to] = old.pad_before[from];
-                dst.stored[to] = old.stored[from];
+                access.strides[to] = strides[from];
+            }
+        }
+        for padding in &mut self.padding {
+            let old = *padding;
+            for (to, &from) in keep.iter().enumerate() {
+                padding.pad_before[to] = old.pad_before[from];
+                padding.stored[to] = old.stored[from];
             }
         }
     }
@@ -212,7 +273,7 @@ impl Plan {
         // Order by the sum of |stride| over operands, largest outermost (a stable sort keeps
         // the destination's order on ties).
         let weight = |plan: &Plan, a: usize| -> u128 {
-            plan.ops()
+            plan.access
                 .iter()
                 .map(|op| op.strides[a].unsigned_abs() as u128)
                 .sum()
@@ -232,7 +293,7 @@ impl Plan {
             let mergeable = !self.padded_on(outer)
                 && !self.padded_on(inner)
                 && self
-                    .ops()
+                    .access
                     .iter()
                     .all(|op| op.strides[outer] == op.strides[inner] * self.lens[inner] as isize);
             if mergeable {
@@ -243,8 +304,8 @@ impl Plan {
                 }
                 self.select(&keep[..self.rank - 1]);
                 self.lens[axis] = len;
-                for op in 0..self.operands {
-                    self.access[op].stored[axis] = len;
+                for padding in &mut self.padding {
+                    padding.stored[axis] = len;
                 }
             } else {
                 axis += 1;

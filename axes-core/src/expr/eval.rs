@@ -12,7 +12,7 @@ use super::{Expr, reduce};
 use crate::device::{self, Device, ReduceKind};
 use crate::element::Element;
 use crate::engine::exec::{self, Assign, Sink};
-use crate::engine::plan::Plan;
+use crate::engine::plan::{Destination, Leaves, Plan};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
@@ -489,8 +489,7 @@ pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
     sink: S,
     init: E::Elem,
 ) -> Result<Tensor<E::Elem, O>> {
-    let ids = O::type_ids();
-    let (storage, layout) = evaluate_parts(expr, &ids[..O::RANK], &O::names, reduced, sink, init)?;
+    let (storage, layout) = evaluate_parts(expr, O::IDS, &O::names, reduced, sink, init)?;
     Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
     Ok(Tensor::from_parts(storage, layout).expect("a fresh row-major layout fits its buffer"))
 }
@@ -505,13 +504,21 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     sink: S,
     init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    if let Some(Device::Accelerator(backend)) = device::common_device(device::leaf_devices(expr))? {
+    if let Some(Device::Accelerator(backend)) = device::expr_device(expr, None)? {
         let kind = sink.device_kind().unwrap_or(ReduceKind::Sum);
         return device::run_expr(expr, backend, out, names, reduced, kind, None);
     }
-    let mut leaves = Vec::new();
+    let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    let (plan, layout) = Plan::new(out, names, reduced, None, &leaves)?;
+    let mut layout = Layout::row_major(&[]);
+    let mut plan = Plan::empty();
+    plan.build(
+        out,
+        names,
+        reduced,
+        Destination::Fresh(&mut layout),
+        &leaves,
+    )?;
     let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
         lengths: format!("{:?}", layout.lens()),
     })?;
@@ -631,21 +638,21 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         reduced: &[TypeId],
         sink: S,
     ) -> Result<()> {
-        let devices = std::iter::once(self.device()).chain(device::leaf_devices(expr));
-        if let Some(Device::Accelerator(backend)) = device::common_device(devices)? {
+        if let Some(Device::Accelerator(backend)) = device::expr_device(expr, Some(self.device()))?
+        {
             return self.run_on_device(expr, reduced, sink, backend);
         }
         if !self.layout().is_injective() {
             *self = self.contiguous();
         }
-        let mut leaves = Vec::new();
+        let mut leaves = Leaves::new();
         expr.operands(&mut leaves);
-        let ids = A::type_ids();
-        let (plan, _) = Plan::new(
-            &ids[..A::RANK],
+        let mut plan = Plan::empty();
+        plan.build(
+            A::IDS,
             &A::names,
             reduced,
-            Some(self.layout()),
+            Destination::Existing(self.layout()),
             &leaves,
         )?;
         let data = self.storage_mut().make_mut();

@@ -3,11 +3,11 @@
 use std::ops::Range;
 use std::ptr;
 
-use super::{Expr, Ir, LeafBuffer};
+use super::{Buffers, Expr, Ir, LeafBuffer};
 use crate::element::Element;
 use crate::engine::CHUNK;
 use crate::engine::exec::ChunkEval;
-use crate::engine::plan::{Access, LeafLayout, Plan};
+use crate::engine::plan::{Access, LeafLayout, Leaves, Padding, Plan};
 use crate::list::{AxisList, AxisSet};
 use crate::tensor::Tensor;
 
@@ -15,33 +15,39 @@ use crate::tensor::Tensor;
 /// else the chunk gathered into a stack buffer.
 pub struct LeafEval<'a, T: Element> {
     data: &'a [T],
-    access: Access,
+    access: &'a Access,
+    /// Where the stored part lies, for a padded leaf.
+    padding: Option<&'a Padding>,
     rank: usize,
     current: *const T,
     /// Gathered chunks; allocated on the first gather, so in-place leaves cost nothing.
     scratch: Vec<T>,
-    /// A transposed tile (see `prepare_tile`): rows `tile_rows`, chunk at `tile_start` of
-    /// `tile_n` elements, row-major with rows `tile_stride` elements apart.
-    tile: Vec<T>,
-    tile_rows: Range<usize>,
-    tile_start: usize,
-    tile_n: usize,
-    tile_stride: usize,
+    /// The transposed tile, once `prepare_tile` made one (boxed: most leaves never do, and
+    /// the evaluator stays small to build).
+    tile: Option<Box<Tile<T>>>,
+}
+
+/// A transposed tile (see `prepare_tile`): rows `rows`, chunk at `start` of `n` elements,
+/// row-major with rows `stride` elements apart.
+struct Tile<T> {
+    elements: Vec<T>,
+    rows: Range<usize>,
+    start: usize,
+    n: usize,
+    stride: usize,
 }
 
 impl<'a, T: Element> LeafEval<'a, T> {
-    pub(crate) fn new(data: &'a [T], plan: &Plan, leaf: usize) -> Self {
+    pub(crate) fn new(data: &'a [T], plan: &'a Plan, leaf: usize) -> Self {
+        let access = &plan.access[leaf + 1];
         LeafEval {
             data,
-            access: plan.access[leaf + 1],
+            access,
+            padding: access.padded.then(|| &plan.padding[leaf + 1]),
             rank: plan.rank,
             current: ptr::null(),
             scratch: Vec::new(),
-            tile: Vec::new(),
-            tile_rows: 0..0,
-            tile_start: 0,
-            tile_n: 0,
-            tile_stride: 0,
+            tile: None,
         }
     }
 
@@ -65,18 +71,19 @@ impl<'a, T: Element> LeafEval<'a, T> {
             "the plan keeps gathered chunks within the scratch buffer"
         );
         self.ensure_scratch();
-        let a = &self.access;
+        let a = self.access;
+        let p = self.padding.expect("a padded leaf has its padding");
         let inner = self.rank - 1;
-        let stored = |axis: usize, i: usize| i.wrapping_sub(a.pad_before[axis]) < a.stored[axis];
+        let stored = |axis: usize, i: usize| i.wrapping_sub(p.pad_before[axis]) < p.stored[axis];
         let outer_stored = outer.iter().enumerate().all(|(axis, &i)| stored(axis, i));
         let mut base = a.offset;
         for (axis, &i) in outer.iter().enumerate() {
-            base += (i as isize - a.pad_before[axis] as isize) * a.strides[axis];
+            base += (i as isize - p.pad_before[axis] as isize) * a.strides[axis];
         }
         for k in 0..n {
             let i = start + k;
             self.scratch[k] = if outer_stored && stored(inner, i) {
-                self.read(base + (i as isize - a.pad_before[inner] as isize) * a.strides[inner])
+                self.read(base + (i as isize - p.pad_before[inner] as isize) * a.strides[inner])
             } else {
                 T::zero()
             };
@@ -103,20 +110,18 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
             self.load_padded(outer, start, n);
             return;
         }
-        let a = &self.access;
+        let a = self.access;
         let inner = self.rank - 1;
-        if !self.tile_rows.is_empty() && start == self.tile_start && n == self.tile_n {
-            let row = outer[inner - 1];
-            if self.tile_rows.contains(&row) {
-                // SAFETY: the tile holds tile_rows.len() rows of tile_n elements, tile_stride
-                // apart.
-                self.current = unsafe {
-                    self.tile
-                        .as_ptr()
-                        .add((row - self.tile_rows.start) * self.tile_stride)
-                };
-                return;
-            }
+        if let Some(tile) = &self.tile
+            && start == tile.start
+            && n == tile.n
+            && tile.rows.contains(&outer[inner - 1])
+        {
+            let row = outer[inner - 1] - tile.rows.start;
+            // SAFETY: the tile holds tile.rows.len() rows of tile.n elements, tile.stride
+            // apart.
+            self.current = unsafe { tile.elements.as_ptr().add(row * tile.stride) };
+            return;
         }
         let mut base = a.offset;
         for (axis, &i) in outer.iter().enumerate() {
@@ -164,7 +169,7 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let a = &self.access;
+            let a = self.access;
             let inner = self.rank - 1;
             if a.padded || a.strides[inner] != 1 {
                 return;
@@ -186,7 +191,7 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
     }
 
     fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
-        let a = &self.access;
+        let a = self.access;
         let inner = self.rank - 1;
         let mid = inner - 1;
         let (along, across) = (a.strides[mid], a.strides[inner]);
@@ -197,7 +202,9 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
             || n == 0
             || rows.is_empty()
         {
-            self.tile_rows = 0..0;
+            if let Some(tile) = &mut self.tile {
+                tile.rows = 0..0;
+            }
             return;
         }
         let mut base = a.offset;
@@ -232,9 +239,18 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         // Rows one cache line longer than the chunk: with a power-of-two chunk, rows a
         // multiple of 4 KiB apart would all fall into the same L1 set.
         let stride = n + (64 / std::mem::size_of::<T>().max(1)).max(1);
-        self.tile.resize(count * stride, T::zero());
+        let made = self.tile.get_or_insert_with(|| {
+            Box::new(Tile {
+                elements: Vec::new(),
+                rows: 0..0,
+                start: 0,
+                n: 0,
+                stride: 0,
+            })
+        });
+        made.elements.resize(count * stride, T::zero());
         let data = self.data.as_ptr();
-        let tile = self.tile.as_mut_ptr();
+        let tile = made.elements.as_mut_ptr();
         let mut done_rows = 0;
         #[cfg(target_arch = "x86_64")]
         if std::mem::size_of::<T>() == 4
@@ -265,10 +281,10 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
                 unsafe { *tile.add(r * stride + k) = *data.offset(column + r as isize * along) };
             }
         }
-        self.tile_rows = rows;
-        self.tile_start = start;
-        self.tile_n = n;
-        self.tile_stride = stride;
+        made.rows = rows;
+        made.start = start;
+        made.n = n;
+        made.stride = stride;
     }
 
     #[inline(always)]
@@ -279,10 +295,10 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
     }
 }
 
-fn operand<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> LeafLayout {
+fn operand<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> LeafLayout<'_> {
     LeafLayout {
-        ids: A::type_ids(),
-        layout: *t.layout(),
+        ids: A::IDS,
+        layout: t.layout(),
         names: <A as AxisList>::names,
     }
 }
@@ -295,18 +311,18 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
     where
         Self: 'a;
 
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         out.push(operand(self));
     }
 
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         out.push(LeafBuffer {
             dtype: T::DTYPE,
             data: self.storage().leaf_data(),
         });
     }
 
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> LeafEval<'a, T> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> LeafEval<'a, T> {
         *next_leaf += 1;
         LeafEval::new(self.storage().as_slice(), plan, *next_leaf - 1)
     }
@@ -325,15 +341,15 @@ impl<E: Expr> Expr for &E {
     where
         Self: 'a;
 
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         (**self).operands(out);
     }
 
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         (**self).buffers(out);
     }
 
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> E::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> E::Eval<'a> {
         (**self).evaluator(plan, next_leaf)
     }
 

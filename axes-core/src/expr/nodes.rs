@@ -4,10 +4,10 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use super::ops::{BinaryOp, UnaryOp};
-use super::{Expr, Ir, IrNode, LeafBuffer};
+use super::{Buffers, Expr, Ir, IrNode};
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
-use crate::engine::plan::{LeafLayout, Plan};
+use crate::engine::plan::{Leaves, Plan};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 
 /// A constant: an expression with no axes.
@@ -35,8 +35,8 @@ impl<T: Element> Expr for Scalar<T> {
         = ScalarEval<T>
     where
         Self: 'a;
-    fn operands(&self, _: &mut Vec<LeafLayout>) {}
-    fn buffers<'a>(&'a self, _: &mut Vec<LeafBuffer<'a>>) {}
+    fn operands<'a>(&'a self, _: &mut Leaves<'a>) {}
+    fn buffers<'a>(&'a self, _: &mut Buffers<'a>) {}
     fn evaluator(&self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
         ScalarEval(self.0)
     }
@@ -98,13 +98,13 @@ impl<T: Element, E: Expr, Op: UnaryOp<E::Elem, Out = T>> Expr for Unary<T, E, Op
         = UnaryEval<E::Eval<'a>, Op>
     where
         Self: 'a;
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         self.inner.operands(out);
     }
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         UnaryEval {
             inner: self.inner.evaluator(plan, next_leaf),
             op: self.op,
@@ -186,15 +186,15 @@ where
         = BinaryEval<L::Eval<'a>, R::Eval<'a>, Op>
     where
         Self: 'a;
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         self.left.operands(out);
         self.right.operands(out);
     }
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.left.buffers(out);
         self.right.buffers(out);
     }
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let left = self.left.evaluator(plan, next_leaf);
         BinaryEval {
             left,
@@ -283,17 +283,17 @@ where
         = SelectEval<C::Eval<'a>, A::Eval<'a>, B::Eval<'a>>
     where
         Self: 'a;
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         self.cond.operands(out);
         self.a.operands(out);
         self.b.operands(out);
     }
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.cond.buffers(out);
         self.a.buffers(out);
         self.b.buffers(out);
     }
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let cond = self.cond.evaluator(plan, next_leaf);
         let a = self.a.evaluator(plan, next_leaf);
         SelectEval {
@@ -358,13 +358,13 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
         = CastEval<E::Eval<'a>, U>
     where
         Self: 'a;
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         self.inner.operands(out);
     }
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         CastEval(self.inner.evaluator(plan, next_leaf), PhantomData)
     }
     fn describe(&self, ir: &mut Ir) -> usize {
@@ -423,13 +423,13 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
         = MapEval<'a, E::Eval<'a>, F>
     where
         Self: 'a;
-    fn operands(&self, out: &mut Vec<LeafLayout>) {
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
         self.inner.operands(out);
     }
-    fn buffers<'a>(&'a self, out: &mut Vec<LeafBuffer<'a>>) {
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn evaluator<'a>(&'a self, plan: &Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         MapEval(self.inner.evaluator(plan, next_leaf), &self.f)
     }
     fn describe(&self, ir: &mut Ir) -> usize {

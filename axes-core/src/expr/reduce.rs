@@ -6,12 +6,12 @@ use std::any::TypeId;
 use super::eval::{ExprExt, evaluate, evaluate_parts};
 use super::nodes::Scalar;
 use super::ops::binary;
-use super::{Expr, LeafBuffer, LeafData};
+use super::{Buffers, Expr, LeafBuffer, LeafData};
 use crate::axis::Axis;
 use crate::device::{Backend, Device, ReduceKind, Work, run_ir};
 use crate::element::{DType, Element};
 use crate::engine::exec::{Reduce, ReduceOp};
-use crate::engine::plan::LeafLayout;
+use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
 use crate::expr::{Ir, IrNode};
 use crate::layout::Layout;
@@ -98,16 +98,14 @@ where
 
 /// The lengths `expr` gives the axes `ids` (1 where no leaf has one).
 fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
-    let mut leaves = Vec::new();
+    let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     ids.iter()
         .map(|id| {
             leaves
                 .iter()
                 .find_map(|leaf| {
-                    let axis = leaf.ids[..leaf.layout.rank()]
-                        .iter()
-                        .position(|x| x == id)?;
+                    let axis = leaf.ids.iter().position(|x| x == id)?;
                     Some(leaf.layout.lens()[axis])
                 })
                 .unwrap_or(1)
@@ -284,8 +282,7 @@ where
     // The positions along X, 0..len, as a leaf over X alone.
     let steps: Vec<i64> = (0..len as i64).collect();
     let positions = backend.upload(crate::device::as_bytes(&steps))?;
-    let mut position_ids = [TypeId::of::<()>(); MAX_RANK];
-    position_ids[0] = TypeId::of::<X>();
+    let (position_ids, position_layout) = ([TypeId::of::<X>()], Layout::row_major(&[len]));
     let mut ir = Ir::default();
     let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
     let is_best = ir.push(IrNode::Binary("eq", value, best_value));
@@ -293,14 +290,14 @@ where
     let past_end = ir.push(IrNode::Scalar(len as f64));
     let nan_or_end = ir.push(IrNode::Select(is_number, past_end, position));
     ir.push(IrNode::Select(is_best, position, nan_or_end));
-    let (mut layouts, mut buffers) = (Vec::new(), Vec::new());
+    let (mut layouts, mut buffers) = (Leaves::new(), Buffers::new());
     x.operands(&mut layouts);
     x.buffers(&mut buffers);
     best.operands(&mut layouts);
     best.buffers(&mut buffers);
     layouts.push(LeafLayout {
-        ids: position_ids,
-        layout: Layout::row_major(&[len]),
+        ids: &position_ids,
+        layout: &position_layout,
         names: || vec![X::name()],
     });
     buffers.push(LeafBuffer {
