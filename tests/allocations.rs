@@ -1,6 +1,7 @@
 //! Fused expressions allocate no element buffers: `sum((x-y)^2)` and `a*x + b*y` into an
 //! existing destination run without any allocation the size of their data (a counting
-//! global allocator records every allocation; only small planning metadata is allowed).
+//! global allocator records every allocation; only small planning metadata is allowed, and
+//! on one thread not even that).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -77,6 +78,11 @@ fn fused_expressions_allocate_no_element_buffers() {
         println!(
             "{threads} thread(s): a*x+b*y into an existing destination allocated {bytes} bytes of metadata"
         );
+        // On one thread nothing at all: the leaves, the plan and the evaluators of a small
+        // expression live on the stack (more threads box their rayon jobs).
+        if threads == 1 {
+            assert_eq!(bytes, 0, "a*x + b*y on one thread allocated {bytes} bytes");
+        }
     }
     assert_eq!(
         out.get(N.at(7)).unwrap(),

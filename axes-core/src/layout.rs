@@ -159,7 +159,9 @@ impl Layout {
 
     /// Whether any axis has padding.
     pub fn is_padded(&self) -> bool {
-        self.lens() != self.stored_lens()
+        // Element by element: a slice comparison calls `memcmp`, and this runs on every
+        // evaluation.
+        (self.lens().iter().zip(self.stored_lens())).any(|(len, stored)| len != stored)
     }
 
     /// The buffer position of the first stored element.
