@@ -434,7 +434,7 @@ pub(crate) fn run_ir<T: Element>(
         .zip(buffers)
         .zip(&staged)
         .map(|((leaf, buffer), staged)| {
-            let own = &leaf.ids;
+            let own = leaf.ids;
             let memory = match staged {
                 Staged::Uploaded(memory) => memory,
                 Staged::Resident(memory) => memory,

@@ -87,7 +87,7 @@ fn position(space: &[TypeId], id: &TypeId) -> usize {
 }
 
 impl Plan {
-    /// A plan for nothing yet: [`Plan::build`] fills it.
+    /// A plan of nothing yet, for [`Plan::build`] to fill.
     pub fn empty() -> Plan {
         Plan {
             rank: 0,
@@ -100,8 +100,8 @@ impl Plan {
     }
 
     /// Plans the iteration space `out` (the destination's axes, in its layout's order) then
-    /// `reduced` (summed-over axes, stride 0 in the destination), into `dest`. `self` must be
-    /// [`Plan::empty`].
+    /// `reduced` (summed-over axes, stride 0 in the destination), into `dest`, replacing what
+    /// `self` held.
     ///
     /// (Filled in place rather than returned: a plan is a few hundred bytes, and moving it
     /// out of a `Result` copied it twice per evaluation.)
@@ -113,7 +113,6 @@ impl Plan {
         dest: Destination<'_>,
         leaves: &[LeafLayout<'_>],
     ) -> Result<()> {
-        debug_assert!(self.access.is_empty(), "a plan is built once");
         let rank = out.len() + reduced.len();
         assert!(
             rank <= MAX_RANK,
@@ -169,7 +168,11 @@ impl Plan {
         let plan = self;
         plan.rank = rank;
         plan.count = lens.iter().product();
+        plan.lens = [1; MAX_RANK];
         plan.lens[..rank].copy_from_slice(lens);
+        plan.access.clear();
+        plan.padding.clear();
+        plan.chunk = CHUNK;
         plan.add_operand(space, dest_layout, out);
         for leaf in leaves {
             plan.add_operand(space, leaf.layout, leaf.ids);
@@ -215,11 +218,6 @@ impl Plan {
             padding.stored[s] = layout.stored_lens()[axis];
         }
         self.padding.push(padding);
-    }
-
-    /// The number of operands, destination included.
-    pub fn operands(&self) -> usize {
-        self.access.len()
     }
 
     fn padded_on(&self, axis: usize) -> bool {
