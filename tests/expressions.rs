@@ -545,13 +545,20 @@ fn expressions_with_many_leaves() {
 }
 
 /// A transposed operand large enough to be staged in tiles (moved through registers 8×8 for
-/// 4-byte elements), with lengths that are not multiples of 8 or of the tile (one of them
-/// spanning several tile widths), in f32 and i32,
-/// against index arithmetic on the raw buffers.
+/// 4-byte elements), with lengths that are not multiples of 8 or of the tile (rows spanning
+/// several chunks, and several tile widths), in f32 and i32, with and without an operand
+/// gathered beside it (broadcast along the rows), against index arithmetic on the raw buffers.
 #[test]
 fn transposed_operands_through_tiles() {
     let mut rng = ChaCha8Rng::seed_from_u64(77);
-    for (ni, nj) in [(131, 70), (64, 64), (9, 300), (200, 17), (70, 1100)] {
+    for (ni, nj) in [
+        (131, 70),
+        (64, 64),
+        (9, 300),
+        (200, 17),
+        (70, 1100),
+        (67, 8300),
+    ] {
         let xs: Vec<f32> = (0..ni * nj).map(|_| rng.random_range(-1.0..1.0)).collect();
         let ys: Vec<f32> = (0..ni * nj).map(|_| rng.random_range(-1.0..1.0)).collect();
         let x = Tensor::<f32, (I, J)>::from_vec((I.len(ni), J.len(nj)), xs.clone()).unwrap();
@@ -565,6 +572,18 @@ fn transposed_operands_through_tiles() {
                     got[i * nj + j],
                     xs[i * nj + j] + ys[j * ni + i],
                     "f32 ({i}, {j}) of {ni}×{nj}"
+                );
+            }
+        }
+        let cs: Vec<f32> = (0..ni).map(|i| i as f32).collect();
+        let c = Tensor::<f32, (I,)>::from_vec(I.len(ni), cs.clone()).unwrap();
+        let got: Vec<f32> = (&x + &y + &c).eval_in::<(I, J)>().unwrap().to_vec();
+        for i in 0..ni {
+            for j in 0..nj {
+                assert_eq!(
+                    got[i * nj + j],
+                    xs[i * nj + j] + ys[j * ni + i] + cs[i],
+                    "f32 with a broadcast ({i}, {j}) of {ni}×{nj}"
                 );
             }
         }

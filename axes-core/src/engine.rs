@@ -14,6 +14,5 @@ pub mod plan;
 pub mod threads;
 
 /// Elements evaluated per step of the innermost loop: leaves that are not contiguous are
-/// gathered into a buffer of this many elements. Tiled loops (a transposed operand) use it as
-/// their tile width, [`exec::TILE_CHUNK`].
-pub const CHUNK: usize = exec::TILE_CHUNK;
+/// gathered into a buffer of this many elements (tiled loops too, within each tile row).
+pub const CHUNK: usize = 512;

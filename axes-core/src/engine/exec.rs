@@ -52,7 +52,7 @@ pub unsafe trait ChunkEval {
     /// before it), positions `start..start + n` of the innermost one. Leaves that read the
     /// innermost axis with a large stride but the second-innermost one contiguously (a
     /// transposed operand) copy the tile into a local buffer reading along their contiguous
-    /// axis, so the following `load`s of these rows read from the buffer.
+    /// axis, so the following `load`s of chunks within the tile read from the buffer.
     #[inline(always)]
     fn prepare_tile(
         &mut self,
@@ -326,11 +326,14 @@ fn run_task_avx2<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
 /// touches for one chunk are then reused by the next rows instead of being evicted.
 pub const TILE_ROWS: usize = 64;
 
-/// Chunk length in tiled loops: a tile of [`TILE_ROWS`] by this many elements. Measured on
-/// `x[h,w] + y[w,h]` at 4096² (W3, with the next row prefetched and streaming stores), as a
-/// fraction of the triad bandwidth: 64×512 0.51–0.55, 64×256 0.48, 128×256 0.52, 64×1024
-/// 0.49–0.51, 256×128 0.43, 32×512 0.38 (the tile, 128 KiB, stays in L2).
-pub const TILE_CHUNK: usize = 512;
+/// Tile width in tiled loops: a tile of [`TILE_ROWS`] by up to this many elements of the
+/// innermost axis (its rows are then computed [`CHUNK`](super::CHUNK) elements at a time).
+/// Wide tiles let the operands read in place, and the destination, run along whole rows
+/// like a plain loop; only the transposed operand is read in short runs. Measured on
+/// `x[h,w] + y[w,h]` at 4096² (W3) as a fraction of the triad bandwidth, paired in one
+/// process: 64×4096 0.49–0.54, 64×2048 0.46–0.53, 64×512 0.42–0.48, 128×512 0.48–0.50,
+/// 128×256 0.44–0.50 (earlier: 256×128 0.43, 32×512 0.38).
+pub const TILE_CHUNK: usize = 4096;
 
 /// Evaluates one chunk and writes or combines it into the destination starting at `first`.
 #[inline(always)]
@@ -541,21 +544,28 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             let mut block = mid_lo;
             while block < mid_hi {
                 let block_end = (block + TILE_ROWS).min(mid_hi);
-                let mut start = inner_lo;
-                while start < inner_hi {
-                    let n = TILE_CHUNK.min(plan.chunk).min(inner_hi - start);
-                    eval.prepare_tile(&index[..mid], block..block_end, start, n);
+                let mut tile_start = inner_lo;
+                while tile_start < inner_hi {
+                    let tile_end = (tile_start + TILE_CHUNK).min(inner_hi);
+                    let width = tile_end - tile_start;
+                    eval.prepare_tile(&index[..mid], block..block_end, tile_start, width);
                     for m in block..block_end {
-                        // The next row's chunks, while this one is computed.
-                        if m + 1 < block_end {
-                            index[mid] = m + 1;
-                            eval.prefetch(&index[..inner], start, n);
-                        }
                         index[mid] = m;
-                        let first = position(&index) + start as isize * ds;
-                        write(eval, &index[..inner], start, n, first);
+                        let row = position(&index);
+                        let mut start = tile_start;
+                        while start < tile_end {
+                            let n = plan.chunk.min(tile_end - start);
+                            // The next row's chunk, while this one is computed.
+                            if m + 1 < block_end {
+                                index[mid] = m + 1;
+                                eval.prefetch(&index[..inner], start, n);
+                                index[mid] = m;
+                            }
+                            write(eval, &index[..inner], start, n, row + start as isize * ds);
+                            start += n;
+                        }
                     }
-                    start += n;
+                    tile_start = tile_end;
                 }
                 block = block_end;
             }

@@ -27,8 +27,8 @@ pub struct LeafEval<'a, T: Element> {
     tile: Option<Box<Tile<T>>>,
 }
 
-/// A transposed tile (see `prepare_tile`): rows `rows`, chunk at `start` of `n` elements,
-/// row-major with rows `stride` elements apart.
+/// A transposed tile (see `prepare_tile`): rows `rows`, positions `start..start + n` of the
+/// innermost axis, row-major with rows `stride` elements apart.
 struct Tile<T> {
     elements: Vec<T>,
     rows: Range<usize>,
@@ -94,7 +94,7 @@ impl<'a, T: Element> LeafEval<'a, T> {
 
 // SAFETY: `load` leaves `current` pointing at `n` readable elements: a subslice of `data`
 // (bounds-checked), the first `n <= CHUNK` elements of `scratch` (CHUNK long once used), or
-// a row of `tile`.
+// `n` elements within a row of the tile.
 unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
     type Out = T;
 
@@ -113,14 +113,15 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         let a = self.access;
         let inner = self.rank - 1;
         if let Some(tile) = &self.tile
-            && start == tile.start
-            && n == tile.n
+            && start >= tile.start
+            && start + n <= tile.start + tile.n
             && tile.rows.contains(&outer[inner - 1])
         {
             let row = outer[inner - 1] - tile.rows.start;
             // SAFETY: the tile holds tile.rows.len() rows of tile.n elements, tile.stride
-            // apart.
-            self.current = unsafe { tile.elements.as_ptr().add(row * tile.stride) };
+            // apart, and the chunk lies within a row.
+            self.current =
+                unsafe { (tile.elements.as_ptr()).add(row * tile.stride + (start - tile.start)) };
             return;
         }
         let mut base = a.offset;
