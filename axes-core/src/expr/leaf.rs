@@ -237,7 +237,7 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
             reach_lo >= 0 && (reach_hi as usize) < self.data.len(),
             "tile outside its buffer"
         );
-        // Rows one cache line longer than the chunk: with a power-of-two chunk, rows a
+        // Rows one cache line longer than the tile: with a power-of-two width, rows a
         // multiple of 4 KiB apart would all fall into the same L1 set.
         let stride = n + (64 / std::mem::size_of::<T>().max(1)).max(1);
         let made = self.tile.get_or_insert_with(|| {
