@@ -81,8 +81,8 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
 /// The roles of `dot(x, y)`'s axes: first each `Dual<A>` on one side with `A` on the other,
 /// then every other axis both have.
 fn dot_roles<L: AxisSet, R: AxisSet>() -> Roles {
-    let (left, right) = (L::type_ids(), R::type_ids());
-    let left_t = L::transposed_type_ids();
+    let (left, right) = (L::IDS, R::IDS);
+    let left_t = L::TRANSPOSED_IDS;
     let mut roles = Roles::default();
     let mut left_paired = [false; MAX_RANK];
     let mut right_paired = [false; MAX_RANK];
@@ -225,10 +225,9 @@ where
     R: AxisSet + DifferenceWith<Over>,
     Difference<L, Over>: UnionWith<Difference<R, Over>>,
 {
-    let (left, right, over) = (L::type_ids(), R::type_ids(), Over::type_ids());
-    let over = &over[..Over::RANK];
+    let (left, right, over) = (L::IDS, R::IDS, Over::IDS);
     let mut roles = Roles::default();
-    for (a, id) in left[..L::RANK].iter().enumerate() {
+    for (a, id) in left.iter().enumerate() {
         match (0..R::RANK).find(|&b| right[b] == *id) {
             Some(b) if over.contains(id) => roles.k.push((a, b)),
             Some(b) => roles.b.push((a, b)),
@@ -236,7 +235,7 @@ where
         }
     }
     roles.n = (0..R::RANK)
-        .filter(|&b| !left[..L::RANK].contains(&right[b]))
+        .filter(|&b| !left.contains(&right[b]))
         .collect();
     // The result type lists the batch axes where they stand among x's kept axes.
     let (data, layout) = contract(x, y, &roles)?;

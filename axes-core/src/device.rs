@@ -510,9 +510,8 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
         t.operands(&mut layouts);
         t.buffers(&mut buffers);
     }
-    let ids = A::type_ids();
     let work = Work {
-        kept: &ids[..A::RANK],
+        kept: A::IDS,
         names: &A::names,
         reduced: &[],
         reduce: ReduceKind::Sum,
@@ -534,16 +533,7 @@ pub(crate) fn run_on<E: Expr, R: AxisSet>(
             what: "`*_on(&Device::Cpu)`: evaluate on the CPU with `eval`, `sum`, …".into(),
         });
     };
-    let kept = R::type_ids();
-    let (storage, layout) = run_expr(
-        expr,
-        backend,
-        &kept[..R::RANK],
-        &R::names,
-        over,
-        reduce,
-        None,
-    )?;
+    let (storage, layout) = run_expr(expr, backend, R::IDS, &R::names, over, reduce, None)?;
     let values = storage.host()?.to_vec();
     Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits"))
 }
@@ -597,8 +587,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         match self.device() {
             Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order)))),
             Device::Accelerator(backend) => {
-                let ids = A::type_ids();
-                let kept: Vec<TypeId> = order.iter().map(|&a| ids[a]).collect();
+                let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
                 let names = || {
                     let all = A::names();
                     order.iter().map(|&a| all[a].clone()).collect()

@@ -21,6 +21,7 @@
 //! assert!(same::<Difference<(N, C, H), (C,)>, (N, H)>());
 //! assert!(same::<Intersection<(N, C, H), (H, N)>, (N, H)>());
 //! assert_eq!(<(N, C, H) as AxisList>::RANK, 3);
+//! assert_eq!(<(N, C) as AxisList>::IDS, [TypeId::of::<N>(), TypeId::of::<C>()]);
 //! ```
 
 mod checks;
@@ -87,10 +88,8 @@ pub trait AxisList: Sized + 'static {
     fn names() -> Vec<Cow<'static, str>>;
     /// The axes' `TypeId`s in order, [`AxisList::RANK`] of them.
     const IDS: &'static [TypeId];
-    /// The axes' `TypeId`s in order (unused entries are the id of `()`).
-    fn type_ids() -> [TypeId; MAX_RANK];
-    /// The `TypeId`s of the axes' transposes (`Dual<A>` for `A`, `A` for `Dual<A>`).
-    fn transposed_type_ids() -> [TypeId; MAX_RANK];
+    /// The `TypeId`s of the axes' transposes (`Dual<A>` for `A`, `A` for `Dual<A>`), in order.
+    const TRANSPOSED_IDS: &'static [TypeId];
     /// The fixed lengths (`#[axis(len = N)]`) in order; `None` where an axis has none.
     const FIXED_LENS: [Option<usize>; MAX_RANK];
 }
@@ -104,17 +103,7 @@ macro_rules! tuple_lists {
                 vec![$($axis::name()),*]
             }
             const IDS: &'static [TypeId] = &[$(TypeId::of::<$axis>()),*];
-            fn type_ids() -> [TypeId; MAX_RANK] {
-                let mut ids = [TypeId::of::<()>(); MAX_RANK];
-                ids[..Self::IDS.len()].copy_from_slice(Self::IDS);
-                ids
-            }
-            fn transposed_type_ids() -> [TypeId; MAX_RANK] {
-                let mut ids = [TypeId::of::<()>(); MAX_RANK];
-                let given: &[TypeId] = &[$(TypeId::of::<$axis::Transposed>()),*];
-                ids[..given.len()].copy_from_slice(given);
-                ids
-            }
+            const TRANSPOSED_IDS: &'static [TypeId] = &[$(TypeId::of::<$axis::Transposed>()),*];
             const FIXED_LENS: [Option<usize>; MAX_RANK] = pad_to_max_rank(&[$($axis::FIXED_LEN),*]);
         }
 
@@ -205,13 +194,9 @@ const fn prepend(first: usize, rest: [usize; MAX_RANK]) -> [usize; MAX_RANK] {
 /// assert_eq!(&p[..2], &[1, 2]);
 /// ```
 pub fn find_positions<L: AxisList, M: AxisList>() -> [usize; MAX_RANK] {
-    let (mine, theirs) = (L::type_ids(), M::type_ids());
     let mut out = [0; MAX_RANK];
-    for (slot, id) in out.iter_mut().zip(&mine[..L::RANK]) {
-        *slot = theirs[..M::RANK]
-            .iter()
-            .position(|t| t == id)
-            .unwrap_or(M::RANK);
+    for (slot, id) in out.iter_mut().zip(L::IDS) {
+        *slot = (M::IDS.iter()).position(|t| t == id).unwrap_or(M::RANK);
     }
     out
 }

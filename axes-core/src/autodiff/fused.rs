@@ -109,7 +109,7 @@ impl<T: Float, A: AxisSet> IntoVarExpr for &Var<T, A> {
         } else {
             value.clone()
         };
-        let ids = A::type_ids();
+        let ids = A::IDS;
         let mut ir = Ir::default();
         ir.leaf();
         VarExpr {
@@ -121,7 +121,7 @@ impl<T: Float, A: AxisSet> IntoVarExpr for &Var<T, A> {
                 needs_grad: self.needs_grad(),
                 storage: value.storage().clone(),
                 layout: *value.layout(),
-                ids: ids[..A::RANK].to_vec(),
+                ids: ids.to_vec(),
                 names: A::names(),
             }],
             _axes: PhantomData,
@@ -249,7 +249,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
 
     /// The lengths of `A`'s axes, as the leaves give them (checked to agree).
     fn lens(&self) -> Result<Vec<usize>> {
-        let ids = A::type_ids();
+        let ids = A::IDS;
         let names = A::names();
         (0..A::RANK)
             .map(|j| {
@@ -296,9 +296,9 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         A: Reducible<Over>,
     {
         let lens = self.lens()?;
-        let (ids, over) = (A::type_ids(), Over::type_ids());
+        let (ids, over) = (A::IDS, Over::IDS);
         let count: usize = (0..A::RANK)
-            .filter(|&j| over[..Over::RANK].contains(&ids[j]))
+            .filter(|&j| over.contains(&ids[j]))
             .map(|j| lens[j])
             .product();
         if count == 0 {
@@ -318,8 +318,8 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
             });
         }
         let lens = self.lens()?;
-        let ids = A::type_ids()[..A::RANK].to_vec();
-        let out_ids = O::type_ids()[..O::RANK].to_vec();
+        let ids = A::IDS.to_vec();
+        let out_ids = O::IDS.to_vec();
         let out_lens: Vec<usize> = out_ids
             .iter()
             .map(|id| {

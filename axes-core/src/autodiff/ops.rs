@@ -129,8 +129,7 @@ where
     } else {
         labels.clone()
     };
-    let ids = A::type_ids();
-    let ids = &ids[..A::RANK];
+    let ids = A::IDS;
     let class = ids
         .iter()
         .position(|&id| id == TypeId::of::<C>())

@@ -361,8 +361,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        let over = Over::type_ids();
-        device::run_on(&self, device, &over[..Over::RANK], kind)
+        device::run_on(&self, device, Over::IDS, kind)
     }
 
     /// Sums over the axes `Over` on `device` ([`ExprExt::reduce_on`] with `Sum`).
@@ -582,9 +581,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
         reduce::Reduced<E::Expr, Over>: SameAxes<A>,
     {
-        let over = Over::type_ids();
         let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
-        self.run_reducing(&expr, &over[..Over::RANK], reduce::sum_sink())
+        self.run_reducing(&expr, Over::IDS, reduce::sum_sink())
     }
 
     /// Sets this tensor to `expr` summed over the axes `Over`, in one pass over the
@@ -673,12 +671,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         sink: S,
         backend: &'static dyn device::Backend,
     ) -> Result<()> {
-        let ids = A::type_ids();
         let kind = sink.device_kind();
         let (storage, layout) = device::run_expr(
             expr,
             backend,
-            &ids[..A::RANK],
+            A::IDS,
             &A::names,
             reduced,
             kind.unwrap_or(ReduceKind::Sum),
@@ -721,10 +718,9 @@ where
     <E::Expr as Expr>::Axes: reduce::Reducible<Over>,
     reduce::Reduced<E::Expr, Over>: SameAxes<O>,
 {
-    let over = Over::type_ids();
     evaluate(
         &expr.into_expr(),
-        &over[..Over::RANK],
+        Over::IDS,
         reduce::sum_sink(),
         <E::Expr as Expr>::Elem::zero(),
     )

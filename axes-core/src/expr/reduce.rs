@@ -81,8 +81,7 @@ pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceOp<E::Elem>>(
 where
     E::Axes: Reducible<Over>,
 {
-    let over = Over::type_ids();
-    evaluate(expr, &over[..Over::RANK], sink, Op::identity())
+    evaluate(expr, Over::IDS, sink, Op::identity())
 }
 
 /// The sum of every element of `expr`.
@@ -90,9 +89,8 @@ pub(crate) fn sum_all<E: Expr>(expr: &E) -> Result<E::Elem>
 where
     E::Elem: Num,
 {
-    let all = E::Axes::type_ids();
-    let total: Tensor<E::Elem, ()> =
-        evaluate(expr, &all[..E::Axes::RANK], sum_sink(), E::Elem::zero())?;
+    let all = E::Axes::IDS;
+    let total: Tensor<E::Elem, ()> = evaluate(expr, all, sum_sink(), E::Elem::zero())?;
     Ok(total.storage().host()?[0])
 }
 
@@ -121,7 +119,7 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
     over: &[TypeId],
     sink: Reduce<Op>,
 ) -> Result<Tensor<E::Elem, E::Axes>> {
-    let all = E::Axes::type_ids();
+    let all = E::Axes::IDS;
     let names = E::Axes::names();
     let kept: Vec<usize> = (0..E::Axes::RANK)
         .filter(|&a| !over.contains(&all[a]))
@@ -137,7 +135,7 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
         Op::identity(),
     )?;
     // Put the result back in the expression's axis order, stride 0 on reduced axes.
-    let full_lens = lengths_of(expr, &all[..E::Axes::RANK]);
+    let full_lens = lengths_of(expr, all);
     let mut strides = [0isize; MAX_RANK];
     for (k, &a) in kept.iter().enumerate() {
         strides[a] = layout.strides()[k];
@@ -158,8 +156,8 @@ where
     E::Elem: Num,
     E::Axes: Reducible<Over>,
 {
-    let over = Over::type_ids();
-    let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
+    let over = Over::IDS;
+    let count: usize = lengths_of(expr, over).iter().product();
     divide(&reduce::<E, Over, _>(expr, sum_sink())?, count)
 }
 
@@ -177,16 +175,16 @@ where
     E::Elem: Float,
     E::Axes: Reducible<Over>,
 {
-    let over = Over::type_ids();
-    let m = finite_or_zero(&reduce_keep(expr, &over[..Over::RANK], max_sink())?)?;
+    let over = Over::IDS;
+    let m = finite_or_zero(&reduce_keep(expr, over, max_sink())?)?;
     let sums: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
         &expr.binary(&m, binary::Sub).exp(),
-        &over[..Over::RANK],
+        over,
         sum_sink(),
         E::Elem::zero(),
     )?;
     let shift: Tensor<E::Elem, Reduced<E, Over>> =
-        evaluate(&m, &over[..Over::RANK], max_sink(), E::Elem::lowest())?;
+        evaluate(&m, over, max_sink(), E::Elem::lowest())?;
     (&shift + sums.ln()).eval()
 }
 
@@ -195,13 +193,13 @@ where
     E::Elem: Float,
     E::Axes: Reducible<Over>,
 {
-    let over = Over::type_ids();
-    let count: usize = lengths_of(expr, &over[..Over::RANK]).iter().product();
-    let sums = reduce_keep(expr, &over[..Over::RANK], sum_sink())?;
+    let over = Over::IDS;
+    let count: usize = lengths_of(expr, over).iter().product();
+    let sums = reduce_keep(expr, over, sum_sink())?;
     let mean = divide(&sums, count)?;
     let squares: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
         &expr.binary(&mean, binary::Sub).square(),
-        &over[..Over::RANK],
+        over,
         sum_sink(),
         E::Elem::zero(),
     )?;
@@ -305,9 +303,9 @@ where
         data: LeafData::Device(backend, &positions),
     });
     type Kept<A, X> = Difference<A, (X,)>;
-    let ids = Kept::<A, X>::type_ids();
+    let ids = Kept::<A, X>::IDS;
     let work = Work {
-        kept: &ids[..Kept::<A, X>::RANK],
+        kept: ids,
         names: &Kept::<A, X>::names,
         reduced: &over,
         reduce: ReduceKind::Min,

@@ -358,10 +358,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
         }
         if let crate::device::Device::Accelerator(..) = device {
-            let ids = A::type_ids();
             let copied = crate::expr::evaluate_parts(
                 self,
-                &ids[..A::RANK],
+                A::IDS,
                 &A::names,
                 &[],
                 crate::engine::exec::Assign,
