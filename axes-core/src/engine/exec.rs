@@ -9,6 +9,8 @@
 //! three times (baseline x86-64, AVX2+FMA, AVX-512) and the best one the CPU supports is
 //! picked at run time.
 
+use std::ops::Range;
+
 use super::plan::Plan;
 use super::threads;
 use crate::element::Element;
@@ -437,6 +439,15 @@ unsafe fn stream_copy<T: Copy>(dst: *mut T, src: *const T, count: usize) {
     }
 }
 
+/// The pieces `(start, length)` that cover `range`, `len` long but the last.
+#[inline(always)]
+fn pieces(range: Range<usize>, len: usize) -> impl Iterator<Item = (usize, usize)> {
+    let end = range.end;
+    range
+        .step_by(len)
+        .map(move |start| (start, len.min(end - start)))
+}
+
 /// Folds the whole inner range `lo..hi` into the one destination element at `at`, with
 /// [`LANES`] accumulators carried across chunks.
 #[inline(always)]
@@ -453,9 +464,7 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
 ) {
     let mut lanes = [sink.identity(); LANES];
     let mut tail = sink.identity();
-    let mut start = lo;
-    while start < hi {
-        let n = chunk.min(hi - start);
+    for (start, n) in pieces(lo..hi, chunk) {
         eval.load(outer, start, n);
         let full = n / LANES * LANES;
         for j in (0..full).step_by(LANES) {
@@ -468,7 +477,6 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             // SAFETY: i < n.
             tail = sink.combine(tail, unsafe { eval.at(i) });
         }
-        start += n;
     }
     // The lanes are folded in order: a pairwise tree here (lane l with l + 8, then + 4, ...)
     // made LLVM vectorise the loop above two lanes wide instead of eight.
@@ -541,20 +549,14 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
         if tiled {
             let mid = inner - 1;
             let (mid_lo, mid_hi) = range(mid);
-            let mut block = mid_lo;
-            while block < mid_hi {
-                let block_end = (block + TILE_ROWS).min(mid_hi);
-                let mut tile_start = inner_lo;
-                while tile_start < inner_hi {
-                    let tile_end = (tile_start + TILE_CHUNK).min(inner_hi);
-                    let width = tile_end - tile_start;
+            for (block, rows) in pieces(mid_lo..mid_hi, TILE_ROWS) {
+                let block_end = block + rows;
+                for (tile_start, width) in pieces(inner_lo..inner_hi, TILE_CHUNK) {
                     eval.prepare_tile(&index[..mid], block..block_end, tile_start, width);
                     for m in block..block_end {
                         index[mid] = m;
                         let row = position(&index);
-                        let mut start = tile_start;
-                        while start < tile_end {
-                            let n = plan.chunk.min(tile_end - start);
+                        for (start, n) in pieces(tile_start..tile_start + width, plan.chunk) {
                             // The next row's chunk, while this one is computed.
                             if m + 1 < block_end {
                                 index[mid] = m + 1;
@@ -562,12 +564,9 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
                                 index[mid] = m;
                             }
                             write(eval, &index[..inner], start, n, row + start as isize * ds);
-                            start += n;
                         }
                     }
-                    tile_start = tile_end;
                 }
-                block = block_end;
             }
         } else if reduce_inner {
             reduce_row(
@@ -582,11 +581,8 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             );
         } else {
             let base = position(&index);
-            let mut start = inner_lo;
-            while start < inner_hi {
-                let n = plan.chunk.min(inner_hi - start);
+            for (start, n) in pieces(inner_lo..inner_hi, plan.chunk) {
                 write(eval, &index[..inner], start, n, base + start as isize * ds);
-                start += n;
             }
         }
         // Odometer over the walked axes.

@@ -89,8 +89,7 @@ pub(crate) fn sum_all<E: Expr>(expr: &E) -> Result<E::Elem>
 where
     E::Elem: Num,
 {
-    let all = E::Axes::IDS;
-    let total: Tensor<E::Elem, ()> = evaluate(expr, all, sum_sink(), E::Elem::zero())?;
+    let total: Tensor<E::Elem, ()> = evaluate(expr, E::Axes::IDS, sum_sink(), E::Elem::zero())?;
     Ok(total.storage().host()?[0])
 }
 
@@ -156,8 +155,7 @@ where
     E::Elem: Num,
     E::Axes: Reducible<Over>,
 {
-    let over = Over::IDS;
-    let count: usize = lengths_of(expr, over).iter().product();
+    let count: usize = lengths_of(expr, Over::IDS).iter().product();
     divide(&reduce::<E, Over, _>(expr, sum_sink())?, count)
 }
 
