@@ -33,7 +33,8 @@ use std::fmt;
 use crate::element::{DType, Element};
 use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
-use crate::expr::{Buffers, Expr, Ir, IrNode, LeafBuffer, LeafData};
+use crate::expr::{Buffers, Expr, LeafBuffer, LeafData};
+use crate::ir::{Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::storage::Storage;
@@ -141,31 +142,6 @@ impl fmt::Debug for DeviceMemory {
     }
 }
 
-/// How a reduction combines elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceKind {
-    /// Σ
-    Sum,
-    /// Π
-    Prod,
-    /// The largest (NaN if any is NaN).
-    Max,
-    /// The smallest (NaN if any is NaN).
-    Min,
-}
-
-impl ReduceKind {
-    /// The IR's name of the binary op that combines two partial results.
-    pub fn op_name(self) -> &'static str {
-        match self {
-            ReduceKind::Sum => "add",
-            ReduceKind::Prod => "mul",
-            ReduceKind::Max => "max",
-            ReduceKind::Min => "min",
-        }
-    }
-}
-
 /// One leaf of a [`Job`]: its whole device buffer, and where its elements are for each
 /// iteration axis (kept axes, then reduced ones; stride 0 where it is broadcast).
 #[derive(Clone, Debug)]
@@ -193,7 +169,7 @@ pub struct Job<'a> {
     /// The lengths of the reduced axes (empty for an element-wise job).
     pub reduced: Vec<usize>,
     /// How reduced elements combine.
-    pub reduce: ReduceKind,
+    pub reduce: ReduceOp,
     /// The result's element type.
     pub out: DType,
 }
@@ -331,7 +307,7 @@ pub(crate) fn run_expr<E: Expr>(
     kept: &[TypeId],
     names: &dyn Fn() -> Vec<Cow<'static, str>>,
     reduced: &[TypeId],
-    reduce: ReduceKind,
+    reduce: ReduceOp,
     dest: Option<&[usize]>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let mut layouts = Leaves::new();
@@ -353,7 +329,7 @@ pub(crate) struct Work<'w> {
     pub(crate) kept: &'w [TypeId],
     pub(crate) names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
     pub(crate) reduced: &'w [TypeId],
-    pub(crate) reduce: ReduceKind,
+    pub(crate) reduce: ReduceOp,
     pub(crate) dest: Option<&'w [usize]>,
 }
 
@@ -500,11 +476,11 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
     a: &Tensor<T, A>,
     b: &Tensor<T, A>,
     backend: &'static dyn Backend,
-    kind: ReduceKind,
+    kind: ReduceOp,
 ) -> Result<(Storage<T>, Layout)> {
     let mut ir = Ir::default();
     let (left, right) = (ir.leaf(), ir.leaf());
-    ir.push(IrNode::Binary(kind.op_name(), left, right));
+    ir.push(IrNode::Binary(kind.combine_op(), left, right));
     let (mut layouts, mut buffers) = (Leaves::new(), Buffers::new());
     for t in [a, b] {
         t.operands(&mut layouts);
@@ -514,7 +490,7 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
         kept: A::IDS,
         names: &A::names,
         reduced: &[],
-        reduce: ReduceKind::Sum,
+        reduce: ReduceOp::Sum,
         dest: Some(a.lens()),
     };
     run_ir(ir, &layouts, &buffers, backend, &work)
@@ -526,7 +502,7 @@ pub(crate) fn run_on<E: Expr, R: AxisSet>(
     expr: &E,
     device: &Device,
     over: &[TypeId],
-    reduce: ReduceKind,
+    reduce: ReduceOp,
 ) -> Result<Tensor<E::Elem, R>> {
     let Device::Accelerator(backend) = *device else {
         return Err(Error::Unsupported {
@@ -592,7 +568,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                     let all = A::names();
                     order.iter().map(|&a| all[a].clone()).collect()
                 };
-                let packed = run_expr(self, backend, &kept, &names, &[], ReduceKind::Sum, None)?;
+                let packed = run_expr(self, backend, &kept, &names, &[], ReduceOp::Sum, None)?;
                 Ok(packed.0)
             }
         }

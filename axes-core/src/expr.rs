@@ -22,7 +22,6 @@
 //! ```
 
 mod eval;
-mod ir;
 mod leaf;
 mod nodes;
 mod operators;
@@ -32,17 +31,15 @@ mod tensor_methods;
 
 pub(crate) use eval::evaluate_parts;
 pub use eval::{ExprExt, IntoExpr, Operand, select, sum_in};
-pub use ir::{Ir, IrNode};
 pub use leaf::LeafEval;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
-pub use ops::{BinaryOp, UnaryOp, binary, unary};
-pub use reduce::{
-    MaxOp, MinOp, ProdOp, Reduced, Reducible, SumOp, argmax, argmin, log_softmax, softmax,
-};
+pub use ops::{Clamp, Powf, Powi};
+pub use reduce::{Reduced, Reducible, argmax, argmin, log_softmax, softmax};
 
 use crate::element::{DType, Element};
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
+use crate::ir::Ir;
 use crate::list::AxisSet;
 
 /// A leaf's whole buffer, with its element type (for devices).

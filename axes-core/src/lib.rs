@@ -17,6 +17,7 @@ pub mod element;
 pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod ir;
 pub mod layout;
 pub mod list;
 pub mod math;
@@ -61,6 +62,7 @@ pub mod __private {
     };
     pub use crate::axis::{Axis, Dual, PrimalAxis, roles};
     pub use crate::contract::dot_over;
+    pub use crate::error::Result;
     pub use crate::expr::{ExprExt, select, sum_in};
     pub use crate::list::AxisSet;
     pub use crate::tensor::Tensor;

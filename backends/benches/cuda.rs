@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use axes_backends::cuda::{Cuda, CudaArg};
-use axes_core::expr::{Ir, IrNode};
+use axes_core::ir::{Ir, IrNode};
 use axes_kernels::{
     CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
     reduction,
@@ -47,17 +47,17 @@ fn axpby() -> Ir {
     let (x, y) = (ir.leaf(), ir.leaf());
     let a = ir.push(IrNode::Scalar(2.0));
     let b = ir.push(IrNode::Scalar(3.0));
-    let ax = ir.push(IrNode::Binary("mul", a, x));
-    let by = ir.push(IrNode::Binary("mul", b, y));
-    ir.push(IrNode::Binary("add", ax, by));
+    let ax = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Mul, a, x));
+    let by = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Mul, b, y));
+    ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Add, ax, by));
     ir
 }
 
 fn squared_difference() -> Ir {
     let mut ir = Ir::default();
     let (x, y) = (ir.leaf(), ir.leaf());
-    let d = ir.push(IrNode::Binary("sub", x, y));
-    ir.push(IrNode::Unary("square", d));
+    let d = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Sub, x, y));
+    ir.push(IrNode::Unary(axes_core::ir::UnaryOp::Square, d));
     ir
 }
 

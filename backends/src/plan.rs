@@ -32,7 +32,7 @@ pub(crate) struct JobPlan {
 /// Everything a generated elementwise or reduction kernel depends on.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct KernelKey {
-    ir: axes_core::expr::Ir,
+    ir: axes_core::ir::Ir,
     leaves: Vec<axes_kernels::CType>,
     out: axes_kernels::CType,
     wide: bool,
@@ -94,8 +94,7 @@ impl JobPlan {
         job: &axes_core::device::Job<'_>,
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
-        use axes_core::device::ReduceKind;
-        use axes_kernels::{CType, ReduceOp, Spec};
+        use axes_kernels::{CType, Spec};
         let out = CType::of(job.out)?;
         let types = (job.leaves.iter())
             .map(|leaf| CType::of(leaf.dtype))
@@ -120,12 +119,7 @@ impl JobPlan {
         let reduction = !job.reduced.is_empty();
         let splits = if reduction { splits(count, reduced) } else { 1 };
         let mut args = vec![Slot::Index(count as Index)];
-        let op = reduction.then_some(match job.reduce {
-            ReduceKind::Sum => ReduceOp::Sum,
-            ReduceKind::Prod => ReduceOp::Prod,
-            ReduceKind::Max => ReduceOp::Max,
-            ReduceKind::Min => ReduceOp::Min,
-        });
+        let op = reduction.then_some(job.reduce);
         if reduction {
             args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
         }
@@ -181,7 +175,7 @@ impl JobPlan {
         job: &axes_core::device::Job<'_>,
         partial: &'a axes_core::device::DeviceMemory,
     ) -> axes_core::device::Job<'a> {
-        let mut ir = axes_core::expr::Ir::default();
+        let mut ir = axes_core::ir::Ir::default();
         ir.leaf();
         let mut strides: Vec<isize> = (partial_strides(&job.kept, self.splits).into_iter())
             .map(|s| s as isize)

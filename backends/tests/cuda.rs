@@ -15,7 +15,7 @@ use std::process::Command;
 
 use axes_backends::cuda::{Cuda, CudaArg, compile_ptx, nvrtc_available};
 use axes_backends::global_size;
-use axes_core::expr::{Ir, IrNode};
+use axes_core::ir::{Ir, IrNode};
 use axes_kernels::{
     CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
 };
@@ -80,11 +80,11 @@ fn kernels() -> Vec<Kernel> {
     let mut ir = Ir::default();
     let (x, i) = (ir.leaf(), ir.leaf());
     let zero = ir.push(IrNode::Scalar(0.0));
-    let c = ir.push(IrNode::Binary("gt", x, zero));
-    let f = ir.push(IrNode::Cast("f32", i));
+    let c = ir.push(IrNode::Compare(axes_core::ir::CompareOp::Greater, x, zero));
+    let f = ir.push(IrNode::Cast(axes_core::element::DType::F32, i));
     let k = ir.push(IrNode::Scalar(2.5));
     let s = ir.push(IrNode::Select(c, f, k));
-    ir.push(IrNode::Cast("f64", s));
+    ir.push(IrNode::Cast(axes_core::element::DType::F64, s));
     let spec = Spec {
         ir: &ir,
         leaves: &[CType::F32, CType::I32],
@@ -95,9 +95,9 @@ fn kernels() -> Vec<Kernel> {
     // Integer arithmetic with division by zero defined, into bool and i64 outputs.
     let mut ir = Ir::default();
     let (a, b) = (ir.leaf(), ir.leaf());
-    let d = ir.push(IrNode::Binary("div", a, b));
-    let m = ir.push(IrNode::Binary("max", d, a));
-    ir.push(IrNode::Unary("abs", m));
+    let d = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Div, a, b));
+    let m = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Max, d, a));
+    ir.push(IrNode::Unary(axes_core::ir::UnaryOp::Abs, m));
     for out_ty in [CType::I64, CType::I32] {
         let spec = Spec {
             ir: &ir,
@@ -114,7 +114,7 @@ fn kernels() -> Vec<Kernel> {
     }
     let mut ir = Ir::default();
     let (a, b) = (ir.leaf(), ir.leaf());
-    ir.push(IrNode::Binary("le", a, b));
+    ir.push(IrNode::Compare(axes_core::ir::CompareOp::LessEqual, a, b));
     let spec = Spec {
         ir: &ir,
         leaves: &[CType::U8, CType::F64],
@@ -318,7 +318,7 @@ fn random_kernels_run_on_the_gpu() {
         .collect();
     let mut ir = Ir::default();
     let l = ir.leaf();
-    ir.push(IrNode::Unary("square", l));
+    ir.push(IrNode::Unary(axes_core::ir::UnaryOp::Square, l));
     let spec = Spec {
         ir: &ir,
         leaves: &[CType::F32],

@@ -168,11 +168,22 @@ fn random_reduction_kernels_match_the_reference() {
         if op == ReduceOp::Prod {
             // Keep products of many terms finite: multiply values near 1.
             let root = ir.nodes.len() - 1;
-            let s = ir.push(axes_core::expr::IrNode::Unary("sin", root));
-            let tenth = ir.push(axes_core::expr::IrNode::Scalar(0.01));
-            let small = ir.push(axes_core::expr::IrNode::Binary("mul", s, tenth));
-            let one = ir.push(axes_core::expr::IrNode::Scalar(1.0));
-            ir.push(axes_core::expr::IrNode::Binary("add", small, one));
+            let s = ir.push(axes_core::ir::IrNode::Unary(
+                axes_core::ir::UnaryOp::Sin,
+                root,
+            ));
+            let tenth = ir.push(axes_core::ir::IrNode::Scalar(0.01));
+            let small = ir.push(axes_core::ir::IrNode::Binary(
+                axes_core::ir::BinaryOp::Mul,
+                s,
+                tenth,
+            ));
+            let one = ir.push(axes_core::ir::IrNode::Scalar(1.0));
+            ir.push(axes_core::ir::IrNode::Binary(
+                axes_core::ir::BinaryOp::Add,
+                small,
+                one,
+            ));
         }
         let operands: Vec<_> = (0..leaves)
             .map(|_| random_operand(&mut rng, &lens))
@@ -230,7 +241,7 @@ fn random_reduction_kernels_match_the_reference() {
         )
         .unwrap();
         if splits > 1 {
-            let mut parts = axes_core::expr::Ir::default();
+            let mut parts = axes_core::ir::Ir::default();
             parts.leaf();
             let spec = Spec {
                 ir: &parts,
@@ -317,10 +328,14 @@ fn kernels_are_cached_per_source() {
     let Some(cl) = device() else { return };
     // 3.25 · x[reversed]: a constant the random expressions never use, so this test is the
     // first to build it.
-    let mut ir = axes_core::expr::Ir::default();
+    let mut ir = axes_core::ir::Ir::default();
     let x = ir.leaf();
-    let k = ir.push(axes_core::expr::IrNode::Scalar(3.25));
-    ir.push(axes_core::expr::IrNode::Binary("mul", k, x));
+    let k = ir.push(axes_core::ir::IrNode::Scalar(3.25));
+    ir.push(axes_core::ir::IrNode::Binary(
+        axes_core::ir::BinaryOp::Mul,
+        k,
+        x,
+    ));
     let spec = Spec {
         ir: &ir,
         leaves: &[CType::F32],

@@ -3,9 +3,9 @@
 use std::fmt::Write;
 
 use axes_core::error::{Error, Result};
-use axes_core::expr::IrNode;
+use axes_core::ir::{Domain, Identity, IrNode, KernelSpelling, ReduceOp};
 
-use crate::{CType, Dialect, ReduceOp, Spec};
+use crate::{CType, Dialect, Spec};
 
 /// The value type of a node: an element type, or the `int` 0/1 of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,26 +55,56 @@ pub(crate) fn convert(value: &str, ty: CType, dialect: Dialect) -> String {
     }
 }
 
-/// The larger (`greater`) or smaller of `a` and `b`; NaN if either is NaN (as on the CPU).
-fn extreme(a: &str, b: &str, ty: CType, greater: bool) -> String {
-    let cmp = if greater { ">" } else { "<" };
+/// `template` (see [`KernelSpelling`]) with `{x}`, `{a}`, `{b}` replaced by `args`, `{name}`
+/// by the math function `name` for `ty`, and `{number}` by that constant in `ty`.
+fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> Result<String> {
+    let mut out = String::with_capacity(template.len() * 2);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').ok_or_else(|| {
+            unsupported(format!(
+                "an unclosed `{{` in the kernel template `{template}`"
+            ))
+        })? + open;
+        let key = &rest[open + 1..close];
+        if let Some(&(_, value)) = args.iter().find(|(name, _)| *name == key) {
+            out.push_str(value);
+        } else if let Ok(v) = key.parse::<f64>() {
+            out.push_str(&literal(v, ty, dialect));
+        } else if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            out.push_str(&math(key, ty, dialect));
+        } else {
+            return Err(unsupported(format!(
+                "`{{{key}}}` in the kernel template `{template}`"
+            )));
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The template of an op with `kernel` spelling over `ty` elements, or why it has none.
+fn template(kernel: KernelSpelling, domain: Domain, name: &str, ty: CType) -> Result<&'static str> {
     if ty.is_float() {
-        format!(
-            "((({a}) != ({a}) || ({b}) != ({b})) ? ({a}) + ({b}) : (({a}) {cmp} ({b}) ? ({a}) : ({b})))"
-        )
+        Ok(kernel.float)
+    } else if domain == Domain::Float {
+        Err(unsupported(format!(
+            "`{name}` of {ty:?} elements on a device"
+        )))
     } else {
-        format!("(({a}) {cmp} ({b}) ? ({a}) : ({b}))")
+        Ok(kernel.integer.unwrap_or(kernel.float))
     }
 }
 
 /// `a ⊕ b` for a reduction.
-pub(crate) fn combine(op: ReduceOp, a: &str, b: &str, ty: CType, _dialect: Dialect) -> String {
-    match op {
-        ReduceOp::Sum => format!("({a}) + ({b})"),
-        ReduceOp::Prod => format!("({a}) * ({b})"),
-        ReduceOp::Max => extreme(a, b, ty, true),
-        ReduceOp::Min => extreme(a, b, ty, false),
-    }
+pub(crate) fn combine(op: ReduceOp, a: &str, b: &str, ty: CType, dialect: Dialect) -> String {
+    let op = op.combine_op();
+    let spelling = template(op.kernel(), op.domain(), op.name(), ty)
+        .expect("reductions combine with ops every numeric type has");
+    fill(spelling, &[("a", a), ("b", b)], ty, dialect)
+        .expect("the op table's kernel templates are well formed")
 }
 
 /// The identity of `op` in `ty`.
@@ -84,21 +114,21 @@ pub(crate) fn identity(op: ReduceOp, ty: CType, dialect: Dialect) -> Result<Stri
         CType::I32 => (i32::MIN as f64, i32::MAX as f64),
         CType::I64 => {
             let c = ty.c_name(dialect);
-            return Ok(match op {
-                ReduceOp::Sum => format!("(({c})0)"),
-                ReduceOp::Prod => format!("(({c})1)"),
-                ReduceOp::Max => format!("(({c})(-9223372036854775807LL - 1))"),
-                ReduceOp::Min => format!("(({c})9223372036854775807LL)"),
+            return Ok(match op.identity() {
+                Identity::Zero => format!("(({c})0)"),
+                Identity::One => format!("(({c})1)"),
+                Identity::Lowest => format!("(({c})(-9223372036854775807LL - 1))"),
+                Identity::Highest => format!("(({c})9223372036854775807LL)"),
             });
         }
         CType::U8 | CType::Bool => (0.0, 255.0),
     };
     Ok(literal(
-        match op {
-            ReduceOp::Sum => 0.0,
-            ReduceOp::Prod => 1.0,
-            ReduceOp::Max => low,
-            ReduceOp::Min => high,
+        match op.identity() {
+            Identity::Zero => 0.0,
+            Identity::One => 1.0,
+            Identity::Lowest => low,
+            Identity::Highest => high,
         },
         ty,
         dialect,
@@ -118,27 +148,7 @@ pub(crate) fn expression(
     if nodes.is_empty() {
         return Err(unsupported("an empty expression".into()));
     }
-    // Nodes the root needs.
-    let mut live = vec![false; nodes.len()];
-    live[nodes.len() - 1] = true;
-    for i in (0..nodes.len()).rev() {
-        if !live[i] {
-            continue;
-        }
-        match nodes[i] {
-            IrNode::Unary(_, a) | IrNode::Cast(_, a) | IrNode::Map(a) => live[a] = true,
-            IrNode::Binary(_, a, b) => {
-                live[a] = true;
-                live[b] = true;
-            }
-            IrNode::Select(c, a, b) => {
-                live[c] = true;
-                live[a] = true;
-                live[b] = true;
-            }
-            IrNode::Leaf(_) | IrNode::Scalar(_) => {}
-        }
-    }
+    let live = spec.ir.live(&[nodes.len() - 1]);
     let mut types: Vec<Option<Value>> = vec![None; nodes.len()];
     // The operand `i` as type `ty` (constants take the type of their use).
     let operand = |i: usize, ty: CType| match nodes[i] {
@@ -166,81 +176,21 @@ pub(crate) fn expression(
             }
             IrNode::Unary(op, a) => {
                 let ty = elem_of(types[a]).unwrap_or(spec.out);
+                let spelling = template(op.kernel(), op.domain(), op.name(), ty)?;
                 let x = operand(a, ty);
-                let float_only = |e: String| {
-                    if ty.is_float() {
-                        Ok(e)
-                    } else {
-                        Err(unsupported(format!("`{op}` of {ty:?} elements")))
-                    }
-                };
-                let zero = literal(0.0, ty, dialect);
-                let one = literal(1.0, ty, dialect);
-                let e = match op {
-                    "neg" => format!("-({x})"),
-                    "abs" if ty.is_float() => format!("{}({x})", math("fabs", ty, dialect)),
-                    "abs" => format!("(({x}) < 0 ? -({x}) : ({x}))"),
-                    "square" => format!("({x}) * ({x})"),
-                    "signum" if ty.is_float() => {
-                        format!(
-                            "(({x}) != ({x}) ? ({x}) : ({x}) > {zero} ? {one} : ({x}) < {zero} ? -{one} : {zero})"
-                        )
-                    }
-                    "signum" => format!("((({x}) > 0) - (({x}) < 0))"),
-                    "relu" => extreme(&x, &zero, ty, true),
-                    "exp" => float_only(format!("{}({x})", math("exp", ty, dialect)))?,
-                    "ln" => float_only(format!("{}({x})", math("log", ty, dialect)))?,
-                    "sqrt" => float_only(format!("{}({x})", math("sqrt", ty, dialect)))?,
-                    "rsqrt" => float_only(format!("{}({x})", math("rsqrt", ty, dialect)))?,
-                    "tanh" => float_only(format!("{}({x})", math("tanh", ty, dialect)))?,
-                    "sigmoid" => float_only(format!(
-                        "{one} / ({one} + {}(-({x})))",
-                        math("exp", ty, dialect)
-                    ))?,
-                    "sin" => float_only(format!("{}({x})", math("sin", ty, dialect)))?,
-                    "cos" => float_only(format!("{}({x})", math("cos", ty, dialect)))?,
-                    "recip" => float_only(format!("{one} / ({x})"))?,
-                    "floor" => float_only(format!("{}({x})", math("floor", ty, dialect)))?,
-                    "ceil" => float_only(format!("{}({x})", math("ceil", ty, dialect)))?,
-                    other => return Err(unsupported(format!("the op `{other}` on a device"))),
-                };
-                (Value::Elem(ty), e)
+                (Value::Elem(ty), fill(spelling, &[("x", &x)], ty, dialect)?)
             }
             IrNode::Binary(op, a, b) => {
-                let known = elem_of(types[a]).or(elem_of(types[b]));
-                let ty = known.unwrap_or(spec.out);
+                let ty = elem_of(types[a]).or(elem_of(types[b])).unwrap_or(spec.out);
+                let spelling = template(op.kernel(), op.domain(), op.name(), ty)?;
                 let (x, y) = (operand(a, ty), operand(b, ty));
-                let comparison = |c: &str| (Value::Truth, format!("({x}) {c} ({y})"));
-                match op {
-                    "add" => (Value::Elem(ty), format!("({x}) + ({y})")),
-                    "sub" => (Value::Elem(ty), format!("({x}) - ({y})")),
-                    "mul" => (Value::Elem(ty), format!("({x}) * ({y})")),
-                    "div" if ty.is_float() => (Value::Elem(ty), format!("({x}) / ({y})")),
-                    "div" => (
-                        Value::Elem(ty),
-                        format!(
-                            "(({y}) == 0 ? {} : ({x}) / ({y}))",
-                            literal(0.0, ty, dialect)
-                        ),
-                    ),
-                    "max" => (Value::Elem(ty), extreme(&x, &y, ty, true)),
-                    "min" => (Value::Elem(ty), extreme(&x, &y, ty, false)),
-                    "pow" | "powi" if ty.is_float() => (
-                        Value::Elem(ty),
-                        format!("{}({x}, {y})", math("pow", ty, dialect)),
-                    ),
-                    "gt" => comparison(">"),
-                    "ge" => comparison(">="),
-                    "lt" => comparison("<"),
-                    "le" => comparison("<="),
-                    "eq" => comparison("=="),
-                    "ne" => comparison("!="),
-                    other => {
-                        return Err(unsupported(format!(
-                            "the op `{other}` on {ty:?} elements on a device"
-                        )));
-                    }
-                }
+                let value = fill(spelling, &[("a", &x), ("b", &y)], ty, dialect)?;
+                (Value::Elem(ty), value)
+            }
+            IrNode::Compare(op, a, b) => {
+                let ty = elem_of(types[a]).or(elem_of(types[b])).unwrap_or(spec.out);
+                let (x, y) = (operand(a, ty), operand(b, ty));
+                (Value::Truth, format!("({x}) {} ({y})", op.kernel()))
             }
             IrNode::Select(c, a, b) => {
                 let ty = elem_of(types[a]).or(elem_of(types[b])).unwrap_or(spec.out);
@@ -251,7 +201,7 @@ pub(crate) fn expression(
                 )
             }
             IrNode::Cast(to, a) => {
-                let to = CType::from_name(to)?;
+                let to = CType::of(to)?;
                 let from = elem_of(types[a]).unwrap_or(spec.out);
                 (Value::Elem(to), convert(&operand(a, from), to, dialect))
             }

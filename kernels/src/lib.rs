@@ -1,4 +1,4 @@
-//! Device kernel source generated from the `axes` expression IR ([`axes_core::expr::Ir`]), in
+//! Device kernel source generated from the `axes` expression IR ([`axes_core::ir::Ir`]), in
 //! two dialects from one generator: CUDA C (compiled with NVRTC) and OpenCL C.
 //!
 //! Kernels are generic over lengths, strides and offsets, which are passed by value as
@@ -16,15 +16,15 @@
 //! [`Spec::needs_wide`]).
 //!
 //! ```
-//! use axes_core::expr::{Ir, IrNode};
+//! use axes_core::ir::{BinaryOp, Ir, IrNode};
 //! use axes_kernels::{CType, Dialect, Spec, elementwise};
 //!
 //! // a * x + y
 //! let mut ir = Ir::default();
 //! let (x, y) = (ir.leaf(), ir.leaf());
 //! let a = ir.push(IrNode::Scalar(2.0));
-//! let ax = ir.push(IrNode::Binary("mul", a, x));
-//! ir.push(IrNode::Binary("add", ax, y));
+//! let ax = ir.push(IrNode::Binary(BinaryOp::Mul, a, x));
+//! ir.push(IrNode::Binary(BinaryOp::Add, ax, y));
 //! let spec = Spec { ir: &ir, leaves: &[CType::F32, CType::F32], out: CType::F32, wide: false };
 //! let cuda = elementwise(&spec, 2, Dialect::Cuda)?;
 //! assert!(cuda.source.contains("extern \"C\" __global__ void"));
@@ -39,7 +39,8 @@ use std::fmt::Write;
 
 use axes_core::element::DType;
 use axes_core::error::{Error, Result};
-use axes_core::expr::Ir;
+pub use axes_core::ir::ReduceOp;
+use axes_core::ir::{Ir, IrNode};
 
 /// The source language of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,23 +81,6 @@ impl CType {
             other => {
                 return Err(Error::Unsupported {
                     what: format!("{} elements in device kernels", other.name()),
-                });
-            }
-        })
-    }
-
-    /// The type an IR `Cast` names (`"f32"`, ...).
-    pub fn from_name(name: &str) -> Result<CType> {
-        Ok(match name {
-            "f32" => CType::F32,
-            "f64" => CType::F64,
-            "i32" => CType::I32,
-            "i64" => CType::I64,
-            "u8" => CType::U8,
-            "bool" => CType::Bool,
-            other => {
-                return Err(Error::Unsupported {
-                    what: format!("{other} elements in device kernels"),
                 });
             }
         })
@@ -155,19 +139,6 @@ impl Spec<'_> {
 
 /// The most work items one launch may have with 32-bit indices (see [`Spec::needs_wide`]).
 pub const MAX_LAUNCH: usize = 1 << 30;
-
-/// How a reduction combines values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// Σ
-    Sum,
-    /// Π
-    Prod,
-    /// The largest (NaN if any is NaN).
-    Max,
-    /// The smallest (NaN if any is NaN).
-    Min,
-}
 
 /// The threads of one reduction work-group (block); launch reductions with this local size.
 pub const REDUCE_GROUP: usize = 256;
@@ -253,7 +224,7 @@ fn fnv(text: &str) -> u64 {
 fn preamble(spec: &Spec<'_>, dialect: Dialect) -> String {
     let uses_double = spec.out == CType::F64
         || spec.leaves.contains(&CType::F64)
-        || (spec.ir.nodes.iter()).any(|n| matches!(n, axes_core::expr::IrNode::Cast("f64", _)));
+        || (spec.ir.nodes.iter()).any(|n| matches!(n, IrNode::Cast(DType::F64, _)));
     match dialect {
         Dialect::OpenCl if uses_double => "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n".into(),
         _ => String::new(),
@@ -470,19 +441,10 @@ pub fn reduction(
     Ok(finish(
         spec,
         dialect,
-        &format!("red{kept}x{reduced}{}", op_tag(op)),
+        &format!("red{kept}x{reduced}{}", op.name()),
         &params,
         &body,
     ))
-}
-
-fn op_tag(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "sum",
-        ReduceOp::Prod => "prod",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
-    }
 }
 
 /// The side of the square tiles [`matmul`] works on; launch it with `MATMUL_TILE²` threads

@@ -10,7 +10,8 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 use super::interp::{self, Program, Sink, Source};
 use super::tape::{Grads, Tape, Var};
 use crate::error::{Error, Result};
-use crate::expr::{Ir, IrNode, Reducible};
+use crate::expr::Reducible;
+use crate::ir::{BinaryOp, Ir, IrNode, UnaryOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, Broadcast, BroadcastWith, Difference};
 use crate::num::Float;
@@ -172,23 +173,6 @@ impl<T: Float, A: AxisSet> IntoVar for Var<T, A> {
     }
 }
 
-/// Appends `from`'s nodes to `into`, leaf `k` renamed `leaf_map[k]`; returns the new root.
-fn append(into: &mut Ir, from: &Ir, leaf_map: &[usize]) -> usize {
-    let base = into.nodes.len();
-    for node in &from.nodes {
-        into.push(match *node {
-            IrNode::Leaf(k) => IrNode::Leaf(leaf_map[k]),
-            IrNode::Scalar(v) => IrNode::Scalar(v),
-            IrNode::Unary(op, a) => IrNode::Unary(op, a + base),
-            IrNode::Binary(op, a, b) => IrNode::Binary(op, a + base, b + base),
-            IrNode::Select(c, a, b) => IrNode::Select(c + base, a + base, b + base),
-            IrNode::Cast(to, a) => IrNode::Cast(to, a + base),
-            IrNode::Map(a) => IrNode::Map(a + base),
-        });
-    }
-    into.nodes.len() - 1
-}
-
 impl<T: Float, A: AxisSet> VarExpr<T, A> {
     /// The expression as run-time IR (leaves numbered in order of first use).
     pub fn ir(&self) -> &Ir {
@@ -199,13 +183,13 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         self.ir.nodes.len() - 1
     }
 
-    fn unary(mut self, op: &'static str) -> Self {
+    fn unary(mut self, op: UnaryOp) -> Self {
         let root = self.root();
         self.ir.push(IrNode::Unary(op, root));
         self
     }
 
-    fn with_scalar(mut self, op: &'static str, scalar: f64, scalar_left: bool) -> Self {
+    fn with_scalar(mut self, op: BinaryOp, scalar: f64, scalar_left: bool) -> Self {
         let root = self.root();
         let s = self.ir.push(IrNode::Scalar(scalar));
         let (a, b) = if scalar_left { (s, root) } else { (root, s) };
@@ -214,11 +198,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
     }
 
     /// `self op other`, leaves shared by both sides kept once.
-    fn binary<B: AxisSet, O: AxisSet>(
-        self,
-        other: VarExpr<T, B>,
-        op: &'static str,
-    ) -> VarExpr<T, O> {
+    fn binary<B: AxisSet, O: AxisSet>(self, other: VarExpr<T, B>, op: BinaryOp) -> VarExpr<T, O> {
         let foreign = self.foreign || other.foreign || !self.tape.same_as(&other.tape);
         let mut leaves = self.leaves;
         let map: Vec<usize> = other
@@ -236,7 +216,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
             .collect();
         let mut ir = self.ir;
         let left = ir.nodes.len() - 1;
-        let right = append(&mut ir, &other.ir, &map);
+        let right = ir.splice(&other.ir, &map);
         ir.push(IrNode::Binary(op, left, right));
         VarExpr {
             tape: self.tape,
@@ -306,7 +286,8 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
                 axis: Over::names().join(", "),
             });
         }
-        self.with_scalar("mul", 1.0 / count as f64, false).record()
+        self.with_scalar(BinaryOp::Mul, 1.0 / count as f64, false)
+            .record()
     }
 
     /// Evaluates the expression over `A` into a result with the axes `O` (`A`, or a subset:
@@ -439,7 +420,8 @@ fn backward<T: Float>(
 }
 
 /// Appends to `ir` the adjoint of every node reachable from `root`, `seed` being the
-/// adjoint of `root`; returns the adjoint node of each leaf (`None` where none flows).
+/// adjoint of `root`; returns the adjoint node of each leaf (`None` where none flows). Each
+/// op's rule is its row of the op table ([`UnaryOp::derivative`], [`BinaryOp::derivative`]).
 fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Option<usize>>> {
     let mut adjoint: Vec<Option<usize>> = vec![None; root + 1];
     adjoint[root] = Some(seed);
@@ -447,253 +429,94 @@ fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Op
     fn add_to(ir: &mut Ir, slot: &mut Option<usize>, term: usize) {
         *slot = Some(match *slot {
             None => term,
-            Some(old) => ir.push(IrNode::Binary("add", old, term)),
+            Some(old) => ir.push(IrNode::Binary(BinaryOp::Add, old, term)),
         });
     }
     for i in (0..=root).rev() {
         let Some(g) = adjoint[i] else { continue };
-        let node = ir.nodes[i].clone();
-        let mut push = |n: IrNode| ir.push(n);
-        let mut terms: Vec<(usize, usize)> = Vec::new(); // (input node, adjoint term)
-        match node {
+        let terms: [(usize, Option<usize>); 3] = match ir.nodes[i] {
             IrNode::Leaf(k) => {
-                let mut slot = leaf_adjoint[k];
-                add_to(ir, &mut slot, g);
-                leaf_adjoint[k] = slot;
+                add_to(ir, &mut leaf_adjoint[k], g);
                 continue;
             }
-            IrNode::Scalar(_) => {}
-            IrNode::Unary(op, x) => {
-                let mul =
-                    |push: &mut dyn FnMut(IrNode) -> usize, a, b| push(IrNode::Binary("mul", a, b));
-                let term = match op {
-                    "neg" => Some(push(IrNode::Unary("neg", g))),
-                    "abs" => {
-                        let s = push(IrNode::Unary("signum", x));
-                        Some(mul(&mut push, g, s))
-                    }
-                    "square" => {
-                        let two = push(IrNode::Scalar(2.0));
-                        let d = mul(&mut push, two, x);
-                        Some(mul(&mut push, g, d))
-                    }
-                    "relu" => {
-                        let zero = push(IrNode::Scalar(0.0));
-                        let positive = push(IrNode::Binary("gt", x, zero));
-                        Some(push(IrNode::Select(positive, g, zero)))
-                    }
-                    "exp" => Some(mul(&mut push, g, i)),
-                    "ln" => Some(push(IrNode::Binary("div", g, x))),
-                    "sqrt" => {
-                        let half = push(IrNode::Scalar(0.5));
-                        let d = push(IrNode::Binary("div", half, i));
-                        Some(mul(&mut push, g, d))
-                    }
-                    "rsqrt" => {
-                        let c = push(IrNode::Scalar(-0.5));
-                        let sq = mul(&mut push, i, i);
-                        let cube = mul(&mut push, sq, i);
-                        let d = mul(&mut push, c, cube);
-                        Some(mul(&mut push, g, d))
-                    }
-                    "tanh" => {
-                        let one = push(IrNode::Scalar(1.0));
-                        let sq = mul(&mut push, i, i);
-                        let d = push(IrNode::Binary("sub", one, sq));
-                        Some(mul(&mut push, g, d))
-                    }
-                    "sigmoid" => {
-                        let one = push(IrNode::Scalar(1.0));
-                        let rest = push(IrNode::Binary("sub", one, i));
-                        let d = mul(&mut push, i, rest);
-                        Some(mul(&mut push, g, d))
-                    }
-                    "sin" => {
-                        let d = push(IrNode::Unary("cos", x));
-                        Some(mul(&mut push, g, d))
-                    }
-                    "cos" => {
-                        let s = push(IrNode::Unary("sin", x));
-                        let d = mul(&mut push, g, s);
-                        Some(push(IrNode::Unary("neg", d)))
-                    }
-                    "recip" => {
-                        let sq = mul(&mut push, i, i);
-                        let d = mul(&mut push, g, sq);
-                        Some(push(IrNode::Unary("neg", d)))
-                    }
-                    // Piecewise constant: no gradient.
-                    "signum" | "floor" | "ceil" => None,
-                    other => {
-                        return Err(Error::Unsupported {
-                            what: format!("the gradient of `{other}`"),
-                        });
-                    }
-                };
-                if let Some(term) = term {
-                    terms.push((x, term));
-                }
+            IrNode::Scalar(_) | IrNode::Compare(..) => continue,
+            IrNode::Unary(op, x) => [(x, op.derivative(ir, x, i, g)), (0, None), (0, None)],
+            IrNode::Binary(op, a, b) => {
+                let [da, db] = op.derivative(ir, a, b, i, g);
+                [(a, da), (b, db), (0, None)]
             }
-            IrNode::Binary(op, x, y) => match op {
-                "add" => {
-                    terms.push((x, g));
-                    terms.push((y, g));
-                }
-                "sub" => {
-                    terms.push((x, g));
-                    let n = push(IrNode::Unary("neg", g));
-                    terms.push((y, n));
-                }
-                "mul" => {
-                    let dx = push(IrNode::Binary("mul", g, y));
-                    let dy = push(IrNode::Binary("mul", g, x));
-                    terms.push((x, dx));
-                    terms.push((y, dy));
-                }
-                "div" => {
-                    let dx = push(IrNode::Binary("div", g, y));
-                    let q = push(IrNode::Binary("div", i, y));
-                    let gq = push(IrNode::Binary("mul", g, q));
-                    let dy = push(IrNode::Unary("neg", gq));
-                    terms.push((x, dx));
-                    terms.push((y, dy));
-                }
-                "max" | "min" => {
-                    let zero = push(IrNode::Scalar(0.0));
-                    let (to_x, to_y) = if op == "max" {
-                        ("ge", "lt")
-                    } else {
-                        ("le", "gt")
-                    };
-                    let cx = push(IrNode::Binary(to_x, x, y));
-                    let cy = push(IrNode::Binary(to_y, x, y));
-                    let dx = push(IrNode::Select(cx, g, zero));
-                    let dy = push(IrNode::Select(cy, g, zero));
-                    terms.push((x, dx));
-                    terms.push((y, dy));
-                }
-                "pow" | "powi" => {
-                    // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x
-                    let one = push(IrNode::Scalar(1.0));
-                    let y1 = push(IrNode::Binary("sub", y, one));
-                    let p = push(IrNode::Binary("pow", x, y1));
-                    let yp = push(IrNode::Binary("mul", y, p));
-                    let dx = push(IrNode::Binary("mul", g, yp));
-                    let ln = push(IrNode::Unary("ln", x));
-                    let il = push(IrNode::Binary("mul", i, ln));
-                    let dy = push(IrNode::Binary("mul", g, il));
-                    terms.push((x, dx));
-                    terms.push((y, dy));
-                }
-                "gt" | "ge" | "lt" | "le" | "eq" | "ne" => {}
-                other => {
-                    return Err(Error::Unsupported {
-                        what: format!("the gradient of `{other}`"),
-                    });
-                }
-            },
             IrNode::Select(c, a, b) => {
-                let zero = push(IrNode::Scalar(0.0));
-                let da = push(IrNode::Select(c, g, zero));
-                let db = push(IrNode::Select(c, zero, g));
-                terms.push((a, da));
-                terms.push((b, db));
+                let zero = ir.push(IrNode::Scalar(0.0));
+                let da = ir.push(IrNode::Select(c, g, zero));
+                let db = ir.push(IrNode::Select(c, zero, g));
+                [(a, Some(da)), (b, Some(db)), (0, None)]
             }
-            IrNode::Cast(..) | IrNode::Map(_) => {
+            IrNode::Cast(..) => {
                 return Err(Error::Unsupported {
-                    what: format!("the gradient of `{}`", ir_name(&node)),
+                    what: "the gradient of `cast`".into(),
                 });
             }
-        }
+            IrNode::Map(_) => {
+                return Err(Error::Unsupported {
+                    what: "the gradient of `map`".into(),
+                });
+            }
+        };
         for (input, term) in terms {
-            let mut slot = adjoint[input];
-            add_to(ir, &mut slot, term);
-            adjoint[input] = slot;
+            if let Some(term) = term {
+                add_to(ir, &mut adjoint[input], term);
+            }
         }
     }
     Ok(leaf_adjoint)
 }
 
-fn ir_name(node: &IrNode) -> &'static str {
-    match node {
-        IrNode::Cast(..) => "cast",
-        IrNode::Map(_) => "map",
-        _ => "op",
-    }
-}
-
-/// The element-wise methods shared by `VarExpr`, `Var` and `&Var`.
-macro_rules! unary_methods {
-    ($($(#[$doc:meta])* $name:ident;)*) => {
+/// The element-wise methods shared by `VarExpr`, `Var` and `&Var`: one per row of the op
+/// table that has a method.
+macro_rules! var_unary_method {
+    ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
         impl<T: Float, A: AxisSet> VarExpr<T, A> {
-            $($(#[$doc])* pub fn $name(self) -> VarExpr<T, A> {
-                self.unary(stringify!($name))
-            })*
+            $($attr)*
+            pub fn $method(self) -> VarExpr<T, A> {
+                self.unary(UnaryOp::$op)
+            }
         }
         impl<T: Float, A: AxisSet> Var<T, A> {
-            $($(#[$doc])* pub fn $name(&self) -> VarExpr<T, A> {
-                self.into_var_expr().unary(stringify!($name))
-            })*
+            $($attr)*
+            pub fn $method(&self) -> VarExpr<T, A> {
+                self.into_var_expr().unary(UnaryOp::$op)
+            }
         }
     };
 }
 
-unary_methods! {
-    /// max(x, 0)
-    relu;
-    /// e^x
-    exp;
-    /// Natural logarithm.
-    ln;
-    /// Square root.
-    sqrt;
-    /// 1 / sqrt(x)
-    rsqrt;
-    /// Hyperbolic tangent.
-    tanh;
-    /// 1 / (1 + e^-x)
-    sigmoid;
-    /// x²
-    square;
-    /// |x|
-    abs;
-    /// sin x
-    sin;
-    /// cos x
-    cos;
-    /// 1 / x
-    recip;
+crate::for_each_unary_op!(crate::unary_method_rows, var_unary_method);
+
+/// The binary element-wise methods of `VarExpr`, one per row of the op table that has a
+/// method.
+macro_rules! var_binary_method {
+    ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
+        impl<T: Float, A: AxisSet> VarExpr<T, A> {
+            $($attr)*
+            pub fn $method<R: IntoVarExpr<Elem = T>>(
+                self,
+                other: R,
+            ) -> VarExpr<T, Broadcast<A, R::Axes>>
+            where
+                A: BroadcastWith<R::Axes>,
+                Broadcast<A, R::Axes>: AxisSet,
+            {
+                self.binary(other.into_var_expr(), BinaryOp::$op)
+            }
+        }
+    };
 }
 
+crate::for_each_binary_op!(crate::binary_method_rows, var_binary_method);
+
 impl<T: Float, A: AxisSet> VarExpr<T, A> {
-    /// The larger of the two, element by element (the gradient goes to the larger side).
-    pub fn max<R: IntoVarExpr<Elem = T>>(self, other: R) -> VarExpr<T, Broadcast<A, R::Axes>>
-    where
-        A: BroadcastWith<R::Axes>,
-        Broadcast<A, R::Axes>: AxisSet,
-    {
-        self.binary(other.into_var_expr(), "max")
-    }
-
-    /// The smaller of the two, element by element.
-    pub fn min<R: IntoVarExpr<Elem = T>>(self, other: R) -> VarExpr<T, Broadcast<A, R::Axes>>
-    where
-        A: BroadcastWith<R::Axes>,
-        Broadcast<A, R::Axes>: AxisSet,
-    {
-        self.binary(other.into_var_expr(), "min")
-    }
-
-    /// `self ^ exponent`, element by element (the base must be positive where the exponent's
-    /// gradient is wanted).
-    pub fn pow<R: IntoVarExpr<Elem = T>>(self, exponent: R) -> VarExpr<T, Broadcast<A, R::Axes>>
-    where
-        A: BroadcastWith<R::Axes>,
-        Broadcast<A, R::Axes>: AxisSet,
-    {
-        self.binary(exponent.into_var_expr(), "pow")
-    }
-
     /// The tape the expression's variables are recorded on.
     pub fn tape(&self) -> &Tape<T> {
         &self.tape
@@ -701,7 +524,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
 
     /// `self ^ exponent` for a constant exponent.
     pub fn powf(self, exponent: f64) -> VarExpr<T, A> {
-        self.with_scalar("pow", exponent, false)
+        self.with_scalar(BinaryOp::Pow, exponent, false)
     }
 }
 
@@ -715,18 +538,18 @@ impl<T: Float, A: AxisSet> Var<T, A> {
 /// `+ - * /` between `VarExpr`, `Var` and `&Var`, and with scalars on either side.
 macro_rules! var_operators {
     ($([$($g:tt)*] $ty:ty;)*) => {$(
-        var_operators!(@op [$($g)*] $ty; Add add "add");
-        var_operators!(@op [$($g)*] $ty; Sub sub "sub");
-        var_operators!(@op [$($g)*] $ty; Mul mul "mul");
-        var_operators!(@op [$($g)*] $ty; Div div "div");
+        var_operators!(@op [$($g)*] $ty; Add add Add);
+        var_operators!(@op [$($g)*] $ty; Sub sub Sub);
+        var_operators!(@op [$($g)*] $ty; Mul mul Mul);
+        var_operators!(@op [$($g)*] $ty; Div div Div);
         impl<$($g)*> Neg for $ty {
             type Output = VarExpr<T, A>;
             fn neg(self) -> VarExpr<T, A> {
-                self.into_var_expr().unary("neg")
+                self.into_var_expr().unary(UnaryOp::Neg)
             }
         }
     )*};
-    (@op [$($g:tt)*] $ty:ty; $trait:ident $method:ident $name:literal) => {
+    (@op [$($g:tt)*] $ty:ty; $trait:ident $method:ident $op:ident) => {
         impl<$($g)*, R: IntoVarExpr<Elem = T>> $trait<R> for $ty
         where
             A: BroadcastWith<R::Axes>,
@@ -734,7 +557,7 @@ macro_rules! var_operators {
         {
             type Output = VarExpr<T, Broadcast<A, R::Axes>>;
             fn $method(self, rhs: R) -> Self::Output {
-                self.into_var_expr().binary(rhs.into_var_expr(), $name)
+                self.into_var_expr().binary(rhs.into_var_expr(), BinaryOp::$op)
             }
         }
     };
@@ -743,22 +566,22 @@ macro_rules! var_operators {
 /// Scalar op expression and expression op scalar; the scalar has the element type.
 macro_rules! var_scalar_operators {
     ($s:ty; $([$($g:tt)*] $ty:ty;)*) => {$(
-        var_scalar_operators!(@op [$($g)*] $ty, $s; Add add "add");
-        var_scalar_operators!(@op [$($g)*] $ty, $s; Sub sub "sub");
-        var_scalar_operators!(@op [$($g)*] $ty, $s; Mul mul "mul");
-        var_scalar_operators!(@op [$($g)*] $ty, $s; Div div "div");
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Add add Add);
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Sub sub Sub);
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Mul mul Mul);
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Div div Div);
     )*};
-    (@op [$($g:tt)*] $ty:ty, $s:ty; $trait:ident $method:ident $name:literal) => {
+    (@op [$($g:tt)*] $ty:ty, $s:ty; $trait:ident $method:ident $op:ident) => {
         impl<$($g)*> $trait<$s> for $ty {
             type Output = VarExpr<$s, A>;
             fn $method(self, rhs: $s) -> VarExpr<$s, A> {
-                self.into_var_expr().with_scalar($name, rhs as f64, false)
+                self.into_var_expr().with_scalar(BinaryOp::$op, rhs as f64, false)
             }
         }
         impl<$($g)*> $trait<$ty> for $s {
             type Output = VarExpr<$s, A>;
             fn $method(self, rhs: $ty) -> VarExpr<$s, A> {
-                rhs.into_var_expr().with_scalar($name, self as f64, true)
+                rhs.into_var_expr().with_scalar(BinaryOp::$op, self as f64, true)
             }
         }
     };

@@ -4,108 +4,30 @@
 //! writes the gradient of every leaf at once).
 
 use crate::error::{Error, Result};
-use crate::expr::{Ir, IrNode};
+use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, UnaryOp};
 use crate::num::Float;
 
 /// Elements per block.
 pub(crate) const CHUNK: usize = 256;
 
 #[derive(Clone, Copy, Debug)]
-enum Unary {
-    Neg,
-    Abs,
-    Square,
-    Signum,
-    Relu,
-    Exp,
-    Ln,
-    Sqrt,
-    Rsqrt,
-    Tanh,
-    Sigmoid,
-    Sin,
-    Cos,
-    Recip,
-    Floor,
-    Ceil,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Binary {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Max,
-    Min,
-    Pow,
-    Gt,
-    Ge,
-    Lt,
-    Le,
-    Eq,
-    Ne,
-}
-
-#[derive(Clone, Copy, Debug)]
 enum Inst {
     Leaf(usize),
     Const(f64),
-    Unary(Unary, usize),
-    Binary(Binary, usize, usize),
+    Unary(UnaryOp, usize),
+    Binary(BinaryOp, usize, usize),
+    Compare(CompareOp, usize, usize),
     /// `select(cond != 0, a, b)`.
     Select(usize, usize, usize),
     /// Not needed by any root: skipped.
     Dead,
 }
 
-/// An [`Ir`] compiled for the interpreter: ops resolved from their names, nodes no root needs
-/// removed.
+/// An [`Ir`] compiled for the interpreter: nodes no root needs removed.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
     insts: Vec<Inst>,
     roots: Vec<usize>,
-}
-
-fn unary_op(name: &str) -> Option<Unary> {
-    Some(match name {
-        "neg" => Unary::Neg,
-        "abs" => Unary::Abs,
-        "square" => Unary::Square,
-        "signum" => Unary::Signum,
-        "relu" => Unary::Relu,
-        "exp" => Unary::Exp,
-        "ln" => Unary::Ln,
-        "sqrt" => Unary::Sqrt,
-        "rsqrt" => Unary::Rsqrt,
-        "tanh" => Unary::Tanh,
-        "sigmoid" => Unary::Sigmoid,
-        "sin" => Unary::Sin,
-        "cos" => Unary::Cos,
-        "recip" => Unary::Recip,
-        "floor" => Unary::Floor,
-        "ceil" => Unary::Ceil,
-        _ => return None,
-    })
-}
-
-fn binary_op(name: &str) -> Option<Binary> {
-    Some(match name {
-        "add" => Binary::Add,
-        "sub" => Binary::Sub,
-        "mul" => Binary::Mul,
-        "div" => Binary::Div,
-        "max" => Binary::Max,
-        "min" => Binary::Min,
-        "pow" | "powi" => Binary::Pow,
-        "gt" => Binary::Gt,
-        "ge" => Binary::Ge,
-        "lt" => Binary::Lt,
-        "le" => Binary::Le,
-        "eq" => Binary::Eq,
-        "ne" => Binary::Ne,
-        _ => return None,
-    })
 }
 
 impl Program {
@@ -119,28 +41,7 @@ impl Program {
 
     /// Compiles `ir` to compute the nodes `roots`.
     pub(crate) fn compile(ir: &Ir, roots: &[usize]) -> Result<Program> {
-        let mut live = vec![false; ir.nodes.len()];
-        for &r in roots {
-            live[r] = true;
-        }
-        for i in (0..ir.nodes.len()).rev() {
-            if !live[i] {
-                continue;
-            }
-            match ir.nodes[i] {
-                IrNode::Unary(_, a) | IrNode::Cast(_, a) | IrNode::Map(a) => live[a] = true,
-                IrNode::Binary(_, a, b) => {
-                    live[a] = true;
-                    live[b] = true;
-                }
-                IrNode::Select(c, a, b) => {
-                    live[c] = true;
-                    live[a] = true;
-                    live[b] = true;
-                }
-                IrNode::Leaf(_) | IrNode::Scalar(_) => {}
-            }
-        }
+        let live = ir.live(roots);
         let unsupported = |what: String| Error::Unsupported { what };
         let insts = ir
             .nodes
@@ -153,19 +54,14 @@ impl Program {
                 Ok(match *node {
                     IrNode::Leaf(k) => Inst::Leaf(k),
                     IrNode::Scalar(v) => Inst::Const(v),
-                    IrNode::Unary(op, a) => Inst::Unary(
-                        unary_op(op).ok_or_else(|| unsupported(format!("the op `{op}`")))?,
-                        a,
-                    ),
-                    IrNode::Binary(op, a, b) => Inst::Binary(
-                        binary_op(op).ok_or_else(|| unsupported(format!("the op `{op}`")))?,
-                        a,
-                        b,
-                    ),
+                    IrNode::Unary(op, a) => Inst::Unary(op, a),
+                    IrNode::Binary(op, a, b) => Inst::Binary(op, a, b),
+                    IrNode::Compare(op, a, b) => Inst::Compare(op, a, b),
                     IrNode::Select(c, a, b) => Inst::Select(c, a, b),
                     IrNode::Cast(to, _) => {
                         return Err(unsupported(format!(
-                            "a cast to {to} in a run-time expression"
+                            "a cast to {} in a run-time expression",
+                            to.name()
                         )));
                     }
                     IrNode::Map(_) => {
@@ -285,8 +181,18 @@ pub(crate) fn run<T: Float>(
                         gather(out, s.data, first, stride);
                     }
                     Inst::Const(v) => out.fill(T::from_f64(v)),
-                    Inst::Unary(op, a) => unary(op, out, arg(a)),
-                    Inst::Binary(op, a, b) => binary(op, out, arg(a), arg(b)),
+                    Inst::Unary(op, a) => op.apply_all(out, arg(a)),
+                    Inst::Binary(op, a, b) => op.apply_all(out, arg(a), arg(b)),
+                    Inst::Compare(op, a, b) => {
+                        let (a, b) = (arg(a), arg(b));
+                        for j in 0..n {
+                            out[j] = if op.apply(a[j], b[j]) {
+                                T::one()
+                            } else {
+                                T::zero()
+                            };
+                        }
+                    }
                     Inst::Select(c, a, b) => {
                         let (c, a, b) = (arg(c), arg(a), arg(b));
                         for j in 0..n {
@@ -354,59 +260,3 @@ fn scatter<T: Float>(data: &mut [T], first: isize, stride: isize, values: &[T], 
         }
     }
 }
-
-fn unary<T: Float>(op: Unary, out: &mut [T], a: &[T]) {
-    macro_rules! map {
-        (|$x:ident| $e:expr) => {
-            for (o, &$x) in out.iter_mut().zip(a) {
-                *o = $e;
-            }
-        };
-    }
-    match op {
-        Unary::Neg => map!(|x| x.neg()),
-        Unary::Abs => map!(|x| x.abs()),
-        Unary::Square => map!(|x| x.mul(x)),
-        Unary::Signum => map!(|x| x.signum()),
-        Unary::Relu => map!(|x| x.max(T::zero())),
-        Unary::Exp => map!(|x| x.exp()),
-        Unary::Ln => map!(|x| x.ln()),
-        Unary::Sqrt => map!(|x| x.sqrt()),
-        Unary::Rsqrt => map!(|x| x.rsqrt()),
-        Unary::Tanh => map!(|x| x.tanh()),
-        Unary::Sigmoid => map!(|x| x.sigmoid()),
-        Unary::Sin => map!(|x| x.sin()),
-        Unary::Cos => map!(|x| x.cos()),
-        Unary::Recip => map!(|x| T::one().div(x)),
-        Unary::Floor => map!(|x| x.floor()),
-        Unary::Ceil => map!(|x| x.ceil()),
-    }
-}
-
-fn binary<T: Float>(op: Binary, out: &mut [T], a: &[T], b: &[T]) {
-    macro_rules! zip {
-        (|$x:ident, $y:ident| $e:expr) => {
-            for ((o, &$x), &$y) in out.iter_mut().zip(a).zip(b) {
-                *o = $e;
-            }
-        };
-    }
-    let truth = |c: bool| if c { T::one() } else { T::zero() };
-    match op {
-        Binary::Add => zip!(|x, y| x.add(y)),
-        Binary::Sub => zip!(|x, y| x.sub(y)),
-        Binary::Mul => zip!(|x, y| x.mul(y)),
-        Binary::Div => zip!(|x, y| x.div(y)),
-        Binary::Max => zip!(|x, y| Num::max(x, y)),
-        Binary::Min => zip!(|x, y| Num::min(x, y)),
-        Binary::Pow => zip!(|x, y| x.powf(y)),
-        Binary::Gt => zip!(|x, y| truth(x > y)),
-        Binary::Ge => zip!(|x, y| truth(x >= y)),
-        Binary::Lt => zip!(|x, y| truth(x < y)),
-        Binary::Le => zip!(|x, y| truth(x <= y)),
-        Binary::Eq => zip!(|x, y| truth(x == y)),
-        Binary::Ne => zip!(|x, y| truth(x != y)),
-    }
-}
-
-use crate::num::Num;

@@ -9,7 +9,8 @@ use super::tape::Var;
 use crate::axis::Axis;
 use crate::contract::{self, dot_grads};
 use crate::error::{Error, Result};
-use crate::expr::{Ir, IrNode, Reducible};
+use crate::expr::Reducible;
+use crate::ir::{BinaryOp, Ir, IrNode};
 use crate::layout::Layout;
 use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotWith, HasAxis};
 use crate::num::Float;
@@ -215,7 +216,7 @@ where
             // d logits = (softmax - one_hot) * upstream (broadcast along C), in one pass.
             let mut ir = Ir::default();
             let (a, b) = (ir.leaf(), ir.leaf());
-            let root = ir.push(IrNode::Binary("mul", a, b));
+            let root = ir.push(IrNode::Binary(BinaryOp::Mul, a, b));
             let program = Program::compile(&ir, &[root])?;
             let upstream_strides = all_ids
                 .iter()

@@ -14,6 +14,7 @@ use std::ops::Range;
 use super::plan::Plan;
 use super::threads;
 use crate::element::Element;
+use crate::ir::{ReduceFn, ReduceOp};
 use crate::list::MAX_RANK;
 
 /// Below this many iterations an evaluation runs on the calling thread (handing work to the
@@ -87,7 +88,7 @@ pub trait Sink<T: Element>: Copy + Send + Sync {
     /// Whether results combine into the destination rather than overwrite it.
     const REDUCES: bool;
     /// How a device combines results (`None`: they overwrite).
-    fn device_kind(self) -> Option<crate::device::ReduceKind>;
+    fn device_kind(self) -> Option<ReduceOp>;
 }
 
 /// Writes each result over the destination element.
@@ -103,27 +104,16 @@ impl<T: Element> Sink<T> for Assign {
         b
     }
     const REDUCES: bool = false;
-    fn device_kind(self) -> Option<crate::device::ReduceKind> {
+    fn device_kind(self) -> Option<ReduceOp> {
         None
     }
-}
-
-/// An associative reduction operator with an identity, as a zero-sized type so the
-/// reduction loop inlines it.
-pub trait ReduceOp<T>: Copy + Send + Sync {
-    /// The identity (`combine(identity, x) == x`).
-    fn identity() -> T;
-    /// Combines two partial results.
-    fn combine(a: T, b: T) -> T;
-    /// The same operator on a device.
-    const KIND: crate::device::ReduceKind;
 }
 
 /// Combines results into the destination with a reduction operator.
 #[derive(Clone, Copy)]
 pub struct Reduce<Op>(pub Op);
 
-impl<T: Element, Op: ReduceOp<T>> Sink<T> for Reduce<Op> {
+impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
     fn identity(self) -> T {
         Op::identity()
     }
@@ -132,8 +122,8 @@ impl<T: Element, Op: ReduceOp<T>> Sink<T> for Reduce<Op> {
         Op::combine(a, b)
     }
     const REDUCES: bool = true;
-    fn device_kind(self) -> Option<crate::device::ReduceKind> {
-        Some(Op::KIND)
+    fn device_kind(self) -> Option<ReduceOp> {
+        Some(Op::OP)
     }
 }
 

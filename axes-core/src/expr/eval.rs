@@ -7,13 +7,14 @@ use std::borrow::Cow;
 use half::{bf16, f16};
 
 use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
-use super::ops::{binary, unary};
+use super::ops::{Clamp, Powf, Powi};
 use super::{Expr, reduce};
-use crate::device::{self, Device, ReduceKind};
+use crate::device::{self, Device};
 use crate::element::Element;
 use crate::engine::exec::{self, Assign, Sink};
 use crate::engine::plan::{Destination, Leaves, Plan};
 use crate::error::{Error, Result};
+use crate::ir::{BinaryFn, ReduceOp, UnaryFn, binary, unary};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::{Float, Num};
@@ -106,18 +107,49 @@ where
     Select::new(cond.into_expr(), a.into_expr(), b.into_operand())
 }
 
+/// One element-wise method of [`ExprExt`] per row of the op table that has a method.
+macro_rules! expr_unary_method {
+    ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
+        $($attr)*
+        fn $method(self) -> Unary<Self::Elem, Self, unary::$op>
+        where
+            Self::Elem: $domain,
+        {
+            self.unary(unary::$op)
+        }
+    };
+}
+
+/// One method of [`ExprExt`] per binary op or comparison with a method.
+macro_rules! expr_binary_method {
+    ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
+        $($attr)*
+        fn $method<R: Operand<Self::Elem>>(
+            self,
+            other: R,
+        ) -> Binary<<binary::$op as BinaryFn<Self::Elem>>::Out, Self, R::Expr, binary::$op>
+        where
+            Self::Elem: $domain,
+        {
+            self.binary(other, binary::$op)
+        }
+    };
+}
+
 /// The methods every expression has: element-wise operations, evaluation and reductions.
 /// Tensors have them as inherent methods that borrow the tensor; an owned tensor is an
 /// expression (it can be an operand) but does not implement this trait, so that calling
 /// one of these methods on it never consumes it.
 pub trait ExprExt: Expr {
     /// Applies a unary operator.
-    fn unary<Op: super::UnaryOp<Self::Elem>>(self, op: Op) -> Unary<Op::Out, Self, Op> {
+    fn unary<Op: UnaryFn<Self::Elem>>(self, op: Op) -> Unary<Op::Out, Self, Op> {
         Unary::new(self, op)
     }
 
     /// Applies a binary operator with `other`.
-    fn binary<R: Operand<Self::Elem>, Op: super::BinaryOp<Self::Elem>>(
+    fn binary<R: Operand<Self::Elem>, Op: BinaryFn<Self::Elem>>(
         self,
         other: R,
         op: Op,
@@ -125,194 +157,33 @@ pub trait ExprExt: Expr {
         Binary::new(self, other.into_operand(), op)
     }
 
-    /// |x|
-    fn abs(self) -> Unary<Self::Elem, Self, unary::Abs>
-    where
-        Self::Elem: Num,
-    {
-        self.unary(unary::Abs)
-    }
-    /// x²
-    fn square(self) -> Unary<Self::Elem, Self, unary::Square>
-    where
-        Self::Elem: Num,
-    {
-        self.unary(unary::Square)
-    }
-    /// -1, 0 or 1
-    fn signum(self) -> Unary<Self::Elem, Self, unary::Signum>
-    where
-        Self::Elem: Num,
-    {
-        self.unary(unary::Signum)
-    }
-    /// max(x, 0)
-    fn relu(self) -> Unary<Self::Elem, Self, unary::Relu>
-    where
-        Self::Elem: Num,
-    {
-        self.unary(unary::Relu)
-    }
+    crate::for_each_unary_op!(crate::unary_method_rows, expr_unary_method);
+
     /// xⁿ
-    fn powi(self, n: i32) -> Unary<Self::Elem, Self, unary::Powi>
+    fn powi(self, n: i32) -> Unary<Self::Elem, Self, Powi>
     where
         Self::Elem: Num,
     {
-        self.unary(unary::Powi(n))
+        self.unary(Powi(n))
     }
     /// min(max(x, low), high)
-    fn clamp(
-        self,
-        low: Self::Elem,
-        high: Self::Elem,
-    ) -> Unary<Self::Elem, Self, unary::Clamp<Self::Elem>>
+    fn clamp(self, low: Self::Elem, high: Self::Elem) -> Unary<Self::Elem, Self, Clamp<Self::Elem>>
     where
         Self::Elem: Num,
     {
-        self.unary(unary::Clamp(low, high))
-    }
-    /// e^x (vectorised for f32; see [`crate::math`])
-    fn exp(self) -> Unary<Self::Elem, Self, unary::Exp>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Exp)
-    }
-    /// ln x
-    fn ln(self) -> Unary<Self::Elem, Self, unary::Ln>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Ln)
-    }
-    /// √x
-    fn sqrt(self) -> Unary<Self::Elem, Self, unary::Sqrt>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Sqrt)
-    }
-    /// 1/√x
-    fn rsqrt(self) -> Unary<Self::Elem, Self, unary::Rsqrt>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Rsqrt)
-    }
-    /// tanh x
-    fn tanh(self) -> Unary<Self::Elem, Self, unary::Tanh>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Tanh)
-    }
-    /// 1 / (1 + e^-x)
-    fn sigmoid(self) -> Unary<Self::Elem, Self, unary::Sigmoid>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Sigmoid)
-    }
-    /// sin x
-    fn sin(self) -> Unary<Self::Elem, Self, unary::Sin>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Sin)
-    }
-    /// cos x
-    fn cos(self) -> Unary<Self::Elem, Self, unary::Cos>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Cos)
-    }
-    /// 1/x
-    fn recip(self) -> Unary<Self::Elem, Self, unary::Recip>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Recip)
-    }
-    /// ⌊x⌋
-    fn floor(self) -> Unary<Self::Elem, Self, unary::Floor>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Floor)
-    }
-    /// ⌈x⌉
-    fn ceil(self) -> Unary<Self::Elem, Self, unary::Ceil>
-    where
-        Self::Elem: Float,
-    {
-        self.unary(unary::Ceil)
+        self.unary(Clamp(low, high))
     }
     /// x^p
-    fn powf(self, p: Self::Elem) -> Unary<Self::Elem, Self, unary::Powf<Self::Elem>>
+    fn powf(self, p: Self::Elem) -> Unary<Self::Elem, Self, Powf<Self::Elem>>
     where
         Self::Elem: Float,
     {
-        self.unary(unary::Powf(p))
+        self.unary(Powf(p))
     }
 
-    /// The larger of the two, element-wise (NaN if either is NaN).
-    fn max<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Max>
-    where
-        Self::Elem: Num,
-    {
-        self.binary(other, binary::Max)
-    }
-    /// The smaller of the two, element-wise (NaN if either is NaN).
-    fn min<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Min>
-    where
-        Self::Elem: Num,
-    {
-        self.binary(other, binary::Min)
-    }
-    /// self^other, element-wise.
-    fn pow<R: Operand<Self::Elem>>(self, other: R) -> Binary<Self::Elem, Self, R::Expr, binary::Pow>
-    where
-        Self::Elem: Float,
-    {
-        self.binary(other, binary::Pow)
-    }
-    /// `self == other`, element-wise, as a bool expression.
-    fn equal<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Equal> {
-        self.binary(other, binary::Equal)
-    }
-    /// `self != other`, element-wise.
-    fn not_equal<R: Operand<Self::Elem>>(
-        self,
-        other: R,
-    ) -> Binary<bool, Self, R::Expr, binary::NotEqual> {
-        self.binary(other, binary::NotEqual)
-    }
-    /// `self < other`, element-wise.
-    fn less<R: Operand<Self::Elem>>(self, other: R) -> Binary<bool, Self, R::Expr, binary::Less> {
-        self.binary(other, binary::Less)
-    }
-    /// `self <= other`, element-wise.
-    fn less_equal<R: Operand<Self::Elem>>(
-        self,
-        other: R,
-    ) -> Binary<bool, Self, R::Expr, binary::LessEqual> {
-        self.binary(other, binary::LessEqual)
-    }
-    /// `self > other`, element-wise.
-    fn greater<R: Operand<Self::Elem>>(
-        self,
-        other: R,
-    ) -> Binary<bool, Self, R::Expr, binary::Greater> {
-        self.binary(other, binary::Greater)
-    }
-    /// `self >= other`, element-wise.
-    fn greater_equal<R: Operand<Self::Elem>>(
-        self,
-        other: R,
-    ) -> Binary<bool, Self, R::Expr, binary::GreaterEqual> {
-        self.binary(other, binary::GreaterEqual)
-    }
+    crate::for_each_binary_op!(crate::binary_method_rows, expr_binary_method);
+    crate::for_each_compare_op!(crate::compare_method_rows, expr_binary_method);
+
     /// `self * b + c`
     #[allow(clippy::type_complexity)]
     fn mul_add<B: Operand<Self::Elem>, C: Operand<Self::Elem>>(
@@ -347,7 +218,7 @@ pub trait ExprExt: Expr {
     /// memory: leaves in host memory are copied there for the job (those already there are
     /// read in place). Tensors kept on a device need no `_on`: `eval` runs where they are.
     fn eval_on(self, device: &Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
-        device::run_on(&self, device, &[], ReduceKind::Sum)
+        device::run_on(&self, device, &[], ReduceOp::Sum)
     }
 
     /// Combines over the axes `Over` on `device` by `kind` (sum, product, max or min: a tree
@@ -355,7 +226,7 @@ pub trait ExprExt: Expr {
     fn reduce_on<Over: AxisSet>(
         self,
         device: &Device,
-        kind: ReduceKind,
+        kind: ReduceOp,
     ) -> Result<Tensor<Self::Elem, reduce::Reduced<Self, Over>>>
     where
         Self::Elem: Num,
@@ -373,7 +244,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        self.reduce_on::<Over>(device, ReduceKind::Sum)
+        self.reduce_on::<Over>(device, ReduceOp::Sum)
     }
 
     /// Evaluates into a new tensor laid out in the axis order `O` (any order of the
@@ -504,7 +375,7 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     if let Some(Device::Accelerator(backend)) = device::expr_device(expr, None)? {
-        let kind = sink.device_kind().unwrap_or(ReduceKind::Sum);
+        let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
         return device::run_expr(expr, backend, out, names, reduced, kind, None);
     }
     let mut leaves = Leaves::new();
@@ -678,7 +549,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             A::IDS,
             &A::names,
             reduced,
-            kind.unwrap_or(ReduceKind::Sum),
+            kind.unwrap_or(ReduceOp::Sum),
             Some(self.lens()),
         )?;
         let (storage, layout) = match kind {

@@ -3,11 +3,11 @@
 use std::marker::PhantomData;
 use std::ops::Range;
 
-use super::ops::{BinaryOp, UnaryOp};
-use super::{Buffers, Expr, Ir, IrNode};
+use super::{Buffers, Expr};
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
+use crate::ir::{BinaryFn, Ir, IrNode, UnaryFn};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 
 /// A constant: an expression with no axes.
@@ -70,7 +70,7 @@ pub struct UnaryEval<E, Op> {
 }
 
 // SAFETY: forwards to the inner evaluator with the same index.
-unsafe impl<E: ChunkEval, Op: UnaryOp<E::Out>> ChunkEval for UnaryEval<E, Op> {
+unsafe impl<E: ChunkEval, Op: UnaryFn<E::Out>> ChunkEval for UnaryEval<E, Op> {
     type Out = Op::Out;
     #[inline(always)]
     fn load(&mut self, outer: &[usize], start: usize, n: usize) {
@@ -91,7 +91,7 @@ unsafe impl<E: ChunkEval, Op: UnaryOp<E::Out>> ChunkEval for UnaryEval<E, Op> {
     }
 }
 
-impl<T: Element, E: Expr, Op: UnaryOp<E::Elem, Out = T>> Expr for Unary<T, E, Op> {
+impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op> {
     type Elem = T;
     type Axes = E::Axes;
     type Eval<'a>
@@ -145,7 +145,7 @@ pub struct BinaryEval<L, R, Op> {
 }
 
 // SAFETY: forwards to both evaluators with the same index.
-unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryOp<L::Out>> ChunkEval
+unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryFn<L::Out>> ChunkEval
     for BinaryEval<L, R, Op>
 {
     type Out = Op::Out;
@@ -178,7 +178,7 @@ where
     R: Expr<Elem = L::Elem>,
     L::Axes: BroadcastWith<R::Axes>,
     Broadcast<L::Axes, R::Axes>: AxisSet,
-    Op: BinaryOp<L::Elem, Out = T>,
+    Op: BinaryFn<L::Elem, Out = T>,
 {
     type Elem = T;
     type Axes = Broadcast<L::Axes, R::Axes>;
@@ -205,7 +205,7 @@ where
     fn describe(&self, ir: &mut Ir) -> usize {
         let a = self.left.describe(ir);
         let b = self.right.describe(ir);
-        ir.push(IrNode::Binary(Op::NAME, a, b))
+        self.op.describe(ir, a, b)
     }
 }
 
@@ -369,7 +369,7 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     }
     fn describe(&self, ir: &mut Ir) -> usize {
         let a = self.inner.describe(ir);
-        ir.push(IrNode::Cast(U::DTYPE.name(), a))
+        ir.push(IrNode::Cast(U::DTYPE, a))
     }
 }
 

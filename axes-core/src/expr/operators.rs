@@ -6,8 +6,8 @@ use half::{bf16, f16};
 
 use super::Expr;
 use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
-use super::ops::{binary, unary};
 use crate::element::Element;
+use crate::ir::{binary, unary};
 use crate::list::AxisSet;
 use crate::tensor::Tensor;
 

@@ -5,15 +5,17 @@ use std::any::TypeId;
 
 use super::eval::{ExprExt, evaluate, evaluate_parts};
 use super::nodes::Scalar;
-use super::ops::binary;
 use super::{Buffers, Expr, LeafBuffer, LeafData};
 use crate::axis::Axis;
-use crate::device::{Backend, Device, ReduceKind, Work, run_ir};
+use crate::device::{Backend, Device, Work, run_ir};
 use crate::element::{DType, Element};
-use crate::engine::exec::{Reduce, ReduceOp};
+use crate::engine::exec::Reduce;
 use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
-use crate::expr::{Ir, IrNode};
+use crate::ir::binary;
+use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
+use crate::ir::{CompareOp, ReduceFn, ReduceOp};
+use crate::ir::{Ir, IrNode};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
 use crate::num::{Float, Num};
@@ -26,36 +28,6 @@ pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
 pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
 
 impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
-
-macro_rules! reduce_ops {
-    ($($(#[$doc:meta])* $name:ident: $identity:expr, $combine:path, $kind:ident;)*) => {$(
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default)]
-        pub struct $name;
-        impl<T: Num> ReduceOp<T> for $name {
-            #[inline(always)]
-            fn identity() -> T {
-                $identity
-            }
-            #[inline(always)]
-            fn combine(a: T, b: T) -> T {
-                $combine(a, b)
-            }
-            const KIND: ReduceKind = ReduceKind::$kind;
-        }
-    )*};
-}
-
-reduce_ops! {
-    /// Sum.
-    SumOp: T::zero(), Num::add, Sum;
-    /// Product.
-    ProdOp: T::one(), Num::mul, Prod;
-    /// Maximum (NaN-propagating).
-    MaxOp: T::lowest(), Num::max, Max;
-    /// Minimum (NaN-propagating).
-    MinOp: T::highest(), Num::min, Min;
-}
 
 pub(crate) fn sum_sink() -> Reduce<SumOp> {
     Reduce(SumOp)
@@ -74,7 +46,7 @@ pub(crate) fn min_sink() -> Reduce<MinOp> {
 }
 
 /// Reduces `expr` over `Over` into a fresh tensor of the remaining axes.
-pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceOp<E::Elem>>(
+pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceFn<E::Elem>>(
     expr: &E,
     sink: Reduce<Op>,
 ) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
@@ -113,7 +85,7 @@ fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
 /// Reduces `expr` over the axes `over` and views the result with the expression's own axes,
 /// the reduced ones kept with stride 0 (a keep-dims reduction): it combines with the input
 /// element-wise with no further type-level bound.
-pub(crate) fn reduce_keep<E: Expr, Op: ReduceOp<E::Elem>>(
+pub(crate) fn reduce_keep<E: Expr, Op: ReduceFn<E::Elem>>(
     expr: &E,
     over: &[TypeId],
     sink: Reduce<Op>,
@@ -281,8 +253,8 @@ where
     let (position_ids, position_layout) = ([TypeId::of::<X>()], Layout::row_major(&[len]));
     let mut ir = Ir::default();
     let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
-    let is_best = ir.push(IrNode::Binary("eq", value, best_value));
-    let is_number = ir.push(IrNode::Binary("eq", value, value));
+    let is_best = ir.push(IrNode::Compare(CompareOp::Equal, value, best_value));
+    let is_number = ir.push(IrNode::Compare(CompareOp::Equal, value, value));
     let past_end = ir.push(IrNode::Scalar(len as f64));
     let nan_or_end = ir.push(IrNode::Select(is_number, past_end, position));
     ir.push(IrNode::Select(is_best, position, nan_or_end));
@@ -306,7 +278,7 @@ where
         kept: ids,
         names: &Kept::<A, X>::names,
         reduced: &over,
-        reduce: ReduceKind::Min,
+        reduce: ReduceOp::Min,
         dest: None,
     };
     let (storage, layout) = run_ir::<i64>(ir, &layouts, &buffers, backend, &work)?;

@@ -4,60 +4,30 @@
 
 use super::eval::ExprExt;
 use super::nodes::{Cast, Unary};
-use super::ops::unary;
 use super::reduce::{Reduced, Reducible};
 use crate::element::Element;
 use crate::error::Result;
+use crate::ir::unary;
 use crate::list::AxisSet;
 use crate::num::{Float, Num};
 use crate::tensor::Tensor;
 
-macro_rules! unary_methods {
-    ($bound:ident: $($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
-        impl<T: $bound, A: AxisSet> Tensor<T, A> {$(
-            $(#[$doc])*
-            pub fn $name(&self) -> Unary<T, &Self, unary::$op> {
-                ExprExt::$name(self)
+/// One borrowing method per row of the op table that has a method.
+macro_rules! tensor_unary_method {
+    ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
+        impl<T: $domain, A: AxisSet> Tensor<T, A> {
+            $($attr)*
+            ///
+            /// An expression borrowing the tensor, element-wise.
+            pub fn $method(&self) -> Unary<T, &Self, unary::$op> {
+                ExprExt::$method(self)
             }
-        )*}
+        }
     };
 }
 
-unary_methods! { Num:
-    /// |x|, element-wise (an expression borrowing the tensor).
-    abs => Abs;
-    /// x², element-wise.
-    square => Square;
-    /// -1, 0 or 1, element-wise.
-    signum => Signum;
-    /// max(x, 0), element-wise.
-    relu => Relu;
-}
-
-unary_methods! { Float:
-    /// e^x, element-wise.
-    exp => Exp;
-    /// ln x, element-wise.
-    ln => Ln;
-    /// √x, element-wise.
-    sqrt => Sqrt;
-    /// 1/√x, element-wise.
-    rsqrt => Rsqrt;
-    /// tanh x, element-wise.
-    tanh => Tanh;
-    /// 1 / (1 + e^-x), element-wise.
-    sigmoid => Sigmoid;
-    /// sin x, element-wise.
-    sin => Sin;
-    /// cos x, element-wise.
-    cos => Cos;
-    /// 1/x, element-wise.
-    recip => Recip;
-    /// ⌊x⌋, element-wise.
-    floor => Floor;
-    /// ⌈x⌉, element-wise.
-    ceil => Ceil;
-}
+crate::for_each_unary_op!(crate::unary_method_rows, tensor_unary_method);
 
 macro_rules! reductions {
     ($bound:ident: $($(#[$doc:meta])* $name:ident;)*) => {

@@ -4,7 +4,7 @@
 
 pub mod ops;
 
-use axes_core::expr::{Ir, IrNode};
+use axes_core::ir::{BinaryOp, CompareOp, Ir, IrNode, UnaryOp};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -17,9 +17,9 @@ pub fn random_ir(rng: &mut ChaCha8Rng, leaves: usize, depth: usize) -> Ir {
 }
 
 fn positive(ir: &mut Ir, x: usize) -> usize {
-    let a = ir.push(IrNode::Unary("abs", x));
+    let a = ir.push(IrNode::Unary(UnaryOp::Abs, x));
     let half = ir.push(IrNode::Scalar(0.5));
-    ir.push(IrNode::Binary("add", a, half))
+    ir.push(IrNode::Binary(BinaryOp::Add, a, half))
 }
 
 fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize {
@@ -33,30 +33,39 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
     match rng.random_range(0..4) {
         0 | 1 => {
             let x = node(rng, ir, leaves, depth - 1);
-            const SAFE: [&str; 10] = [
-                "neg", "abs", "square", "signum", "relu", "tanh", "sigmoid", "sin", "cos", "floor",
+            const SAFE: [UnaryOp; 10] = [
+                UnaryOp::Neg,
+                UnaryOp::Abs,
+                UnaryOp::Square,
+                UnaryOp::Signum,
+                UnaryOp::Relu,
+                UnaryOp::Tanh,
+                UnaryOp::Sigmoid,
+                UnaryOp::Sin,
+                UnaryOp::Cos,
+                UnaryOp::Floor,
             ];
             match rng.random_range(0..15) {
                 k @ 0..10 => ir.push(IrNode::Unary(SAFE[k], x)),
                 10 => {
                     let p = positive(ir, x);
-                    ir.push(IrNode::Unary("ln", p))
+                    ir.push(IrNode::Unary(UnaryOp::Ln, p))
                 }
                 11 => {
                     let p = positive(ir, x);
-                    ir.push(IrNode::Unary("sqrt", p))
+                    ir.push(IrNode::Unary(UnaryOp::Sqrt, p))
                 }
                 12 => {
                     let p = positive(ir, x);
-                    ir.push(IrNode::Unary("rsqrt", p))
+                    ir.push(IrNode::Unary(UnaryOp::Rsqrt, p))
                 }
                 13 => {
-                    let s = ir.push(IrNode::Unary("sin", x));
-                    ir.push(IrNode::Unary("exp", s))
+                    let s = ir.push(IrNode::Unary(UnaryOp::Sin, x));
+                    ir.push(IrNode::Unary(UnaryOp::Exp, s))
                 }
                 _ => {
                     let p = positive(ir, x);
-                    ir.push(IrNode::Unary("recip", p))
+                    ir.push(IrNode::Unary(UnaryOp::Recip, p))
                 }
             }
         }
@@ -64,19 +73,19 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
             let x = node(rng, ir, leaves, depth - 1);
             let y = node(rng, ir, leaves, depth - 1);
             match rng.random_range(0..7) {
-                0 => ir.push(IrNode::Binary("add", x, y)),
-                1 => ir.push(IrNode::Binary("sub", x, y)),
-                2 => ir.push(IrNode::Binary("mul", x, y)),
+                0 => ir.push(IrNode::Binary(BinaryOp::Add, x, y)),
+                1 => ir.push(IrNode::Binary(BinaryOp::Sub, x, y)),
+                2 => ir.push(IrNode::Binary(BinaryOp::Mul, x, y)),
                 3 => {
                     let p = positive(ir, y);
-                    ir.push(IrNode::Binary("div", x, p))
+                    ir.push(IrNode::Binary(BinaryOp::Div, x, p))
                 }
-                4 => ir.push(IrNode::Binary("max", x, y)),
-                5 => ir.push(IrNode::Binary("min", x, y)),
+                4 => ir.push(IrNode::Binary(BinaryOp::Max, x, y)),
+                5 => ir.push(IrNode::Binary(BinaryOp::Min, x, y)),
                 _ => {
                     let p = positive(ir, x);
-                    let e = ir.push(IrNode::Unary("sin", y));
-                    ir.push(IrNode::Binary("pow", p, e))
+                    let e = ir.push(IrNode::Unary(UnaryOp::Sin, y));
+                    ir.push(IrNode::Binary(BinaryOp::Pow, p, e))
                 }
             }
         }
@@ -85,8 +94,13 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
             let b = node(rng, ir, leaves, depth - 1);
             let x = node(rng, ir, leaves, depth - 1);
             let y = node(rng, ir, leaves, depth - 1);
-            const CMP: [&str; 4] = ["gt", "ge", "lt", "le"];
-            let c = ir.push(IrNode::Binary(CMP[rng.random_range(0..4)], a, b));
+            const CMP: [CompareOp; 4] = [
+                CompareOp::Greater,
+                CompareOp::GreaterEqual,
+                CompareOp::Less,
+                CompareOp::LessEqual,
+            ];
+            let c = ir.push(IrNode::Compare(CMP[rng.random_range(0..4)], a, b));
             ir.push(IrNode::Select(c, x, y))
         }
     }
@@ -122,10 +136,10 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
             IrNode::Unary(op, a) => {
                 let x = v[a];
                 match op {
-                    "neg" => -x,
-                    "abs" => x.abs(),
-                    "square" => x * x,
-                    "signum" => {
+                    UnaryOp::Neg => -x,
+                    UnaryOp::Abs => x.abs(),
+                    UnaryOp::Square => x * x,
+                    UnaryOp::Signum => {
                         if x.is_nan() {
                             x
                         } else if x > 0.0 {
@@ -136,38 +150,43 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                             0.0
                         }
                     }
-                    "relu" => max(x, 0.0),
-                    "exp" => x.exp(),
-                    "ln" => x.ln(),
-                    "sqrt" => x.sqrt(),
-                    "rsqrt" => 1.0 / x.sqrt(),
-                    "tanh" => x.tanh(),
-                    "sigmoid" => 1.0 / (1.0 + (-x).exp()),
-                    "sin" => x.sin(),
-                    "cos" => x.cos(),
-                    "recip" => 1.0 / x,
-                    "floor" => x.floor(),
-                    "ceil" => x.ceil(),
-                    other => panic!("reference lacks {other}"),
+                    UnaryOp::Relu => max(x, 0.0),
+                    UnaryOp::Exp => x.exp(),
+                    UnaryOp::Ln => x.ln(),
+                    UnaryOp::Sqrt => x.sqrt(),
+                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+                    UnaryOp::Tanh => x.tanh(),
+                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                    UnaryOp::Sin => x.sin(),
+                    UnaryOp::Cos => x.cos(),
+                    UnaryOp::Recip => 1.0 / x,
+                    UnaryOp::Floor => x.floor(),
+                    UnaryOp::Ceil => x.ceil(),
                 }
             }
             IrNode::Binary(op, a, b) => {
                 let (x, y) = (v[a], v[b]);
-                let truth = |c: bool| if c { 1.0 } else { 0.0 };
                 match op {
-                    "add" => x + y,
-                    "sub" => x - y,
-                    "mul" => x * y,
-                    "div" => x / y,
-                    "max" => max(x, y),
-                    "min" => min(x, y),
-                    "pow" => x.powf(y),
-                    "gt" => truth(x > y),
-                    "ge" => truth(x >= y),
-                    "lt" => truth(x < y),
-                    "le" => truth(x <= y),
-                    other => panic!("reference lacks {other}"),
+                    BinaryOp::Add => x + y,
+                    BinaryOp::Sub => x - y,
+                    BinaryOp::Mul => x * y,
+                    BinaryOp::Div => x / y,
+                    BinaryOp::Max => max(x, y),
+                    BinaryOp::Min => min(x, y),
+                    BinaryOp::Pow => x.powf(y),
                 }
+            }
+            IrNode::Compare(op, a, b) => {
+                let (x, y) = (v[a], v[b]);
+                let holds = match op {
+                    CompareOp::Greater => x > y,
+                    CompareOp::GreaterEqual => x >= y,
+                    CompareOp::Less => x < y,
+                    CompareOp::LessEqual => x <= y,
+                    CompareOp::Equal => x == y,
+                    CompareOp::NotEqual => x != y,
+                };
+                if holds { 1.0 } else { 0.0 }
             }
             IrNode::Select(c, a, b) => {
                 if v[c] != 0.0 {
