@@ -1,6 +1,8 @@
 //! Fused expressions and reductions against a plain reference, over random lengths, axis
 //! orders and strided, permuted, broadcast, sliced and padded inputs, in every element type.
 
+use std::f64::consts::PI;
+
 use axes::prelude::*;
 use axes::{Error, ExprExt, Num};
 use half::{bf16, f16};
@@ -145,6 +147,10 @@ fn unary_ops_against_std() {
         check!(pos.sqrt(), rpos.map(f64::sqrt));
         check!((&pos + 1.0).rsqrt(), rpos.map(|v| 1.0 / (v + 1.0).sqrt()));
         check!(x.tanh(), rx.map(f64::tanh));
+        check!(
+            x.gelu(),
+            rx.map(|v| 0.5 * v * (1.0 + ((2.0 / PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh()))
+        );
         check!(x.sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
         check!(x.sin(), rx.map(f64::sin));
         check!(x.cos(), rx.map(f64::cos));

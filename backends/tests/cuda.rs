@@ -76,6 +76,34 @@ fn kernels() -> Vec<Kernel> {
         let reduced = rng.random_range(1..=3);
         out.push(reduction(&spec, kept, reduced, ops[case % 4], Dialect::Cuda).unwrap());
     }
+    // Every op of the table in every element type it accepts, summed in one kernel per type.
+    for ty in [CType::F32, CType::F64, CType::I32, CType::I64] {
+        use axes_core::ir::{BinaryOp, CompareOp, Domain, UnaryOp};
+        let accepts = |domain: Domain| ty.is_float() || domain == Domain::Num;
+        let mut ir = Ir::default();
+        let (a, b) = (ir.leaf(), ir.leaf());
+        let mut sum = a;
+        for &op in UnaryOp::ALL.iter().filter(|op| accepts(op.domain())) {
+            let v = ir.push(IrNode::Unary(op, a));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        for &op in BinaryOp::ALL.iter().filter(|op| accepts(op.domain())) {
+            let v = ir.push(IrNode::Binary(op, a, b));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        for &op in CompareOp::ALL {
+            let c = ir.push(IrNode::Compare(op, a, b));
+            let v = ir.push(IrNode::Select(c, a, b));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        let spec = Spec {
+            ir: &ir,
+            leaves: &[ty, ty],
+            out: ty,
+            wide: false,
+        };
+        out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
+    }
     // select(x > 0, cast_f32(i), 2.5) over an i32 leaf and an f32 leaf, into f64.
     let mut ir = Ir::default();
     let (x, i) = (ir.leaf(), ir.leaf());

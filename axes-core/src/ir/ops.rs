@@ -224,6 +224,37 @@ macro_rules! for_each_unary_op {
             Recip (recip) "recip": Float, |x| T::one().div(x),
                 kernel "{1} / ({x})",
                 d |d, x, y, g| { let sq = d.mul(y, y); let gs = d.mul(g, sq); Some(d.neg(gs)) };
+            /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
+            Gelu (gelu) "gelu": Float,
+                |x| {
+                    let inner = x.add(T::from_f64(0.044715).mul(x).mul(x).mul(x));
+                    let t = T::from_f64(0.7978845608028654).mul(inner).tanh();
+                    T::from_f64(0.5).mul(x).mul(T::one().add(t))
+                },
+                kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
+                d |d, x, y, g| {
+                    // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
+                    let (c, k, k3) = (d.c(0.7978845608028654), d.c(0.044715), d.c(0.134145));
+                    let (one, half) = (d.c(1.0), d.c(0.5));
+                    let x2 = d.mul(x, x);
+                    let x3 = d.mul(x2, x);
+                    let kx3 = d.mul(k, x3);
+                    let inner = d.add(x, kx3);
+                    let u = d.mul(c, inner);
+                    let t = d.unary(UnaryOp::Tanh, u);
+                    let one_t = d.add(one, t);
+                    let left = d.mul(half, one_t);
+                    let t2 = d.mul(t, t);
+                    let sech2 = d.sub(one, t2);
+                    let k3x2 = d.mul(k3, x2);
+                    let du = d.add(one, k3x2);
+                    let cdu = d.mul(c, du);
+                    let hx = d.mul(half, x);
+                    let hxs = d.mul(hx, sech2);
+                    let right = d.mul(hxs, cdu);
+                    let dx = d.add(left, right);
+                    Some(d.mul(g, dx))
+                };
             /// ⌊x⌋
             Floor (floor) "floor": Float, |x| x.floor(),
                 kernel "{floor}({x})",

@@ -33,7 +33,7 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
     match rng.random_range(0..4) {
         0 | 1 => {
             let x = node(rng, ir, leaves, depth - 1);
-            const SAFE: [UnaryOp; 10] = [
+            const SAFE: [UnaryOp; 11] = [
                 UnaryOp::Neg,
                 UnaryOp::Abs,
                 UnaryOp::Square,
@@ -44,22 +44,23 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
                 UnaryOp::Sin,
                 UnaryOp::Cos,
                 UnaryOp::Floor,
+                UnaryOp::Gelu,
             ];
-            match rng.random_range(0..15) {
-                k @ 0..10 => ir.push(IrNode::Unary(SAFE[k], x)),
-                10 => {
+            match rng.random_range(0..16) {
+                k @ 0..11 => ir.push(IrNode::Unary(SAFE[k], x)),
+                11 => {
                     let p = positive(ir, x);
                     ir.push(IrNode::Unary(UnaryOp::Ln, p))
                 }
-                11 => {
+                12 => {
                     let p = positive(ir, x);
                     ir.push(IrNode::Unary(UnaryOp::Sqrt, p))
                 }
-                12 => {
+                13 => {
                     let p = positive(ir, x);
                     ir.push(IrNode::Unary(UnaryOp::Rsqrt, p))
                 }
-                13 => {
+                14 => {
                     let s = ir.push(IrNode::Unary(UnaryOp::Sin, x));
                     ir.push(IrNode::Unary(UnaryOp::Exp, s))
                 }
@@ -162,6 +163,10 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                     UnaryOp::Recip => 1.0 / x,
                     UnaryOp::Floor => x.floor(),
                     UnaryOp::Ceil => x.ceil(),
+                    UnaryOp::Gelu => {
+                        let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
+                        0.5 * x * (1.0 + u.tanh())
+                    }
                 }
             }
             IrNode::Binary(op, a, b) => {
