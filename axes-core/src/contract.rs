@@ -12,7 +12,7 @@ use std::any::TypeId;
 
 use half::{bf16, f16};
 
-use crate::device::{self, Device};
+use crate::dispatch;
 use crate::element::Element;
 use crate::engine::threads;
 use crate::error::{Error, Result};
@@ -21,6 +21,7 @@ use crate::list::{
     AxisSet, Difference, DifferenceWith, DotAxes, DotWith, MAX_RANK, SubsetOf, Union, UnionWith,
 };
 use crate::num::Num;
+use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
@@ -390,7 +391,7 @@ impl<T: Num> Matrices<T> {
     /// Runs the product on `backend`, where `x`, `y` and the packed operands are.
     fn run_on<L: AxisSet, R: AxisSet>(
         &self,
-        backend: &'static dyn device::Backend,
+        backend: &'static dyn crate::protocol::Backend,
         x: &Tensor<T, L>,
         y: &Tensor<T, R>,
     ) -> Result<(Storage<T>, Layout)> {
@@ -410,14 +411,14 @@ impl<T: Num> Matrices<T> {
             fn side<'s, T: Element>(
                 op: &'s MatrixOperand<T>,
                 storage: &'s Storage<T>,
-                backend: &'static dyn device::Backend,
-            ) -> Result<device::MatrixSide<'s>> {
+                backend: &'static dyn crate::protocol::Backend,
+            ) -> Result<crate::protocol::MatrixSide<'s>> {
                 let storage = op.packed.as_ref().unwrap_or(storage);
                 let memory = storage.memory().ok_or_else(|| Error::DeviceMismatch {
                     left: storage.device().to_string(),
                     right: Device::Accelerator(backend).to_string(),
                 })?;
-                Ok(device::MatrixSide {
+                Ok(crate::protocol::MatrixSide {
                     memory,
                     offset: op.offset,
                     batch_stride: op.batch.map_or(0, |b| b.1),
@@ -425,7 +426,7 @@ impl<T: Num> Matrices<T> {
                     col_stride: op.cols.1,
                 })
             }
-            let job = device::MatmulJob {
+            let job = crate::protocol::MatmulJob {
                 dtype: T::DTYPE,
                 batch: lhs.batch.map_or(1, |b| b.0),
                 m,
@@ -436,7 +437,7 @@ impl<T: Num> Matrices<T> {
             };
             backend.matmul(&job)?
         };
-        Ok((device::device_storage(backend, memory, count)?, layout))
+        Ok((dispatch::device_storage(backend, memory, count)?, layout))
     }
 
     /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch
@@ -466,7 +467,7 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     roles: &Roles,
 ) -> Result<(Storage<T>, Layout)> {
     let xl = x.lens();
-    let device = device::common_device([x.device(), y.device()])?;
+    let device = dispatch::common_device([x.device(), y.device()])?;
     let matrices = Matrices::new(x, y, roles)?;
     if let Some(Device::Accelerator(backend)) = device {
         return matrices.run_on(backend, x, y);

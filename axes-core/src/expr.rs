@@ -36,61 +36,12 @@ pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 pub use ops::{Clamp, Powf, Powi};
 pub use reduce::{Reduced, Reducible, argmax, argmin, log_softmax, softmax};
 
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
 use crate::ir::Ir;
 use crate::list::AxisSet;
-
-/// A leaf's whole buffer, with its element type (for devices).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub struct LeafBuffer<'a> {
-    /// The element type.
-    pub dtype: DType,
-    /// Where the elements are.
-    pub data: LeafData<'a>,
-}
-
-/// The leaves' buffers of one expression, in visiting order (inline up to four).
-#[doc(hidden)]
-pub type Buffers<'a> = smallvec::SmallVec<[LeafBuffer<'a>; 4]>;
-
-/// Where a leaf's elements are: host memory (as bytes) or a device buffer.
-#[doc(hidden)]
-#[derive(Clone, Copy)]
-pub enum LeafData<'a> {
-    /// Host memory.
-    Host(&'a [u8]),
-    /// A buffer on the backend's device.
-    Device(
-        &'static dyn crate::device::Backend,
-        &'a crate::device::DeviceMemory,
-    ),
-}
-
-impl std::fmt::Debug for LeafData<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LeafData::Host(bytes) => write!(f, "Host({} bytes)", bytes.len()),
-            LeafData::Device(backend, memory) => write!(
-                f,
-                "Device({}, {memory:?})",
-                crate::device::Device::Accelerator(*backend)
-            ),
-        }
-    }
-}
-
-impl LeafBuffer<'_> {
-    /// The device holding the leaf.
-    pub fn device(&self) -> crate::device::Device {
-        match self.data {
-            LeafData::Host(_) => crate::device::Device::Cpu,
-            LeafData::Device(backend, _) => crate::device::Device::Accelerator(backend),
-        }
-    }
-}
+use crate::protocol::Buffers;
 
 /// A lazy expression over named axes.
 ///

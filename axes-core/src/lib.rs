@@ -12,7 +12,7 @@ pub mod arena;
 pub mod autodiff;
 pub mod axis;
 pub mod contract;
-pub mod device;
+pub mod dispatch;
 pub mod element;
 pub mod engine;
 pub mod error;
@@ -25,12 +25,12 @@ pub mod named;
 pub mod nn;
 pub mod num;
 pub mod optim;
+pub mod protocol;
 pub mod storage;
 pub mod tensor;
 
 pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
 pub use contract::{dot, dot_on, dot_over};
-pub use device::{Device, DeviceKind};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
@@ -39,6 +39,7 @@ pub use layout::Layout;
 pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
 pub use num::{Float, Num};
+pub use protocol::{Device, DeviceKind};
 pub use storage::Storage;
 pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 
@@ -46,10 +47,10 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Flat, Len};
     pub use crate::contract::{dot, dot_over};
-    pub use crate::device::Device;
     pub use crate::element::Element;
     pub use crate::expr::{Expr, ExprExt, argmax, argmin, log_softmax, select, softmax};
     pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
+    pub use crate::protocol::Device;
     pub use crate::tensor::Tensor;
     pub use axes_macros::{Axis, tensor};
 }

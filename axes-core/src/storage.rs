@@ -5,10 +5,9 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::device::{Backend, Device, DeviceMemory, as_bytes, from_bytes};
 use crate::element::Element;
 use crate::error::Result;
-use crate::expr::LeafData;
+use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, as_bytes, from_bytes};
 
 /// A reference-counted buffer of elements, in host memory or on a device.
 ///
@@ -143,12 +142,12 @@ impl<T: Element> Storage<T> {
     }
 
     /// Where the elements are, for a device job: host bytes, or the device buffer.
-    pub(crate) fn leaf_data(&self) -> LeafData<'_> {
+    pub(crate) fn leaf_data(&self) -> BufferRef<'_> {
         match &*self.0 {
-            Buffer::Host(values) => LeafData::Host(as_bytes(values)),
+            Buffer::Host(values) => BufferRef::Host(as_bytes(values)),
             Buffer::Device {
                 backend, memory, ..
-            } => LeafData::Device(*backend, memory),
+            } => BufferRef::Device(*backend, memory),
         }
     }
 

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::DType;
-use axes_core::device::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide};
 use axes_core::error::{Error, Result};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide};
 use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};

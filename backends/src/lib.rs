@@ -7,7 +7,7 @@
 //!   dialect; the driver, NVRTC and cuBLAS are probed before any call, so a machine without
 //!   CUDA gets an error naming what is missing.
 //!
-//! Each implements [`axes_core::device::Backend`]; `OpenCl::device()` and
+//! Each implements [`axes_core::protocol::Backend`]; `OpenCl::device()` and
 //! `Cuda::device(ordinal)` give the [`Device`](axes_core::Device) that tensors are copied to
 //! with `x.to(&device)`, after which expressions, reductions and `dot` over them run there.
 //! [`device`] parses a device name (`cpu`, `cuda:0`, `opencl`).

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axes_core::device::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob};
 use axes_core::error::{Error, Result};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob};
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;

@@ -91,7 +91,7 @@ fn splits(count: usize, reduced: usize) -> usize {
 impl JobPlan {
     /// The plan for `job` in `dialect`; `None` when the result is empty.
     pub(crate) fn new(
-        job: &axes_core::device::Job<'_>,
+        job: &axes_core::protocol::Job<'_>,
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
         use axes_kernels::{CType, Spec};
@@ -172,18 +172,18 @@ impl JobPlan {
     /// by this plan) into `job`'s results: a reduction over the parts, with `job`'s operator.
     pub(crate) fn combine<'a>(
         &self,
-        job: &axes_core::device::Job<'_>,
-        partial: &'a axes_core::device::DeviceMemory,
-    ) -> axes_core::device::Job<'a> {
+        job: &axes_core::protocol::Job<'_>,
+        partial: &'a axes_core::protocol::DeviceMemory,
+    ) -> axes_core::protocol::Job<'a> {
         let mut ir = axes_core::ir::Ir::default();
         ir.leaf();
         let mut strides: Vec<isize> = (partial_strides(&job.kept, self.splits).into_iter())
             .map(|s| s as isize)
             .collect();
         strides.push(1);
-        axes_core::device::Job {
+        axes_core::protocol::Job {
             ir,
-            leaves: vec![axes_core::device::JobLeaf {
+            leaves: vec![axes_core::protocol::JobLeaf {
                 dtype: job.out,
                 memory: partial,
                 offset: 0,
@@ -199,7 +199,7 @@ impl JobPlan {
     /// The plan for a matrix product: the tiled kernel, its arguments (leaf 0 is the left
     /// operand, leaf 1 the right), and its work-group count in `items`.
     pub(crate) fn matmul(
-        job: &axes_core::device::MatmulJob<'_>,
+        job: &axes_core::protocol::MatmulJob<'_>,
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<JobPlan> {
         use axes_kernels::{CType, MATMUL_TILE, Spec};

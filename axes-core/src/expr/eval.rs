@@ -9,7 +9,7 @@ use half::{bf16, f16};
 use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 use super::ops::{Clamp, Powf, Powi};
 use super::{Expr, reduce};
-use crate::device::{self, Device};
+use crate::dispatch;
 use crate::element::Element;
 use crate::engine::exec::{self, Assign, Sink};
 use crate::engine::plan::{Destination, Leaves, Plan};
@@ -18,6 +18,7 @@ use crate::ir::{BinaryFn, ReduceOp, UnaryFn, binary, unary};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::{Float, Num};
+use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
@@ -218,7 +219,7 @@ pub trait ExprExt: Expr {
     /// memory: leaves in host memory are copied there for the job (those already there are
     /// read in place). Tensors kept on a device need no `_on`: `eval` runs where they are.
     fn eval_on(self, device: &Device) -> Result<Tensor<Self::Elem, Self::Axes>> {
-        device::run_on(&self, device, &[], ReduceOp::Sum)
+        dispatch::run_on(&self, device, &[], ReduceOp::Sum)
     }
 
     /// Combines over the axes `Over` on `device` by `kind` (sum, product, max or min: a tree
@@ -232,7 +233,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: reduce::Reducible<Over>,
     {
-        device::run_on(&self, device, Over::IDS, kind)
+        dispatch::run_on(&self, device, Over::IDS, kind)
     }
 
     /// Sums over the axes `Over` on `device` ([`ExprExt::reduce_on`] with `Sum`).
@@ -374,9 +375,9 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     sink: S,
     init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    if let Some(Device::Accelerator(backend)) = device::expr_device(expr, None)? {
+    if let Some(Device::Accelerator(backend)) = dispatch::expr_device(expr, None)? {
         let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
-        return device::run_expr(expr, backend, out, names, reduced, kind, None);
+        return dispatch::run_expr(expr, backend, out, names, reduced, kind, None);
     }
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
@@ -472,8 +473,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     pub fn fill(&mut self, value: T) -> Result<()> {
         if let Device::Accelerator(backend) = self.device() {
             let count = self.element_count();
-            let memory = backend.upload(device::as_bytes(&vec![value; count]))?;
-            let storage = device::device_storage(backend, memory, count)?;
+            let memory = backend.upload(crate::protocol::as_bytes(&vec![value; count]))?;
+            let storage = dispatch::device_storage(backend, memory, count)?;
             self.replace_parts(storage, Layout::row_major(self.lens()));
             return Ok(());
         }
@@ -507,7 +508,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         reduced: &[TypeId],
         sink: S,
     ) -> Result<()> {
-        if let Some(Device::Accelerator(backend)) = device::expr_device(expr, Some(self.device()))?
+        if let Some(Device::Accelerator(backend)) =
+            dispatch::expr_device(expr, Some(self.device()))?
         {
             return self.run_on_device(expr, reduced, sink, backend);
         }
@@ -540,10 +542,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         expr: &E,
         reduced: &[TypeId],
         sink: S,
-        backend: &'static dyn device::Backend,
+        backend: &'static dyn crate::protocol::Backend,
     ) -> Result<()> {
         let kind = sink.device_kind();
-        let (storage, layout) = device::run_expr(
+        let (storage, layout) = dispatch::run_expr(
             expr,
             backend,
             A::IDS,
@@ -556,7 +558,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             Some(kind) if S::REDUCES => {
                 let fresh = Tensor::<T, A>::new_unchecked(storage, layout);
                 let mine = self.to(&Device::Accelerator(backend))?;
-                device::combine(&mine, &fresh, backend, kind)?
+                dispatch::combine(&mine, &fresh, backend, kind)?
             }
             _ => (storage, layout),
         };

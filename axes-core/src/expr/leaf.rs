@@ -3,12 +3,13 @@
 use std::ops::Range;
 use std::ptr;
 
-use super::{Buffers, Expr, Ir, LeafBuffer};
+use super::{Expr, Ir};
 use crate::element::Element;
 use crate::engine::CHUNK;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Access, LeafLayout, Leaves, Padding, Plan};
 use crate::list::{AxisList, AxisSet};
+use crate::protocol::{Buffers, LeafBuffer};
 use crate::tensor::Tensor;
 
 /// Loads the chunks of one tensor: a pointer into the tensor where the chunk is contiguous,

@@ -3,12 +3,13 @@
 use std::marker::PhantomData;
 use std::ops::Range;
 
-use super::{Buffers, Expr};
+use super::Expr;
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
 use crate::ir::{BinaryFn, Ir, IrNode, UnaryFn};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
+use crate::protocol::Buffers;
 
 /// A constant: an expression with no axes.
 #[derive(Clone, Copy, Debug)]

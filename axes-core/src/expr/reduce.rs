@@ -3,11 +3,11 @@
 
 use std::any::TypeId;
 
+use super::Expr;
 use super::eval::{ExprExt, evaluate, evaluate_parts};
 use super::nodes::Scalar;
-use super::{Buffers, Expr, LeafBuffer, LeafData};
 use crate::axis::Axis;
-use crate::device::{Backend, Device, Work, run_ir};
+use crate::dispatch::{Work, run_ir};
 use crate::element::{DType, Element};
 use crate::engine::exec::Reduce;
 use crate::engine::plan::{LeafLayout, Leaves};
@@ -19,6 +19,7 @@ use crate::ir::{Ir, IrNode};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
 use crate::num::{Float, Num};
+use crate::protocol::{Backend, BufferRef, Buffers, Device, LeafBuffer};
 use crate::tensor::Tensor;
 
 /// The axes left after reducing expression `E` over `Over`.
@@ -249,7 +250,7 @@ where
     let len = x.lens()[<A as HasAxis<X>>::POS];
     // The positions along X, 0..len, as a leaf over X alone.
     let steps: Vec<i64> = (0..len as i64).collect();
-    let positions = backend.upload(crate::device::as_bytes(&steps))?;
+    let positions = backend.upload(crate::protocol::as_bytes(&steps))?;
     let (position_ids, position_layout) = ([TypeId::of::<X>()], Layout::row_major(&[len]));
     let mut ir = Ir::default();
     let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
@@ -270,7 +271,7 @@ where
     });
     buffers.push(LeafBuffer {
         dtype: DType::I64,
-        data: LeafData::Device(backend, &positions),
+        data: BufferRef::Device(backend, &positions),
     });
     type Kept<A, X> = Difference<A, (X,)>;
     let ids = Kept::<A, X>::IDS;

@@ -353,11 +353,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     pub fn contiguous(&self) -> Self {
         let device = self.device();
         if !device.is_cpu() && self.layout.is_padded() {
-            let copied = (self.to(&crate::device::Device::Cpu))
+            let copied = (self.to(&crate::protocol::Device::Cpu))
                 .and_then(|host| host.contiguous().to(&device));
             return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
         }
-        if let crate::device::Device::Accelerator(..) = device {
+        if let crate::protocol::Device::Accelerator(..) = device {
             let copied = crate::expr::evaluate_parts(
                 self,
                 A::IDS,

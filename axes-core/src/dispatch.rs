@@ -1,4 +1,6 @@
-//! Devices: where a tensor's elements live and where its expressions run.
+//! Where work runs: the tensor-level half of the device protocol. Finds the one device an
+//! expression's operands are on, lowers expressions to [`Job`]s for a backend, and moves
+//! tensors between devices ([`Tensor::to`]).
 //!
 //! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or an
 //! accelerator a backend runs (`axes-backends`: CUDA, and OpenCL on any GPU or on the CPU).
@@ -20,251 +22,27 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
-//! The protocol the backends implement is [`Backend`]: device memory (upload, download), and
+//! The protocol the backends implement is [`crate::protocol`]: device memory (upload, download), and
 //! [`Job`]s — an expression's run-time IR, its leaves' device buffers with their strides over
-//! the iteration axes, the lengths, and the reduction — and [`MatmulJob`]s.
+//! the iteration axes, the lengths, and the reduction — and [`MatmulJob`](crate::protocol::MatmulJob)s.
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::borrow::Cow;
-use std::fmt;
 
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
-use crate::expr::{Buffers, Expr, LeafBuffer, LeafData};
+use crate::expr::Expr;
 use crate::ir::{Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
+use crate::protocol::{
+    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, LeafBuffer, as_bytes,
+};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
-
-/// Where a tensor's elements live and where expressions over it run.
-///
-/// Cheap to copy. Two accelerator devices are equal when they are the same backend instance
-/// (backends keep one per physical device).
-#[derive(Clone, Copy)]
-pub enum Device {
-    /// Host memory; the CPU engine runs.
-    Cpu,
-    /// A device run by a backend (made by `axes_backends`, e.g. `Cuda::device(0)`).
-    Accelerator(&'static dyn Backend),
-}
-
-/// What kind of device, and which one: for matching and messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceKind {
-    /// The host.
-    Cpu,
-    /// CUDA device `ordinal`.
-    Cuda(usize),
-    /// OpenCL device `index` (in the runtime's list).
-    OpenCl(usize),
-}
-
-impl Device {
-    /// The kind of device and its number.
-    pub fn kind(&self) -> DeviceKind {
-        match self {
-            Device::Cpu => DeviceKind::Cpu,
-            Device::Accelerator(backend) => backend.kind(),
-        }
-    }
-
-    /// Whether this is the host.
-    pub fn is_cpu(&self) -> bool {
-        matches!(self, Device::Cpu)
-    }
-}
-
-impl PartialEq for Device {
-    fn eq(&self, other: &Device) -> bool {
-        match (self, other) {
-            (Device::Cpu, Device::Cpu) => true,
-            (Device::Accelerator(a), Device::Accelerator(b)) => std::ptr::addr_eq(*a, *b),
-            _ => false,
-        }
-    }
-}
-
-impl Eq for Device {}
-
-impl fmt::Display for Device {
-    /// `cpu`, `cuda:0 (NVIDIA H100 80GB HBM3)`, `opencl:0 (pthread-…)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Device::Cpu => f.write_str("cpu"),
-            Device::Accelerator(backend) => match backend.kind() {
-                DeviceKind::Cuda(n) => write!(f, "cuda:{n} ({})", backend.name()),
-                DeviceKind::OpenCl(n) => write!(f, "opencl:{n} ({})", backend.name()),
-                DeviceKind::Cpu => write!(f, "cpu ({})", backend.name()),
-            },
-        }
-    }
-}
-
-impl fmt::Debug for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// A buffer in a device's memory, owned by the backend that made it (opaque to the core).
-pub struct DeviceMemory {
-    buffer: Box<dyn Any + Send + Sync>,
-    bytes: usize,
-}
-
-impl DeviceMemory {
-    /// Wraps a backend's buffer of `bytes` bytes.
-    pub fn new<B: Any + Send + Sync>(buffer: B, bytes: usize) -> DeviceMemory {
-        DeviceMemory {
-            buffer: Box::new(buffer),
-            bytes,
-        }
-    }
-
-    /// The size in bytes.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The backend's buffer, if it is a `B`.
-    pub fn buffer<B: Any>(&self) -> Option<&B> {
-        self.buffer.downcast_ref()
-    }
-}
-
-impl fmt::Debug for DeviceMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceMemory({} bytes)", self.bytes)
-    }
-}
-
-/// One leaf of a [`Job`]: its whole device buffer, and where its elements are for each
-/// iteration axis (kept axes, then reduced ones; stride 0 where it is broadcast).
-#[derive(Clone, Debug)]
-pub struct JobLeaf<'a> {
-    /// The element type.
-    pub dtype: DType,
-    /// The buffer, on the job's device.
-    pub memory: &'a DeviceMemory,
-    /// The position of the element at index 0 on every axis.
-    pub offset: usize,
-    /// One stride per iteration axis, in elements.
-    pub strides: Vec<isize>,
-}
-
-/// Work for a device: compute `ir` over the kept axes (row-major result of `out` elements),
-/// combining over the reduced axes with `reduce` when there are any.
-#[derive(Clone, Debug)]
-pub struct Job<'a> {
-    /// The expression; leaf `k` reads `leaves[k]`.
-    pub ir: Ir,
-    /// The leaves.
-    pub leaves: Vec<JobLeaf<'a>>,
-    /// The lengths of the result's axes, in its order.
-    pub kept: Vec<usize>,
-    /// The lengths of the reduced axes (empty for an element-wise job).
-    pub reduced: Vec<usize>,
-    /// How reduced elements combine.
-    pub reduce: ReduceOp,
-    /// The result's element type.
-    pub out: DType,
-}
-
-/// One operand of a [`MatmulJob`]: its device buffer and the strides of its two dimensions.
-#[derive(Clone, Copy, Debug)]
-pub struct MatrixSide<'a> {
-    /// The buffer, on the job's device.
-    pub memory: &'a DeviceMemory,
-    /// The position of element (0, 0) of the first matrix.
-    pub offset: usize,
-    /// Stride between matrices of the batch, in elements.
-    pub batch_stride: isize,
-    /// Stride between rows, in elements.
-    pub row_stride: isize,
-    /// Stride between columns, in elements.
-    pub col_stride: isize,
-}
-
-/// A batch of matrix products for a device: `lhs` (`m`×`k`) times `rhs` (`k`×`n`) for each of
-/// `batch` pairs; the result is row-major `[batch, m, n]`.
-#[derive(Clone, Copy, Debug)]
-pub struct MatmulJob<'a> {
-    /// The element type of both operands and the result.
-    pub dtype: DType,
-    /// The number of products.
-    pub batch: usize,
-    /// Rows of the result.
-    pub m: usize,
-    /// Columns of the result.
-    pub n: usize,
-    /// The contracted length.
-    pub k: usize,
-    /// The left operand.
-    pub lhs: MatrixSide<'a>,
-    /// The right operand.
-    pub rhs: MatrixSide<'a>,
-}
-
-/// A device's runtime, as the core drives it (implemented by the OpenCL and CUDA backends).
-/// Backends live for the whole process (one per physical device), so devices are
-/// `&'static dyn Backend`.
-pub trait Backend: Send + Sync {
-    /// The device's name, for messages.
-    fn name(&self) -> String;
-    /// The kind of device and its number.
-    fn kind(&self) -> DeviceKind;
-    /// A device buffer holding a copy of `bytes`.
-    fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory>;
-    /// A host copy of a buffer this backend made.
-    fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>>;
-    /// Runs `job` into a new buffer (row-major over the kept axes).
-    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory>;
-    /// Runs a matrix product into a new buffer (row-major `m`×`n`).
-    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
-        let _ = job;
-        Err(Error::Unsupported {
-            what: format!("matrix products on {}", self.name()),
-        })
-    }
-}
-
-/// The bytes of a slice of elements.
-pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
-    // SAFETY: element types are plain numbers (f32 f64 f16 bf16 i32 i64 u8, and bool, whose
-    // byte is 0 or 1): every byte is initialised, and the byte view covers exactly the
-    // slice's memory, borrowed for as long as the slice.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
-}
-
-/// `count` elements from the bytes a device returned, or an error naming the device.
-pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device) -> Result<Vec<T>> {
-    let size = std::mem::size_of::<T>();
-    if bytes.len() != count * size {
-        return Err(Error::Unsupported {
-            what: format!(
-                "{device} returned {} bytes for {count} elements of {}",
-                bytes.len(),
-                T::DTYPE.name()
-            ),
-        });
-    }
-    let mut values: Vec<T> = vec![T::zero(); count];
-    // SAFETY: `values` holds `count` plain elements, `count * size` bytes, all overwritten by
-    // exactly that many bytes (checked above); for bool, devices write 0 or 1 (kernels store
-    // booleans as `(x != 0)`).
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            values.as_mut_ptr().cast::<u8>(),
-            bytes.len(),
-        );
-    }
-    Ok(values)
-}
 
 /// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an
 /// expression without leaves and no `dest`), or an error naming two that differ.
@@ -395,11 +173,11 @@ pub(crate) fn run_ir<T: Element>(
     let device = Device::Accelerator(backend);
     let staged = (buffers.iter())
         .map(|buffer| match buffer.data {
-            LeafData::Host(bytes) => backend.upload(bytes).map(Staged::Uploaded),
-            LeafData::Device(owner, memory) if Device::Accelerator(owner) == device => {
+            BufferRef::Host(bytes) => backend.upload(bytes).map(Staged::Uploaded),
+            BufferRef::Device(owner, memory) if Device::Accelerator(owner) == device => {
                 Ok(Staged::Resident(memory))
             }
-            LeafData::Device(..) => Err(Error::DeviceMismatch {
+            BufferRef::Device(..) => Err(Error::DeviceMismatch {
                 left: buffer.device().to_string(),
                 right: device.to_string(),
             }),

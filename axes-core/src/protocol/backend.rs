@@ -1,0 +1,27 @@
+//! The trait every device's runtime implements.
+
+use super::{DeviceKind, DeviceMemory, Job, MatmulJob};
+use crate::error::{Error, Result};
+
+/// A device's runtime, as the core drives it (implemented by the OpenCL and CUDA backends).
+/// Backends live for the whole process (one per physical device), so devices are
+/// `&'static dyn Backend`.
+pub trait Backend: Send + Sync {
+    /// The device's name, for messages.
+    fn name(&self) -> String;
+    /// The kind of device and its number.
+    fn kind(&self) -> DeviceKind;
+    /// A device buffer holding a copy of `bytes`.
+    fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory>;
+    /// A host copy of a buffer this backend made.
+    fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>>;
+    /// Runs `job` into a new buffer (row-major over the kept axes).
+    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory>;
+    /// Runs a matrix product into a new buffer (row-major `m`×`n`).
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        let _ = job;
+        Err(Error::Unsupported {
+            what: format!("matrix products on {}", self.name()),
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! Where a tensor's elements live: the CPU or a backend's device.
+
+use std::fmt;
+
+use super::Backend;
+
+/// Where a tensor's elements live and where expressions over it run.
+///
+/// Cheap to copy. Two accelerator devices are equal when they are the same backend instance
+/// (backends keep one per physical device).
+#[derive(Clone, Copy)]
+pub enum Device {
+    /// Host memory; the CPU engine runs.
+    Cpu,
+    /// A device run by a backend (made by `axes_backends`, e.g. `Cuda::device(0)`).
+    Accelerator(&'static dyn Backend),
+}
+
+/// What kind of device, and which one: for matching and messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The host.
+    Cpu,
+    /// CUDA device `ordinal`.
+    Cuda(usize),
+    /// OpenCL device `index` (in the runtime's list).
+    OpenCl(usize),
+}
+
+impl Device {
+    /// The kind of device and its number.
+    pub fn kind(&self) -> DeviceKind {
+        match self {
+            Device::Cpu => DeviceKind::Cpu,
+            Device::Accelerator(backend) => backend.kind(),
+        }
+    }
+
+    /// Whether this is the host.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Device::Cpu)
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Device) -> bool {
+        match (self, other) {
+            (Device::Cpu, Device::Cpu) => true,
+            (Device::Accelerator(a), Device::Accelerator(b)) => std::ptr::addr_eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Device {}
+
+impl fmt::Display for Device {
+    /// `cpu`, `cuda:0 (NVIDIA H100 80GB HBM3)`, `opencl:0 (pthread-…)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Accelerator(backend) => match backend.kind() {
+                DeviceKind::Cuda(n) => write!(f, "cuda:{n} ({})", backend.name()),
+                DeviceKind::OpenCl(n) => write!(f, "opencl:{n} ({})", backend.name()),
+                DeviceKind::Cpu => write!(f, "cpu ({})", backend.name()),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -1,0 +1,145 @@
+//! Device buffers, and the buffers of an expression's leaves as plain data.
+
+use std::any::Any;
+use std::fmt;
+
+use super::Device;
+use crate::element::{DType, Element};
+use crate::error::{Error, Result};
+
+/// A buffer in a device's memory, owned by the backend that made it (opaque to the core).
+pub struct DeviceMemory {
+    buffer: Box<dyn Any + Send + Sync>,
+    bytes: usize,
+}
+
+impl DeviceMemory {
+    /// Wraps a backend's buffer of `bytes` bytes.
+    pub fn new<B: Any + Send + Sync>(buffer: B, bytes: usize) -> DeviceMemory {
+        DeviceMemory {
+            buffer: Box::new(buffer),
+            bytes,
+        }
+    }
+
+    /// The size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The backend's buffer, if it is a `B`.
+    pub fn buffer<B: Any>(&self) -> Option<&B> {
+        self.buffer.downcast_ref()
+    }
+}
+
+impl fmt::Debug for DeviceMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceMemory({} bytes)", self.bytes)
+    }
+}
+
+/// A leaf's whole buffer, with its element type (for devices).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct LeafBuffer<'a> {
+    /// The element type.
+    pub dtype: DType,
+    /// Where the elements are.
+    pub data: BufferRef<'a>,
+}
+
+/// The leaves' buffers of one expression, in visiting order (inline up to four).
+#[doc(hidden)]
+pub type Buffers<'a> = smallvec::SmallVec<[LeafBuffer<'a>; 4]>;
+
+/// Where a leaf's elements are: host memory (as bytes) or a device buffer.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum BufferRef<'a> {
+    /// Host memory.
+    Host(&'a [u8]),
+    /// A buffer on the backend's device.
+    Device(
+        &'static dyn crate::protocol::Backend,
+        &'a crate::protocol::DeviceMemory,
+    ),
+}
+
+impl std::fmt::Debug for BufferRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BufferRef::Host(bytes) => write!(f, "Host({} bytes)", bytes.len()),
+            BufferRef::Device(backend, memory) => write!(
+                f,
+                "Device({}, {memory:?})",
+                crate::protocol::Device::Accelerator(*backend)
+            ),
+        }
+    }
+}
+
+impl LeafBuffer<'_> {
+    /// The device holding the leaf.
+    pub fn device(&self) -> crate::protocol::Device {
+        match self.data {
+            BufferRef::Host(_) => crate::protocol::Device::Cpu,
+            BufferRef::Device(backend, _) => crate::protocol::Device::Accelerator(backend),
+        }
+    }
+}
+
+/// The bytes of a slice of elements.
+pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: element types are plain numbers (f32 f64 f16 bf16 i32 i64 u8, and bool, whose
+    // byte is 0 or 1): every byte is initialised, and the byte view covers exactly the
+    // slice's memory, borrowed for as long as the slice.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// `count` elements from the bytes a device returned, or an error naming the device.
+pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() != count * size {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{device} returned {} bytes for {count} elements of {}",
+                bytes.len(),
+                T::DTYPE.name()
+            ),
+        });
+    }
+    if T::DTYPE == DType::Bool && bytes.iter().any(|&b| b > 1) {
+        return Err(Error::Unsupported {
+            what: format!("{device} returned a bool that is neither 0 nor 1"),
+        });
+    }
+    let mut values: Vec<T> = vec![T::zero(); count];
+    // SAFETY: `values` holds `count` plain elements, `count * size` bytes, all overwritten by
+    // exactly that many bytes (checked above); every byte of a bool is 0 or 1 (checked above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            values.as_mut_ptr().cast::<u8>(),
+            bytes.len(),
+        );
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_and_bad_bools_are_errors() {
+        let values = [1.5f32, -2.0, 0.25];
+        let back: Vec<f32> = from_bytes(as_bytes(&values), 3, Device::Cpu).unwrap();
+        assert_eq!(back, values);
+        assert!(from_bytes::<f32>(as_bytes(&values), 2, Device::Cpu).is_err());
+        let bools: Vec<bool> = from_bytes(&[0, 1, 1], 3, Device::Cpu).unwrap();
+        assert_eq!(bools, [false, true, true]);
+        let err = from_bytes::<bool>(&[0, 2, 1], 3, Device::Cpu).unwrap_err();
+        assert!(err.to_string().contains("neither 0 nor 1"), "{err}");
+    }
+}

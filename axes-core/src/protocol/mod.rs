@@ -1,0 +1,19 @@
+//! What every backend implements, as plain data: the [`Device`] a tensor lives on, device
+//! memory and views of host memory as bytes, the [`Job`]s and [`MatmulJob`]s a backend runs
+//! (an expression's run-time IR over buffers with strides, reductions, contractions) and
+//! the [`Backend`] trait itself. Nothing here decides where work runs or knows tensors or
+//! expressions: that is [`crate::dispatch`]'s part, above.
+//!
+//! Backend authors implement [`Backend`]; the OpenCL and CUDA backends of `axes-backends`
+//! are the examples.
+
+mod backend;
+mod device;
+mod job;
+mod memory;
+
+pub use backend::Backend;
+pub use device::{Device, DeviceKind};
+pub use job::{Job, JobLeaf, MatmulJob, MatrixSide};
+pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer};
+pub(crate) use memory::{as_bytes, from_bytes};
