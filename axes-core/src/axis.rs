@@ -18,10 +18,7 @@
 //! assert_eq!(<Dual<Batch>>::name(), "Dual<Batch>");
 //! ```
 
-mod flat;
 pub mod id;
-
-pub use flat::Flat;
 
 use std::borrow::Cow;
 use std::fmt;

@@ -29,14 +29,14 @@ pub mod protocol;
 pub mod storage;
 pub mod tensor;
 
-pub use axis::{At, Axis, Dual, Flat, Len, PrimalAxis, roles};
+pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
 pub use contract::{dot, dot_on, dot_over};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
 pub use expr::{Expr, ExprExt, IntoExpr, argmax, argmin, log_softmax, select, softmax};
 pub use layout::Layout;
-pub use list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
+pub use list::{AxisList, AxisSet, Flat, HasAxis, SameAxes, SubsetOf};
 pub use named::{Coords, NamedIndex, NamedLengths};
 pub use num::{Float, Num};
 pub use protocol::{Device, DeviceKind};
@@ -45,11 +45,11 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {
-    pub use crate::axis::{At, Axis, Dual, Flat, Len};
+    pub use crate::axis::{At, Axis, Dual, Len};
     pub use crate::contract::{dot, dot_over};
     pub use crate::element::Element;
     pub use crate::expr::{Expr, ExprExt, argmax, argmin, log_softmax, select, softmax};
-    pub use crate::list::{AxisList, AxisSet, HasAxis, SameAxes, SubsetOf};
+    pub use crate::list::{AxisList, AxisSet, Flat, HasAxis, SameAxes, SubsetOf};
     pub use crate::protocol::Device;
     pub use crate::tensor::Tensor;
     pub use axes_macros::{Axis, tensor};

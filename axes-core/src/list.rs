@@ -25,9 +25,11 @@
 //! ```
 
 mod checks;
+mod flat;
 mod ops;
 
 pub use checks::{AxisSet, HasAxis, SameAxes, SameCount, SubsetOf};
+pub use flat::Flat;
 pub use ops::{
     Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith,
     Intersection, IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,

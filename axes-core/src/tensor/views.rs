@@ -7,10 +7,11 @@ use std::any::TypeId;
 use std::ops::{Bound, RangeBounds};
 
 use super::Tensor;
-use crate::axis::{At, Axis, Flat};
+use crate::axis::{At, Axis};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::list::Flat;
 use crate::list::{
     AxisList, AxisSet, Concat, ConcatWith, Difference, DifferenceWith, HasAxis, MAX_RANK, SameAxes,
     SameCount, SubsetOf, TransposeAxes, Transposed, find_positions,

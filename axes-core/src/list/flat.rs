@@ -3,9 +3,9 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use super::id::FlatId;
-use super::{Axis, Dual, PrimalAxis};
-use crate::list::{AxisSet, Cons, MAX_RANK, Nil};
+use super::{AxisSet, Cons, MAX_RANK, Nil};
+use crate::axis::id::FlatId;
+use crate::axis::{Axis, Dual, PrimalAxis};
 
 /// The composite axis made of the axes `L` in order (the last varying fastest), as
 /// `Tensor::flatten::<L>()` produces; `unflatten` splits it back.
