@@ -13,7 +13,7 @@ use crate::axis::{Axis, Dual, PrimalAxis};
 /// ```
 /// # extern crate axes_core as axes;
 /// use axes::prelude::*;
-/// use axes::axis::Flat;
+/// use axes::list::Flat;
 /// #[derive(Axis)] struct C;
 /// #[derive(Axis)] #[axis(len = 4)] struct H;
 /// assert_eq!(<Flat<(C, H)>>::name(), "Flat<(C, H)>");
