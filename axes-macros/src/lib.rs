@@ -3,8 +3,11 @@
 //! Generated code names only `::axes::__private`. Use these through the `axes` crate.
 
 mod axis_derive;
+mod check;
 mod errors;
-mod expression;
+mod expand;
+mod lower;
+mod parse;
 mod tensor_type;
 
 use proc_macro::TokenStream;
@@ -44,13 +47,22 @@ pub fn derive_axis(input: TokenStream) -> TokenStream {
 ///
 /// Axes on the right but not on the left are summed (the einsum and Cortex rule); such an
 /// axis must appear in every top-level term of a `+`/`-`, else write the sum explicitly with
-/// `sum[Axis](..)` (also `max`, `min`, `mean`, `prod`, `logsumexp`). Functions: `exp`, `ln`,
-/// `sqrt`, `rsqrt`, `tanh`, `sigmoid`, `relu`, `abs`, `square`, `sin`, `cos`, `recip`,
-/// `signum`, `floor`, `ceil`, `max(a, b)`, `min(a, b)`, `pow(a, b)`, `select(c, a, b)`.
-/// Scalars: literals, variables, `{ any Rust expression }`. The macro reports on the exact
-/// token an axis written twice for one operand, a result axis missing on the right, and a
-/// summed axis missing from a term; an operand whose written axes differ from its type's is
-/// a type error at the operand.
+/// `sum[Axis](..)` (also `max`, `min`, `mean`, `prod`, `logsumexp`). Functions: `max(a, b)`,
+/// `min(a, b)`, `pow(a, b)`, `select(c, a, b)` and `neg(x)` (which is `-x`); any other call
+/// `name(x)` of one argument is the element-wise method `x.name()`: `exp`, `ln`, `sqrt`,
+/// `rsqrt`, `tanh`, `sigmoid`, `gelu`, `relu`, `abs`, `square`, `sin`, `cos`, `recip`,
+/// `signum`, `floor`, `ceil`, and any method expressions gain later (an unknown name is a
+/// type error at the name). Scalars: literals, variables, `{ any Rust expression }`. The
+/// macro reports on the exact token an axis written twice for one operand, a result axis
+/// missing on the right, a summed axis missing from a term, and a function given the wrong
+/// number of arguments (a reduction written without its axes, `sum(x)`, among them); an
+/// operand whose written axes differ from its type's is a type error at the operand.
+///
+/// A right-hand side that is exactly `operand * operand` with summed axes is a contraction
+/// and runs on the matrix-multiply (GEMM) path, the shared axes that are kept being batch
+/// axes. Anything more, even `2.0 * x[B, H] * w[H, C]` or `sum[H](x[B, H] * w[H, C]) + c[C]`,
+/// runs as one fused loop; to keep the GEMM path, write the product as a statement of its
+/// own and use its result in the next.
 ///
 /// ```
 /// use axes::prelude::*;
@@ -85,7 +97,7 @@ pub fn tensor(input: TokenStream) -> TokenStream {
     let expanded = if is_type {
         syn::parse2::<tensor_type::TensorType>(tokens).and_then(|input| tensor_type::expand(&input))
     } else {
-        syn::parse2::<expression::Statement>(tokens).and_then(|input| expression::expand(&input))
+        syn::parse2::<parse::Statement>(tokens).and_then(|input| expand::expand(&input))
     };
     expanded
         .unwrap_or_else(syn::Error::into_compile_error)
