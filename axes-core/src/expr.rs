@@ -1,7 +1,7 @@
 //! Lazy expressions (r-tensors): `&x + &y`, `x.exp()`, `(&x - &y).square().sum_all()` build a
-//! typed tree that computes nothing until it is evaluated ([`ExprExt::eval`]), assigned
-//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced ([`ExprExt::sum`]). Evaluation runs the
-//! whole tree as one loop nest ([`crate::engine`]): no temporaries.
+//! typed tree that computes nothing until it is evaluated ([`ExprExt::eval`](crate::ExprExt::eval)), assigned
+//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced ([`ExprExt::sum`](crate::ExprExt::sum)). This module
+//! builds them; [`crate::eval`] runs them, the whole tree as one loop nest: no temporaries.
 //!
 //! The result axes of a binary operation follow the elementwise ordering rules
 //! ([`crate::list::Broadcast`]); every axis two operands share must have one length, else
@@ -21,27 +21,51 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 
-mod eval;
 mod leaf;
 mod nodes;
+mod operand;
 mod operators;
 mod ops;
-mod reduce;
-mod tensor_methods;
 
-pub(crate) use eval::evaluate_parts;
-pub use eval::{ExprExt, IntoExpr, Operand, select, sum_in};
 pub use leaf::LeafEval;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
+pub use operand::{IntoExpr, Operand, select};
 pub use ops::{Clamp, Powf, Powi};
-pub use reduce::{Reduced, Reducible, argmax, argmin, log_softmax, softmax};
 
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
 use crate::ir::Ir;
-use crate::list::AxisSet;
+use crate::list::{AxisSet, Difference, DifferenceWith, SubsetOf};
 use crate::protocol::Buffers;
+
+/// Keeps [`Expr`] implemented only here.
+mod sealed {
+    use super::{Binary, Cast, MapFn, Scalar, Select, Unary};
+    use crate::element::Element;
+    use crate::list::AxisSet;
+    use crate::tensor::Tensor;
+
+    #[allow(unreachable_pub)] // public in a private module: the sealed-trait pattern
+    pub trait Sealed {}
+
+    impl<T: Element, A: AxisSet> Sealed for Tensor<T, A> {}
+    impl<E: Sealed> Sealed for &E {}
+    impl<T> Sealed for Scalar<T> {}
+    impl<T, E, Op> Sealed for Unary<T, E, Op> {}
+    impl<T, L, R, Op> Sealed for Binary<T, L, R, Op> {}
+    impl<T, C, A, B> Sealed for Select<T, C, A, B> {}
+    impl<E, U> Sealed for Cast<E, U> {}
+    impl<U, E, F> Sealed for MapFn<U, E, F> {}
+}
+
+/// The axes left after reducing expression `E` over `Over`.
+pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
+
+/// Axes that can be reduced over `Over` (every axis of `Over` is one of them).
+pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
+
+impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
 
 /// A lazy expression over named axes.
 ///
@@ -49,8 +73,11 @@ use crate::protocol::Buffers;
 /// the operators build. Its methods are in three groups: element-wise operations that build
 /// bigger expressions (`exp`, `max`, ...), evaluation (`eval`, `eval_in`), and reductions
 /// (`sum`, `max_over`, ...), which evaluate.
+///
+/// Sealed: the expressions are this module's nodes, scalars and tensors; the hidden methods
+/// belong to the CPU engine and are not API.
 #[must_use = "an expression computes nothing until it is evaluated, assigned or reduced"]
-pub trait Expr: Sized + Sync {
+pub trait Expr: Sized + Sync + sealed::Sealed {
     /// The element type of the result.
     type Elem: Element;
     /// The axes of the result.

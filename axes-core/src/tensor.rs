@@ -123,6 +123,18 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         }
     }
 
+    /// A tensor over another buffer and layout (a copy of this one), keeping the flatten
+    /// parts.
+    pub(crate) fn with_parts(&self, storage: Storage<T>, layout: Layout) -> Tensor<T, A> {
+        debug_assert!(layout.rank() == A::RANK && layout.fits(storage.len()));
+        Tensor {
+            storage,
+            layout,
+            flat_parts: self.flat_parts.clone(),
+            _axes: PhantomData,
+        }
+    }
+
     /// Replaces the buffer and layout (a result computed on a device), keeping the flatten
     /// parts.
     pub(crate) fn replace_parts(&mut self, storage: Storage<T>, layout: Layout) {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::error::{Error, Result};
-use crate::expr::ExprExt;
+use crate::eval::ExprExt;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::Float;

@@ -345,66 +345,6 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(source.view(source.layout.split(axis, parts)))
     }
 
-    /// A copy of the elements into a fresh row-major buffer in the order of `A` (padding
-    /// written out as zeros, broadcast axes repeated), on the tensor's device. (Kernels do
-    /// not read padded views: a padded view on a device is written out through the host.)
-    ///
-    /// # Panics
-    /// On a device, when the device fails (out of memory, lost).
-    pub fn contiguous(&self) -> Self {
-        let device = self.device();
-        if !device.is_cpu() && self.layout.is_padded() {
-            let copied = (self.to(&crate::protocol::Device::Cpu))
-                .and_then(|host| host.contiguous().to(&device));
-            return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
-        }
-        if let crate::protocol::Device::Accelerator(..) = device {
-            let copied = crate::expr::evaluate_parts(
-                self,
-                A::IDS,
-                &A::names,
-                &[],
-                crate::engine::exec::Assign,
-                T::zero(),
-            );
-            match copied {
-                Ok((storage, layout)) => {
-                    let mut out = Tensor::new_unchecked(storage, layout);
-                    out.flat_parts = self.flat_parts.clone();
-                    return out;
-                }
-                Err(e) => panic!("copying a tensor on {}: {e}", self.device()),
-            }
-        }
-        let mut out = Tensor::new_unchecked(
-            Storage::new(self.read_in(&self.layout)),
-            Layout::row_major(self.lens()),
-        );
-        out.flat_parts = self.flat_parts.clone();
-        out
-    }
-
-    /// A copy of the elements into a fresh row-major buffer in the axis order `O` (any
-    /// order of `A`'s axes).
-    ///
-    /// ```
-    /// # extern crate axes_core as axes;
-    /// use axes::prelude::*;
-    /// #[derive(Axis)] struct Row;
-    /// #[derive(Axis)] struct Col;
-    /// let x = Tensor::<u8, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
-    /// let t = x.to_layout::<(Col, Row)>();
-    /// assert_eq!(t.storage().as_slice(), &[1, 3, 2, 4]);
-    /// assert_eq!(t, x);
-    /// # Ok::<(), axes::Error>(())
-    /// ```
-    pub fn to_layout<O: AxisSet>(&self) -> Tensor<T, O>
-    where
-        A: SameAxes<O>,
-    {
-        self.axes_with_order::<O>().contiguous()
-    }
-
     /// The elements of `layout` (a view of this tensor's storage), row-major.
     pub(crate) fn read_in(&self, layout: &Layout) -> Vec<T> {
         let data = self.storage.as_slice();

@@ -3,32 +3,23 @@
 
 use std::any::TypeId;
 
-use super::Expr;
-use super::eval::{ExprExt, evaluate, evaluate_parts};
-use super::nodes::Scalar;
+use super::ExprExt;
 use crate::axis::Axis;
-use crate::dispatch::{Work, run_ir};
+use crate::dispatch::{Work, evaluate, evaluate_parts, run_ir};
 use crate::element::{DType, Element};
 use crate::engine::exec::Reduce;
 use crate::engine::plan::{LeafLayout, Leaves};
 use crate::error::{Error, Result};
+use crate::expr::{Expr, Reduced, Reducible, Scalar, select};
 use crate::ir::binary;
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{CompareOp, ReduceFn, ReduceOp};
 use crate::ir::{Ir, IrNode};
 use crate::layout::Layout;
-use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, SubsetOf};
+use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK};
 use crate::num::{Float, Num};
 use crate::protocol::{Backend, BufferRef, Buffers, Device, LeafBuffer};
 use crate::tensor::Tensor;
-
-/// The axes left after reducing expression `E` over `Over`.
-pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
-
-/// Axes that can be reduced over `Over` (every axis of `Over` is one of them).
-pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
-
-impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
 
 pub(crate) fn sum_sink() -> Reduce<SumOp> {
     Reduce(SumOp)
@@ -136,7 +127,7 @@ where
 /// where `m` is finite (an expression, so it runs on any device).
 fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
     let finite = m.binary(m, binary::Sub).equal(Scalar(T::zero()));
-    super::eval::select(finite, m, Scalar(T::zero())).eval()
+    select(finite, m, Scalar(T::zero())).eval()
 }
 
 pub(crate) fn logsumexp<E: Expr, Over: AxisSet>(

@@ -2,11 +2,10 @@
 //! [`Tensor`] that borrow it (`x.exp()`, `x.sum::<(Batch,)>()`), so that using them does not
 //! move the tensor into the expression.
 
-use super::eval::ExprExt;
-use super::nodes::{Cast, Unary};
-use super::reduce::{Reduced, Reducible};
+use super::ExprExt;
 use crate::element::Element;
 use crate::error::Result;
+use crate::expr::{Cast, Reduced, Reducible, Unary};
 use crate::ir::unary;
 use crate::list::AxisSet;
 use crate::num::{Float, Num};

@@ -1,32 +1,5 @@
-//! Where work runs: the tensor-level half of the device protocol. Finds the one device an
-//! expression's operands are on, lowers expressions to [`Job`]s for a backend, and moves
-//! tensors between devices ([`Tensor::to`]).
-//!
-//! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or an
-//! accelerator a backend runs (`axes-backends`: CUDA, and OpenCL on any GPU or on the CPU).
-//! Every tensor knows its device ([`Tensor::device`]); [`Tensor::to`] copies it to another.
-//! Expressions, reductions, assignments and `dot` over tensors on one accelerator run there,
-//! as generated kernels, and their results stay there: the same user code, nothing changed
-//! but the device. Operands on different devices are an error that names both.
-//!
-//! ```
-//! # extern crate axes_core as axes;
-//! use axes::prelude::*;
-//! #[derive(Axis)] struct Row;
-//! let x = Tensor::<f32, (Row,)>::from_vec(Row.len(3), vec![1., 2., 3.])?;
-//! assert_eq!(x.device(), Device::Cpu);
-//! // with `axes-backends` (feature `opencl` or `cuda`):
-//! // let gpu = axes_backends::cuda::Cuda::device(0)?;
-//! // let y = (&x.to(&gpu)? * 2.0).exp().eval()?;   // runs on the GPU, stays there
-//! // let back = y.to(&Device::Cpu)?;
-//! # Ok::<(), axes::Error>(())
-//! ```
-//!
-//! The protocol the backends implement is [`crate::protocol`]: device memory (upload, download), and
-//! [`Job`]s — an expression's run-time IR, its leaves' device buffers with their strides over
-//! the iteration axes, the lengths, and the reduction — and [`MatmulJob`](crate::protocol::MatmulJob)s.
-//! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
-//! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
+//! Lowering to device jobs: an expression (or an IR and its leaves) becomes a [`Job`] for a
+//! backend, its host leaves staged on the device for the job.
 
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -39,40 +12,10 @@ use crate::ir::{Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::protocol::{
-    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, LeafBuffer, as_bytes,
+    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, LeafBuffer,
 };
 use crate::storage::Storage;
 use crate::tensor::Tensor;
-
-/// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an
-/// expression without leaves and no `dest`), or an error naming two that differ.
-pub(crate) fn expr_device<E: Expr>(expr: &E, dest: Option<Device>) -> Result<Option<Device>> {
-    let mut buffers = Buffers::new();
-    expr.buffers(&mut buffers);
-    common_device(
-        dest.into_iter()
-            .chain(buffers.iter().map(LeafBuffer::device)),
-    )
-}
-
-/// The one device all of `devices` are on (`None` for none), or an error naming two that
-/// differ.
-pub(crate) fn common_device(devices: impl IntoIterator<Item = Device>) -> Result<Option<Device>> {
-    let mut found: Option<Device> = None;
-    for device in devices {
-        match found {
-            None => found = Some(device),
-            Some(first) if first == device => {}
-            Some(first) => {
-                return Err(Error::DeviceMismatch {
-                    left: first.to_string(),
-                    right: device.to_string(),
-                });
-            }
-        }
-    }
-    Ok(found)
-}
 
 /// Runs `expr` on `backend` into a fresh buffer, row-major over the axes `kept` (type ids, in
 /// the result's order), combining over the axes `reduced` with `reduce`. Leaves in host memory
@@ -272,97 +215,4 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
         dest: Some(a.lens()),
     };
     run_ir(ir, &layouts, &buffers, backend, &work)
-}
-
-/// Runs `expr` on `device` for one call into a host tensor with axes `R` (the expression's
-/// axes less `over`): host leaves are copied there, the result back.
-pub(crate) fn run_on<E: Expr, R: AxisSet>(
-    expr: &E,
-    device: &Device,
-    over: &[TypeId],
-    reduce: ReduceOp,
-) -> Result<Tensor<E::Elem, R>> {
-    let Device::Accelerator(backend) = *device else {
-        return Err(Error::Unsupported {
-            what: "`*_on(&Device::Cpu)`: evaluate on the CPU with `eval`, `sum`, …".into(),
-        });
-    };
-    let (storage, layout) = run_expr(expr, backend, R::IDS, &R::names, over, reduce, None)?;
-    let values = storage.host()?.to_vec();
-    Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits"))
-}
-
-impl<T: Element, A: AxisSet> Tensor<T, A> {
-    /// The device that holds this tensor's elements.
-    pub fn device(&self) -> Device {
-        self.storage().device()
-    }
-
-    /// This tensor on `device`: the same tensor (no copy) when it is there already, else a
-    /// copy. Copying to a device copies only what the view reaches (a view that skips or
-    /// repeats elements is made contiguous first); copying back keeps the layout.
-    ///
-    /// ```
-    /// # extern crate axes_core as axes;
-    /// use axes::prelude::*;
-    /// #[derive(Axis)] struct Row;
-    /// let x = Tensor::<f32, (Row,)>::from_vec(Row.len(2), vec![1., 2.])?;
-    /// let same = x.to(&Device::Cpu)?;
-    /// assert!(same.shares_storage_with(&x));
-    /// # Ok::<(), axes::Error>(())
-    /// ```
-    pub fn to(&self, device: &Device) -> Result<Tensor<T, A>> {
-        let here = self.device();
-        if here == *device {
-            return Ok(self.clone());
-        }
-        let host = if here.is_cpu() {
-            self.clone()
-        } else {
-            let values = self.storage().host()?.to_vec();
-            self.with_storage(Storage::new(values))
-        };
-        let Device::Accelerator(backend) = *device else {
-            return Ok(host);
-        };
-        let layout = host.layout();
-        let whole = layout.is_injective()
-            && !layout.is_padded()
-            && layout.element_count() == Some(host.storage().len());
-        let host = if whole { host } else { host.contiguous() };
-        let len = host.storage().len();
-        let memory = backend.upload(as_bytes(host.storage().host()?))?;
-        Ok(host.with_storage(device_storage(backend, memory, len)?))
-    }
-
-    /// The elements copied row-major with the axes in `order` (positions in `A`), on the
-    /// tensor's device: packing for flattening and contractions.
-    pub(crate) fn packed_in(&self, order: &[usize]) -> Result<Storage<T>> {
-        match self.device() {
-            Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order)))),
-            Device::Accelerator(backend) => {
-                let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
-                let names = || {
-                    let all = A::names();
-                    order.iter().map(|&a| all[a].clone()).collect()
-                };
-                let packed = run_expr(self, backend, &kept, &names, &[], ReduceOp::Sum, None)?;
-                Ok(packed.0)
-            }
-        }
-    }
-
-    /// An error naming `what` when this tensor is not in host memory (for operations that
-    /// run on the CPU only).
-    pub(crate) fn require_host(&self, what: &str) -> Result<()> {
-        match self.device() {
-            Device::Cpu => Ok(()),
-            device => Err(Error::Unsupported {
-                what: format!(
-                    "{what} on a tensor on {device}: it runs on the CPU only; copy the tensor \
-                     with `.to(&Device::Cpu)` first"
-                ),
-            }),
-        }
-    }
 }

@@ -1,0 +1,148 @@
+//! Where work runs: the tensor-level half of the device protocol. An expression runs where
+//! its operands are (the one device they share): in host memory by the CPU loop engine, on
+//! an accelerator as a [`Job`](crate::protocol::Job) lowered here. Tensors move between
+//! devices by [`Tensor::to`].
+//!
+//! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or an
+//! accelerator a backend runs (`axes-backends`: CUDA, and OpenCL on any GPU or on the CPU).
+//! Every tensor knows its device ([`Tensor::device`]); [`Tensor::to`] copies it to another.
+//! Expressions, reductions, assignments and `dot` over tensors on one accelerator run there,
+//! as generated kernels, and their results stay there: the same user code, nothing changed
+//! but the device. Operands on different devices are an error that names both.
+//!
+//! ```
+//! # extern crate axes_core as axes;
+//! use axes::prelude::*;
+//! #[derive(Axis)] struct Row;
+//! let x = Tensor::<f32, (Row,)>::from_vec(Row.len(3), vec![1., 2., 3.])?;
+//! assert_eq!(x.device(), Device::Cpu);
+//! // with `axes-backends` (feature `opencl` or `cuda`):
+//! // let gpu = axes_backends::cuda::Cuda::device(0)?;
+//! // let y = (&x.to(&gpu)? * 2.0).exp().eval()?;   // runs on the GPU, stays there
+//! // let back = y.to(&Device::Cpu)?;
+//! # Ok::<(), axes::Error>(())
+//! ```
+//!
+//! The protocol the backends implement is [`crate::protocol`]: device memory (upload, download), and
+//! [`Job`](crate::protocol::Job)s — an expression's run-time IR, its leaves' device buffers with their strides over
+//! the iteration axes, the lengths, and the reduction — and [`MatmulJob`](crate::protocol::MatmulJob)s.
+//! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
+//! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
+
+mod lower;
+mod transfer;
+
+pub(crate) use lower::{Work, combine, device_storage, run_expr, run_ir};
+
+use std::any::TypeId;
+use std::borrow::Cow;
+
+use crate::engine::exec::{self, Sink};
+use crate::engine::plan::{Destination, Leaves, Plan};
+use crate::error::{Error, Result};
+use crate::expr::Expr;
+use crate::ir::ReduceOp;
+use crate::layout::Layout;
+use crate::list::AxisSet;
+use crate::protocol::{Buffers, Device, LeafBuffer};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
+/// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
+/// Runs on the device the leaves are on (host memory: the CPU engine).
+pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
+    expr: &E,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<Tensor<E::Elem, O>> {
+    let (storage, layout) = evaluate_parts(expr, O::IDS, &O::names, reduced, sink, init)?;
+    Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
+    Ok(Tensor::from_parts(storage, layout).expect("a fresh row-major layout fits its buffer"))
+}
+
+/// [`evaluate`] for the result axes `out` (type ids) named by `names`: the fresh buffer and
+/// its row-major layout.
+pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    out: &[TypeId],
+    names: &dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<(Storage<E::Elem>, Layout)> {
+    if let Some(Device::Accelerator(backend)) = expr_device(expr, None)? {
+        let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
+        return run_expr(expr, backend, out, names, reduced, kind, None);
+    }
+    let mut leaves = Leaves::new();
+    expr.operands(&mut leaves);
+    let mut layout = Layout::row_major(&[]);
+    let mut plan = Plan::empty();
+    plan.build(
+        out,
+        names,
+        reduced,
+        Destination::Fresh(&mut layout),
+        &leaves,
+    )?;
+    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+        lengths: format!("{:?}", layout.lens()),
+    })?;
+    let mut data = vec![init; count];
+    let make = || {
+        let mut next = 0;
+        expr.evaluator(&plan, &mut next)
+    };
+    exec::run(&plan, &mut data, sink, &make);
+    Ok((Storage::new(data), layout))
+}
+
+/// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an
+/// expression without leaves and no `dest`), or an error naming two that differ.
+pub(crate) fn expr_device<E: Expr>(expr: &E, dest: Option<Device>) -> Result<Option<Device>> {
+    let mut buffers = Buffers::new();
+    expr.buffers(&mut buffers);
+    common_device(
+        dest.into_iter()
+            .chain(buffers.iter().map(LeafBuffer::device)),
+    )
+}
+
+/// The one device all of `devices` are on (`None` for none), or an error naming two that
+/// differ.
+pub(crate) fn common_device(devices: impl IntoIterator<Item = Device>) -> Result<Option<Device>> {
+    let mut found: Option<Device> = None;
+    for device in devices {
+        match found {
+            None => found = Some(device),
+            Some(first) if first == device => {}
+            Some(first) => {
+                return Err(Error::DeviceMismatch {
+                    left: first.to_string(),
+                    right: device.to_string(),
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Runs `expr` on `device` for one call into a host tensor with axes `R` (the expression's
+/// axes less `over`): host leaves are copied there, the result back.
+pub(crate) fn run_on<E: Expr, R: AxisSet>(
+    expr: &E,
+    device: &Device,
+    over: &[TypeId],
+    reduce: ReduceOp,
+) -> Result<Tensor<E::Elem, R>> {
+    let Device::Accelerator(backend) = *device else {
+        return Err(Error::Unsupported {
+            what: "`*_on(&Device::Cpu)`: evaluate on the CPU with `eval`, `sum`, …".into(),
+        });
+    };
+    let (storage, layout) = run_expr(expr, backend, R::IDS, &R::names, over, reduce, None)?;
+    let values = storage.host()?.to_vec();
+    Ok(Tensor::from_parts(Storage::new(values), layout).expect("a fresh result fits"))
+}

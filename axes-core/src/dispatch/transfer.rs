@@ -1,0 +1,136 @@
+//! Moving tensors: the device a tensor is on, copies to another device ([`Tensor::to`]),
+//! and contiguous copies on the tensor's own device.
+
+use std::any::TypeId;
+
+use super::{device_storage, evaluate_parts, run_expr};
+use crate::element::Element;
+use crate::engine::exec::Assign;
+use crate::error::{Error, Result};
+use crate::ir::ReduceOp;
+use crate::layout::Layout;
+use crate::list::{AxisSet, SameAxes};
+use crate::protocol::{Device, as_bytes};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// The device that holds this tensor's elements.
+    pub fn device(&self) -> Device {
+        self.storage().device()
+    }
+
+    /// This tensor on `device`: the same tensor (no copy) when it is there already, else a
+    /// copy. Copying to a device copies only what the view reaches (a view that skips or
+    /// repeats elements is made contiguous first); copying back keeps the layout.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// let x = Tensor::<f32, (Row,)>::from_vec(Row.len(2), vec![1., 2.])?;
+    /// let same = x.to(&Device::Cpu)?;
+    /// assert!(same.shares_storage_with(&x));
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn to(&self, device: &Device) -> Result<Tensor<T, A>> {
+        let here = self.device();
+        if here == *device {
+            return Ok(self.clone());
+        }
+        let host = if here.is_cpu() {
+            self.clone()
+        } else {
+            let values = self.storage().host()?.to_vec();
+            self.with_storage(Storage::new(values))
+        };
+        let Device::Accelerator(backend) = *device else {
+            return Ok(host);
+        };
+        let layout = host.layout();
+        let whole = layout.is_injective()
+            && !layout.is_padded()
+            && layout.element_count() == Some(host.storage().len());
+        let host = if whole { host } else { host.contiguous() };
+        let len = host.storage().len();
+        let memory = backend.upload(as_bytes(host.storage().host()?))?;
+        Ok(host.with_storage(device_storage(backend, memory, len)?))
+    }
+
+    /// The elements copied row-major with the axes in `order` (positions in `A`), on the
+    /// tensor's device: packing for flattening and contractions.
+    pub(crate) fn packed_in(&self, order: &[usize]) -> Result<Storage<T>> {
+        match self.device() {
+            Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order)))),
+            Device::Accelerator(backend) => {
+                let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
+                let names = || {
+                    let all = A::names();
+                    order.iter().map(|&a| all[a].clone()).collect()
+                };
+                let packed = run_expr(self, backend, &kept, &names, &[], ReduceOp::Sum, None)?;
+                Ok(packed.0)
+            }
+        }
+    }
+
+    /// An error naming `what` when this tensor is not in host memory (for operations that
+    /// run on the CPU only).
+    pub(crate) fn require_host(&self, what: &str) -> Result<()> {
+        match self.device() {
+            Device::Cpu => Ok(()),
+            device => Err(Error::Unsupported {
+                what: format!(
+                    "{what} on a tensor on {device}: it runs on the CPU only; copy the tensor \
+                     with `.to(&Device::Cpu)` first"
+                ),
+            }),
+        }
+    }
+
+    /// A copy of the elements into a fresh row-major buffer in the order of `A` (padding
+    /// written out as zeros, broadcast axes repeated), on the tensor's device. (Kernels do
+    /// not read padded views: a padded view on a device is written out through the host.)
+    ///
+    /// # Panics
+    /// On a device, when the device fails (out of memory, lost).
+    pub fn contiguous(&self) -> Self {
+        let device = self.device();
+        if !device.is_cpu() && self.layout().is_padded() {
+            let copied = (self.to(&Device::Cpu)).and_then(|host| host.contiguous().to(&device));
+            return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
+        }
+        if let Device::Accelerator(..) = device {
+            let copied = evaluate_parts(self, A::IDS, &A::names, &[], Assign, T::zero());
+            match copied {
+                Ok((storage, layout)) => return self.with_parts(storage, layout),
+                Err(e) => panic!("copying a tensor on {}: {e}", self.device()),
+            }
+        }
+        self.with_parts(
+            Storage::new(self.read_in(self.layout())),
+            Layout::row_major(self.lens()),
+        )
+    }
+
+    /// A copy of the elements into a fresh row-major buffer in the axis order `O` (any
+    /// order of `A`'s axes).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<u8, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
+    /// let t = x.to_layout::<(Col, Row)>();
+    /// assert_eq!(t.storage().as_slice(), &[1, 3, 2, 4]);
+    /// assert_eq!(t, x);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn to_layout<O: AxisSet>(&self) -> Tensor<T, O>
+    where
+        A: SameAxes<O>,
+    {
+        self.axes_with_order::<O>().contiguous()
+    }
+}

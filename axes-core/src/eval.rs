@@ -1,0 +1,14 @@
+//! Running expressions: [`ExprExt`] (the methods every expression has: element-wise
+//! operations, `eval`, reductions), assignment into existing tensors
+//! ([`Tensor::assign`](crate::Tensor::assign), `add_sum`, `fill`), reductions built on them
+//! ([`softmax`], [`argmax`], ...) and the same methods on tensors, borrowing them. Where the
+//! work runs is [`crate::dispatch`]'s decision.
+
+mod assign;
+mod ext;
+mod reduce;
+mod tensor_methods;
+
+pub use assign::sum_in;
+pub use ext::ExprExt;
+pub use reduce::{argmax, argmin, log_softmax, softmax};
