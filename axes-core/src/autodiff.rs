@@ -36,7 +36,6 @@
 //! ```
 
 mod fused;
-pub(crate) mod interp;
 mod ops;
 mod tape;
 

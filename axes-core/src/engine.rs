@@ -1,4 +1,7 @@
-//! The CPU engine: plans a loop nest for an expression and runs it.
+//! The CPU engine: plans a loop nest for an expression and runs it, and the rest of the
+//! CPU's machinery: the chunk loader of tensor leaves ([`leaf`]), x86-64 SIMD helpers
+//! (prefetch, AVX2 transpose, streaming stores), a chunked interpreter for run-time IR (used
+//! by autodiff and the optimizers), and matrix products on the `gemm` crate.
 //!
 //! The flow of one evaluation: the expression's leaves describe their layouts
 //! ([`plan::LeafLayout`]); the planner builds one iteration space (the result's axes, then any
@@ -10,7 +13,12 @@
 //! split across threads above [`exec::PARALLEL_MIN_ELEMENTS`].
 
 pub mod exec;
+pub(crate) mod interp;
+pub mod leaf;
+pub(crate) mod matmul;
 pub mod plan;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 pub mod threads;
 
 /// Elements evaluated per step of the innermost loop: leaves that are not contiguous are

@@ -27,7 +27,6 @@ mod operand;
 mod operators;
 mod ops;
 
-pub use leaf::LeafEval;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
 pub use ops::{Clamp, Powf, Powi};

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use super::interp::{self, Program, Sink, Source};
 use super::tape::{Grads, Tape, Var};
+use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, Ir, IrNode, UnaryOp};

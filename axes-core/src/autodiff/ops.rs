@@ -4,10 +4,10 @@
 use std::any::TypeId;
 
 use super::fused::{IntoVar, IntoVarExpr};
-use super::interp::{self, Program, Sink, Source};
 use super::tape::Var;
 use crate::axis::Axis;
 use crate::contract::{self, dot_grads};
+use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, Ir, IrNode};

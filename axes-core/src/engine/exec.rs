@@ -12,6 +12,8 @@
 use std::ops::Range;
 
 use super::plan::Plan;
+#[cfg(target_arch = "x86_64")]
+use super::simd::stream_copy;
 use super::threads;
 use crate::element::Element;
 use crate::ir::{ReduceFn, ReduceOp};
@@ -390,42 +392,6 @@ fn write_streaming<T: Element, E: ChunkEval<Out = T>>(
         // every position of the chunk does (see `write_chunk`); the piece holds m elements.
         unsafe { stream_copy(dest.ptr.offset(first + done as isize), piece.as_ptr(), m) };
         done += m;
-    }
-}
-
-/// Copies `count` elements from `src` to `dst`, with 16-byte streaming stores from the first
-/// 16-byte boundary of `dst` on and plain stores for the elements before and after.
-///
-/// # Safety
-/// `dst` must be valid for `count` writes and `src` for `count` reads, not overlapping, and
-/// `16` must be a multiple of `size_of::<T>()`.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn stream_copy<T: Copy>(dst: *mut T, src: *const T, count: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-    let per_store = 16 / std::mem::size_of::<T>();
-    let mut i = 0;
-    while i < count && !(dst.wrapping_add(i) as usize).is_multiple_of(16) {
-        // SAFETY: i < count (the caller's contract).
-        unsafe { *dst.add(i) = *src.add(i) };
-        i += 1;
-    }
-    while i + per_store <= count {
-        // SAFETY: elements i..i + per_store (16 bytes) lie within both buffers; dst + i is
-        // 16-byte aligned (the loop above stopped there, and each step adds 16 bytes); SSE2
-        // is part of x86-64.
-        unsafe {
-            _mm_stream_si128(
-                dst.add(i).cast::<__m128i>(),
-                _mm_loadu_si128(src.add(i).cast::<__m128i>()),
-            )
-        };
-        i += per_store;
-    }
-    while i < count {
-        // SAFETY: i < count.
-        unsafe { *dst.add(i) = *src.add(i) };
-        i += 1;
     }
 }
 

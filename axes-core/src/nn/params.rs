@@ -5,8 +5,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use crate::arena::{Arena, ArenaBuilder, Slot};
-use crate::autodiff::interp::{self, Program, Sink, Source};
 use crate::autodiff::{Grads, Tape, Var};
+use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};

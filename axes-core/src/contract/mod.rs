@@ -1,0 +1,136 @@
+//! Contractions: [`dot`] over the axes two tensors share, and [`dot_over`] over named axes
+//! with the other shared axes kept as batch axes, at BLAS speed on the CPU.
+//!
+//! A contraction is mapped onto one (batched) GEMM of the `gemm` crate: the kept axes of
+//! each operand and the contracted axes are merged into single matrix dimensions when the
+//! strides allow it (as they do for any operand stored in a compatible order, including a
+//! transposed view), so no copy is made; an operand whose strides do not allow it is packed
+//! once. On the CPU the engine runs it (f32 and f64 on `gemm`; f16 and bf16 computed in
+//! f32; integers by a plain loop, wrapping); on a device, the backend's matrix product.
+//!
+//! The parts: which axes pair, and how (`roles`), the operands as matrices and where the
+//! product runs (`matrices`), and the gradients (`grads`).
+
+mod grads;
+mod matrices;
+mod roles;
+
+pub(crate) use grads::dot_grads;
+
+use matrices::Matrices;
+use roles::{Roles, dot_roles, over_roles};
+
+use crate::dispatch;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::list::{
+    AxisSet, Difference, DifferenceWith, DotAxes, DotWith, SubsetOf, Union, UnionWith,
+};
+use crate::num::Num;
+use crate::protocol::Device;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+thread_local! {
+    /// Operands packed (copied) on this thread because their strides did not allow a GEMM
+    /// view; tests use it to check that views which allow one are not copied.
+    static PACKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The number of operands contractions called from this thread have packed (copied).
+#[doc(hidden)]
+pub fn packed_operands() -> usize {
+    PACKED.with(std::cell::Cell::get)
+}
+
+/// `dot(x, y)`: contracts the axes `x` and `y` pair (DESIGN.md §2: first each `Dual<A>` on one
+/// side with `A` on the other, then every other axis both have); the result has `x`'s
+/// remaining axes, then `y`'s. Computed when called.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] struct In;
+/// #[derive(Axis)] struct Out;
+/// let x = Tensor::<f32, (Batch, In)>::from_vec((Batch.len(1), In.len(2)), vec![1., 2.])?;
+/// let w = Tensor::<f32, (In, Out)>::from_vec((In.len(2), Out.len(3)), vec![1., 0., 1., 0., 1., 1.])?;
+/// let y: Tensor<f32, (Batch, Out)> = dot(&x, &w)?;
+/// assert_eq!(y.to_vec(), [1., 2., 3.]);
+/// // a square weight pairs its Dual<In> with x's In and keeps its own In
+/// let sq = Tensor::<f32, (Dual<In>, In)>::eye(In.len(2))?;
+/// let same: Tensor<f32, (Batch, In)> = dot(&x, &sq)?;
+/// assert_eq!(same, x);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+) -> Result<Tensor<T, DotAxes<L, R>>> {
+    let roles = dot_roles::<L, R>();
+    let (data, layout) = contract(x, y, &roles)?;
+    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
+}
+
+/// [`dot`] computed on `device` for one call: the operands are copied there (those already
+/// there are used in place) and the result comes back to host memory. For tensors kept on a
+/// device, `dot` itself runs there.
+pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+    device: &Device,
+) -> Result<Tensor<T, DotAxes<L, R>>> {
+    dot(&x.to(device)?, &y.to(device)?)?.to(&Device::Cpu)
+}
+
+/// The axes of `dot_over::<Over>(x, y)`.
+pub type DotOverAxes<L, R, Over> = Union<Difference<L, Over>, Difference<R, Over>>;
+
+/// Contracts only the axes `Over` (each in both operands); every other axis the operands share
+/// is a batch axis, kept once. The result has `x`'s remaining axes, then `y`'s new ones:
+/// `(B, M, K)` and `(B, K, N)` over `(K,)` give `(B, M, N)`.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct B;
+/// #[derive(Axis)] struct M;
+/// #[derive(Axis)] struct K;
+/// #[derive(Axis)] struct N;
+/// let x = Tensor::<f64, (B, M, K)>::ones((B.len(2), M.len(3), K.len(4)))?;
+/// let y = Tensor::<f64, (B, K, N)>::ones((B.len(2), K.len(4), N.len(5)))?;
+/// let z: Tensor<f64, (B, M, N)> = dot_over::<(K,), _, _, _>(&x, &y)?;
+/// assert!(z.to_vec().iter().all(|&v| v == 4.0));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn dot_over<Over, T, L, R>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+) -> Result<Tensor<T, DotOverAxes<L, R, Over>>>
+where
+    Over: AxisSet + SubsetOf<L> + SubsetOf<R>,
+    T: Num,
+    L: AxisSet + DifferenceWith<Over>,
+    R: AxisSet + DifferenceWith<Over>,
+    Difference<L, Over>: UnionWith<Difference<R, Over>>,
+{
+    // The result type lists the batch axes where they stand among x's kept axes.
+    let (data, layout) = contract(x, y, &over_roles::<L, R>(Over::IDS))?;
+    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
+}
+
+/// Runs the contraction described by `roles`, on the device both operands are on; returns
+/// the result buffer and its layout in the result type's axis order (batch and m axes in
+/// x's order, then n axes in y's).
+fn contract<T: Num, L: AxisSet, R: AxisSet>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+    roles: &Roles,
+) -> Result<(Storage<T>, Layout)> {
+    let device = dispatch::common_device([x.device(), y.device()])?;
+    let matrices = Matrices::new(x, y, roles)?;
+    if let Some(Device::Accelerator(backend)) = device {
+        return matrices.run_on(backend, x, y);
+    }
+    matrices.run_on_host(x, y)
+}

@@ -1,0 +1,138 @@
+//! x86-64 SIMD helpers of the engine: cache-line prefetch, an AVX2 8×8 transpose for tiles
+//! of transposed operands, and streaming (non-temporal) stores for large results.
+
+/// Asks the memory system for the cache lines holding the `bytes` bytes from `first`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn prefetch_bytes(first: *const i8, bytes: usize) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    if bytes == 0 {
+        return;
+    }
+    for byte in (0..bytes).step_by(64).chain([bytes - 1]) {
+        // SAFETY: a prefetch is a hint: it reads nothing and never faults, and the address
+        // is formed with wrapping arithmetic.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(byte)) };
+    }
+}
+
+/// How many source columns ahead [`transpose_4byte_avx2`] prefetches. Measured on the
+/// 4096² transposed add (W3) as a fraction of the triad, paired in one process over seven
+/// runs: median 0.52 without, 0.55 with 16 columns ahead (transposing alone: 27 ms without,
+/// 16–18 ms 8 or 16 ahead, 21 ms 32 ahead).
+#[cfg(target_arch = "x86_64")]
+const TRANSPOSE_PREFETCH: usize = 16;
+
+/// Copies the `rows × n` block whose element `(r, k)` is at `src + r + k * across` into `dst`
+/// row-major (`dst[r * stride + k]`), moving 8×8 blocks through registers; the last `rows % 8`
+/// rows are left to the caller. Elements are moved bit for bit (any 4-byte type). Eight
+/// source columns are walked down all the rows before the next eight, so each column is read
+/// front to back while its cache lines are still in L1.
+///
+/// # Safety
+/// AVX2 must be available; every `src + r + k * across` (r < rows − rows % 8, k < n) must be
+/// readable and `dst` must hold `rows * stride` elements, `stride >= n`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn transpose_4byte_avx2(
+    src: *const f32,
+    across: isize,
+    dst: *mut f32,
+    stride: usize,
+    rows: usize,
+    n: usize,
+) {
+    use std::arch::x86_64::*;
+    let full_rows = rows - rows % 8;
+    let full_cols = n - n % 8;
+    for k0 in (0..full_cols).step_by(8) {
+        // The source columns a few blocks ahead, whole: a column is a few cache lines, too
+        // short for the hardware prefetcher (past the last column this reaches into the next
+        // tile's first ones, which it reads next).
+        for j in 0..8 {
+            let column = (k0 + TRANSPOSE_PREFETCH + j) as isize * across;
+            prefetch_bytes(src.wrapping_offset(column).cast(), rows * 4);
+        }
+        for r0 in (0..full_rows).step_by(8) {
+            // SAFETY: column k0 + j, rows r0..r0 + 8: readable by the caller's contract.
+            let column = |j: usize| unsafe {
+                _mm256_loadu_ps(src.offset((k0 + j) as isize * across + r0 as isize))
+            };
+            let (v0, v1, v2, v3) = (column(0), column(1), column(2), column(3));
+            let (v4, v5, v6, v7) = (column(4), column(5), column(6), column(7));
+            let t0 = _mm256_unpacklo_ps(v0, v1);
+            let t1 = _mm256_unpackhi_ps(v0, v1);
+            let t2 = _mm256_unpacklo_ps(v2, v3);
+            let t3 = _mm256_unpackhi_ps(v2, v3);
+            let t4 = _mm256_unpacklo_ps(v4, v5);
+            let t5 = _mm256_unpackhi_ps(v4, v5);
+            let t6 = _mm256_unpacklo_ps(v6, v7);
+            let t7 = _mm256_unpackhi_ps(v6, v7);
+            let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            let rows_out = [
+                _mm256_permute2f128_ps::<0x20>(s0, s4),
+                _mm256_permute2f128_ps::<0x20>(s1, s5),
+                _mm256_permute2f128_ps::<0x20>(s2, s6),
+                _mm256_permute2f128_ps::<0x20>(s3, s7),
+                _mm256_permute2f128_ps::<0x31>(s0, s4),
+                _mm256_permute2f128_ps::<0x31>(s1, s5),
+                _mm256_permute2f128_ps::<0x31>(s2, s6),
+                _mm256_permute2f128_ps::<0x31>(s3, s7),
+            ];
+            for (i, row) in rows_out.into_iter().enumerate() {
+                // SAFETY: (r0 + i) * stride + k0 + 8 <= rows * stride, inside dst.
+                unsafe { _mm256_storeu_ps(dst.add((r0 + i) * stride + k0), row) };
+            }
+        }
+    }
+    // The columns past the last full block, for the rows the blocks covered.
+    for k in full_cols..n {
+        for r in 0..full_rows {
+            // SAFETY: as above, element by element.
+            unsafe { *dst.add(r * stride + k) = *src.offset(k as isize * across + r as isize) };
+        }
+    }
+}
+
+/// Copies `count` elements from `src` to `dst`, with 16-byte streaming stores from the first
+/// 16-byte boundary of `dst` on and plain stores for the elements before and after.
+///
+/// # Safety
+/// `dst` must be valid for `count` writes and `src` for `count` reads, not overlapping, and
+/// `16` must be a multiple of `size_of::<T>()`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn stream_copy<T: Copy>(dst: *mut T, src: *const T, count: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    let per_store = 16 / std::mem::size_of::<T>();
+    let mut i = 0;
+    while i < count && !(dst.wrapping_add(i) as usize).is_multiple_of(16) {
+        // SAFETY: i < count (the caller's contract).
+        unsafe { *dst.add(i) = *src.add(i) };
+        i += 1;
+    }
+    while i + per_store <= count {
+        // SAFETY: elements i..i + per_store (16 bytes) lie within both buffers; dst + i is
+        // 16-byte aligned (the loop above stopped there, and each step adds 16 bytes); SSE2
+        // is part of x86-64.
+        unsafe {
+            _mm_stream_si128(
+                dst.add(i).cast::<__m128i>(),
+                _mm_loadu_si128(src.add(i).cast::<__m128i>()),
+            )
+        };
+        i += per_store;
+    }
+    while i < count {
+        // SAFETY: i < count.
+        unsafe { *dst.add(i) = *src.add(i) };
+        i += 1;
+    }
+}
