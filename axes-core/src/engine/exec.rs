@@ -19,8 +19,8 @@ use crate::element::Element;
 use crate::ir::{ReduceFn, ReduceOp};
 use crate::list::MAX_RANK;
 
-/// Below this many iterations an evaluation runs on the calling thread (handing work to the
-/// pool costs about 12 µs here; a 4096-element fused op takes about 1 µs).
+/// Below this many iterations an evaluation runs on the calling thread: handing work to the
+/// pool costs far more than a small fused op (figures: `benches/NOTES.md`).
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
 
 /// Fixed work split of reductions over the outermost axis: blocks of at least this many
@@ -34,9 +34,8 @@ const LANES: usize = 16;
 /// Assignments whose destination spans at least this many bytes write it with streaming
 /// (non-temporal) stores on x86-64: a result this large leaves the caches before anything
 /// reads it again, and streaming stores skip reading each destination line before
-/// overwriting it, a quarter of the memory traffic of `a*x + b*y`. Measured here (16M f32,
-/// 64 MiB): a triad with streaming stores ran 10–25% faster than the plain loop in most runs
-/// (the `triad streaming` peer of the `fused` benchmark's W3).
+/// overwriting it, a quarter of the memory traffic of `a*x + b*y` (measured against the
+/// `triad streaming` peer of the `fused` benchmark's W3: `benches/NOTES.md`).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Elements evaluated into a stack buffer before they are streamed to the destination.
@@ -133,8 +132,8 @@ impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
 ///
 /// Whether it is written with streaming stores travels beside it as a separate argument:
 /// with a third field the struct no longer fits two registers, is passed through memory to
-/// the per-ISA task functions, and LLVM stopped vectorising the write loop (W5 took 4.3 µs
-/// instead of 1.2).
+/// the per-ISA task functions, and LLVM stopped vectorising the write loop (W5 ran 3.5×
+/// slower; `benches/NOTES.md`).
 #[derive(Clone, Copy)]
 struct Dest<T> {
     ptr: *mut T,
@@ -323,10 +322,8 @@ pub const TILE_ROWS: usize = 64;
 /// Tile width in tiled loops: a tile of [`TILE_ROWS`] by up to this many elements of the
 /// innermost axis (its rows are then computed [`CHUNK`](super::CHUNK) elements at a time).
 /// Wide tiles let the operands read in place, and the destination, run along whole rows
-/// like a plain loop; only the transposed operand is read in short runs. Measured on
-/// `x[h,w] + y[w,h]` at 4096² (W3) as a fraction of the triad bandwidth, paired in one
-/// process: 64×4096 0.49–0.54, 64×2048 0.46–0.53, 64×512 0.42–0.48, 128×512 0.48–0.50,
-/// 128×256 0.44–0.50 (earlier: 256×128 0.43, 32×512 0.38).
+/// like a plain loop; only the transposed operand is read in short runs (tile shapes
+/// measured on W3: `benches/NOTES.md`).
 pub const TILE_CHUNK: usize = 4096;
 
 /// Evaluates one chunk and writes or combines it into the destination starting at `first`.

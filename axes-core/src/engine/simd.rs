@@ -16,10 +16,8 @@ pub(super) fn prefetch_bytes(first: *const i8, bytes: usize) {
     }
 }
 
-/// How many source columns ahead [`transpose_4byte_avx2`] prefetches. Measured on the
-/// 4096² transposed add (W3) as a fraction of the triad, paired in one process over seven
-/// runs: median 0.52 without, 0.55 with 16 columns ahead (transposing alone: 27 ms without,
-/// 16–18 ms 8 or 16 ahead, 21 ms 32 ahead).
+/// How many source columns ahead [`transpose_4byte_avx2`] prefetches (distances measured
+/// on W3: `benches/NOTES.md`).
 #[cfg(target_arch = "x86_64")]
 const TRANSPOSE_PREFETCH: usize = 16;
 

@@ -1,0 +1,133 @@
+//! Reduction kernels: one work-group per output element, its threads striding over the
+//! reduced elements, then combining their partial results in a tree in local memory.
+
+use std::fmt::Write;
+
+use axes_core::error::Result;
+use axes_core::ir::ReduceOp;
+
+use crate::dialect::{Group, coordinate, finish, index_type, pointer};
+use crate::emit;
+use crate::{Dialect, Kernel, Spec};
+
+/// The threads of one reduction work-group (block); launch reductions with this local size.
+pub const REDUCE_GROUP: usize = 256;
+
+/// A reduction kernel over `reduced` axes keeping `kept` axes (see [`Kernel`] for its
+/// arguments); launch it with a local size of [`REDUCE_GROUP`].
+pub fn reduction(
+    spec: &Spec<'_>,
+    kept: usize,
+    reduced: usize,
+    op: ReduceOp,
+    dialect: Dialect,
+) -> Result<Kernel> {
+    let idx = index_type(spec.wide, dialect);
+    let acc_type = spec.out;
+    let acc = acc_type.c_name(dialect);
+    let mut params = vec![
+        format!("{idx} m"),
+        format!("{idx} r"),
+        format!("{idx} splits"),
+    ];
+    params.extend((0..kept).map(|a| format!("{idx} klen_{a}")));
+    params.extend((0..reduced).map(|a| format!("{idx} rlen_{a}")));
+    params.push(format!("{} out", pointer(dialect, spec.out, false)));
+    params.push(format!("{idx} out_off"));
+    params.extend((0..kept).map(|a| format!("{idx} out_s_{a}")));
+    params.push(format!("{idx} out_split_s"));
+    for (k, &ty) in spec.leaves.iter().enumerate() {
+        params.push(format!("{} in_{k}", pointer(dialect, ty, true)));
+        params.push(format!("{idx} in_{k}_off"));
+        params.extend((0..kept).map(|a| format!("{idx} in_{k}_ks_{a}")));
+        params.extend((0..reduced).map(|a| format!("{idx} in_{k}_rs_{a}")));
+    }
+    let Group {
+        local,
+        tid,
+        group,
+        groups,
+        sync,
+    } = Group::of(dialect, idx);
+    let init = emit::identity(op, acc_type, dialect)?;
+    let leaves = spec.leaves.len();
+    let mut body = String::new();
+    writeln!(body, "  {local} {acc} scratch[{REDUCE_GROUP}];").unwrap();
+    writeln!(body, "  {idx} tid = {tid};").unwrap();
+    writeln!(body, "  {idx} per = (r + splits - 1) / splits;").unwrap();
+    writeln!(
+        body,
+        "  for ({idx} j = {group}; j < m * splits; j += {groups}) {{"
+    )
+    .unwrap();
+    writeln!(body, "    {idx} part = j % splits;").unwrap();
+    writeln!(body, "    {idx} rest = j / splits;").unwrap();
+    writeln!(body, "    {idx} lo = part * per;").unwrap();
+    writeln!(body, "    {idx} hi = lo + per < r ? lo + per : r;").unwrap();
+    writeln!(body, "    {idx} o = out_off + part * out_split_s;").unwrap();
+    for k in 0..leaves {
+        writeln!(body, "    {idx} b_{k} = in_{k}_off;").unwrap();
+    }
+    for a in (0..kept).rev() {
+        let c = coordinate(idx, a, "rest", &format!("klen_{a}"));
+        writeln!(body, "    {{ {c} o += c * out_s_{a};").unwrap();
+        for k in 0..leaves {
+            writeln!(body, "      b_{k} += c * in_{k}_ks_{a};").unwrap();
+        }
+        writeln!(body, "    }}").unwrap();
+    }
+    writeln!(body, "    {acc} acc = {init};").unwrap();
+    writeln!(
+        body,
+        "    for ({idx} t = lo + tid; t < hi; t += {REDUCE_GROUP}) {{"
+    )
+    .unwrap();
+    writeln!(body, "      {idx} rr = t;").unwrap();
+    for k in 0..leaves {
+        writeln!(body, "      {idx} p_{k} = b_{k};").unwrap();
+    }
+    for a in (0..reduced).rev() {
+        let c = coordinate(idx, a, "rr", &format!("rlen_{a}"));
+        writeln!(body, "      {{ {c}").unwrap();
+        for k in 0..leaves {
+            writeln!(body, "        p_{k} += c * in_{k}_rs_{a};").unwrap();
+        }
+        writeln!(body, "      }}").unwrap();
+    }
+    let loads: Vec<String> = (0..leaves).map(|k| format!("in_{k}[p_{k}]")).collect();
+    let value = emit::expression(spec, dialect, &loads, &mut body, "      ")?;
+    let value = emit::convert(&value, acc_type, dialect);
+    writeln!(
+        body,
+        "      acc = {};",
+        emit::combine(op, "acc", &value, acc_type, dialect)
+    )
+    .unwrap();
+    body.push_str("    }\n");
+    writeln!(body, "    scratch[tid] = acc;").unwrap();
+    writeln!(body, "    {sync}").unwrap();
+    writeln!(
+        body,
+        "    for ({idx} s = {}; s > 0; s >>= 1) {{",
+        REDUCE_GROUP / 2
+    )
+    .unwrap();
+    writeln!(
+        body,
+        "      if (tid < s) scratch[tid] = {};",
+        emit::combine(op, "scratch[tid]", "scratch[tid + s]", acc_type, dialect)
+    )
+    .unwrap();
+    writeln!(body, "      {sync}").unwrap();
+    body.push_str("    }\n");
+    writeln!(body, "    if (tid == 0) out[o] = scratch[0];").unwrap();
+    writeln!(body, "    {sync}").unwrap();
+    body.push_str("  }\n");
+    Ok(finish(
+        spec,
+        dialect,
+        &format!("red{kept}x{reduced}{}", op.name()),
+        &params,
+        &body,
+    ))
+}
