@@ -41,6 +41,115 @@ impl DType {
     }
 }
 
+/// One variant per element type, each holding `$slice` of that type.
+macro_rules! per_dtype {
+    ($(#[$doc:meta])* $name:ident, $($slice:tt)*) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub enum $name<'a> {
+            /// `f32`
+            F32($($slice)* [f32]),
+            /// `f64`
+            F64($($slice)* [f64]),
+            /// `half::f16`
+            F16($($slice)* [f16]),
+            /// `half::bf16`
+            BF16($($slice)* [bf16]),
+            /// `i32`
+            I32($($slice)* [i32]),
+            /// `i64`
+            I64($($slice)* [i64]),
+            /// `u8`
+            U8($($slice)* [u8]),
+            /// `bool`
+            Bool($($slice)* [bool]),
+        }
+    };
+}
+
+per_dtype!(
+    /// A slice of elements whose type is known at run time: how code that serves every
+    /// element type with one `match` per call (the CPU's IR interpreter) reads memory.
+    Elements, &'a
+);
+per_dtype!(
+    /// A mutable slice of elements whose type is known at run time (see [`Elements`]).
+    ElementsMut, &'a mut
+);
+
+impl Clone for Elements<'_> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl Copy for Elements<'_> {}
+
+impl Elements<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Elements::F32(_) => DType::F32,
+            Elements::F64(_) => DType::F64,
+            Elements::F16(_) => DType::F16,
+            Elements::BF16(_) => DType::BF16,
+            Elements::I32(_) => DType::I32,
+            Elements::I64(_) => DType::I64,
+            Elements::U8(_) => DType::U8,
+            Elements::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Elements::F32(s) => s.len(),
+            Elements::F64(s) => s.len(),
+            Elements::F16(s) => s.len(),
+            Elements::BF16(s) => s.len(),
+            Elements::I32(s) => s.len(),
+            Elements::I64(s) => s.len(),
+            Elements::U8(s) => s.len(),
+            Elements::Bool(s) => s.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl ElementsMut<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.as_ref().dtype()
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A shared view of the same elements.
+    pub fn as_ref(&self) -> Elements<'_> {
+        match self {
+            ElementsMut::F32(s) => Elements::F32(s),
+            ElementsMut::F64(s) => Elements::F64(s),
+            ElementsMut::F16(s) => Elements::F16(s),
+            ElementsMut::BF16(s) => Elements::BF16(s),
+            ElementsMut::I32(s) => Elements::I32(s),
+            ElementsMut::I64(s) => Elements::I64(s),
+            ElementsMut::U8(s) => Elements::U8(s),
+            ElementsMut::Bool(s) => Elements::Bool(s),
+        }
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -78,6 +187,11 @@ pub trait Element:
     /// `v` converted (integers wrap like `as`; bool is `v != 0`).
     fn from_i64(v: i64) -> Self;
 
+    /// The slice, with its element type as a run-time value.
+    fn elements(data: &[Self]) -> Elements<'_>;
+    /// The mutable slice, with its element type as a run-time value.
+    fn elements_mut(data: &mut [Self]) -> ElementsMut<'_>;
+
     /// This value converted to another element type: exactly between integer types (with
     /// `as` wrapping), through `f64` where a float is involved (rounding to nearest, floats
     /// to integers truncating toward zero and saturating). This is the conversion of a
@@ -113,6 +227,8 @@ macro_rules! primitive_elements {
             fn from_f64(v: f64) -> Self { v as $t }
             fn to_i64(self) -> i64 { self as i64 }
             fn from_i64(v: i64) -> Self { v as $t }
+            fn elements(data: &[Self]) -> Elements<'_> { Elements::$dtype(data) }
+            fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> { ElementsMut::$dtype(data) }
         }
     )*};
 }
@@ -131,6 +247,8 @@ macro_rules! half_elements {
             fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
             fn to_i64(self) -> i64 { self.to_f64() as i64 }
             fn from_i64(v: i64) -> Self { <$t>::from_f64(v as f64) }
+            fn elements(data: &[Self]) -> Elements<'_> { Elements::$dtype(data) }
+            fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> { ElementsMut::$dtype(data) }
         }
     )*};
 }
@@ -158,5 +276,11 @@ impl Element for bool {
     }
     fn from_i64(v: i64) -> Self {
         v != 0
+    }
+    fn elements(data: &[Self]) -> Elements<'_> {
+        Elements::Bool(data)
+    }
+    fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> {
+        ElementsMut::Bool(data)
     }
 }

@@ -12,6 +12,7 @@
 //! innermost one in chunks of [`CHUNK`] elements with a monomorphised, vectorisable loop,
 //! split across threads above [`exec::PARALLEL_MIN_ELEMENTS`].
 
+pub mod cpu;
 pub mod exec;
 pub(crate) mod interp;
 pub mod leaf;

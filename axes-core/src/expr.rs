@@ -1,7 +1,9 @@
 //! Lazy expressions (r-tensors): `&x + &y`, `x.exp()`, `(&x - &y).square().sum_all()` build a
-//! typed tree that computes nothing until it is evaluated ([`ExprExt::eval`](crate::ExprExt::eval)), assigned
-//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced ([`ExprExt::sum`](crate::ExprExt::sum)). This module
-//! builds them; [`crate::eval`] runs them, the whole tree as one loop nest: no temporaries.
+//! typed tree that computes nothing until it is evaluated
+//! ([`ExprExt::eval`](crate::ExprExt::eval)), assigned
+//! ([`Tensor::assign`](crate::Tensor::assign)) or reduced
+//! ([`ExprExt::sum`](crate::ExprExt::sum)). This module builds them; [`crate::eval`] runs them,
+//! the whole tree as one loop nest: no temporaries.
 //!
 //! The result axes of a binary operation follow the elementwise ordering rules
 //! ([`crate::list::Broadcast`]); every axis two operands share must have one length, else

@@ -11,7 +11,7 @@ use super::tape::{Grads, Tape, Var};
 use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
-use crate::ir::{BinaryOp, Ir, IrNode, UnaryOp};
+use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, Broadcast, BroadcastWith, Difference};
 use crate::num::Float;
@@ -313,12 +313,12 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         let layout = Layout::row_major(&out_lens);
         let sink_strides = strides_by_id(&layout, &out_ids, &ids);
         let mut out = vec![T::zero(); out_lens.iter().product()];
-        let program = Program::compile(&self.ir, &[self.root()])?;
-        let sources: Vec<Source<'_, T>> = self
+        let program = Program::compile_uniform(&self.ir, &[self.root()], T::DTYPE)?;
+        let sources: Vec<Source<'_>> = self
             .leaves
             .iter()
             .map(|leaf| Source {
-                data: leaf.storage.as_slice(),
+                data: T::elements(leaf.storage.as_slice()),
                 offset: leaf.layout.offset(),
                 strides: leaf.strides_over(&leaf.layout, &ids),
             })
@@ -328,10 +328,10 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
             &lens,
             &sources,
             &mut [Sink {
-                data: &mut out,
+                data: T::elements_mut(&mut out),
                 offset: 0,
                 strides: sink_strides,
-                accumulate: O::RANK < A::RANK,
+                combine: (O::RANK < A::RANK).then_some(ReduceOp::Sum),
             }],
         )?;
         drop(sources);
@@ -377,11 +377,11 @@ fn backward<T: Float>(
         .filter_map(|k| adjoints[k].map(|node| (k, node)))
         .collect();
     let roots: Vec<usize> = wanted.iter().map(|&(_, node)| node).collect();
-    let program = Program::compile(&ir, &roots)?;
-    let mut sources: Vec<Source<'_, T>> = leaves
+    let program = Program::compile_uniform(&ir, &roots, T::DTYPE)?;
+    let mut sources: Vec<Source<'_>> = leaves
         .iter()
         .map(|leaf| Source {
-            data: leaf.storage.as_slice(),
+            data: T::elements(leaf.storage.as_slice()),
             offset: leaf.layout.offset(),
             strides: leaf.strides_over(&leaf.layout, ids),
         })
@@ -389,7 +389,7 @@ fn backward<T: Float>(
     // The upstream gradient has the node's result axes: read it with stride 0 along the
     // axes the node summed.
     sources.push(Source {
-        data: upstream.storage.as_slice(),
+        data: T::elements(upstream.storage.as_slice()),
         offset: upstream.layout.offset(),
         strides: strides_by_id(&upstream.layout, out_ids, ids),
     });
@@ -397,17 +397,17 @@ fn backward<T: Float>(
         .iter()
         .map(|&(k, _)| grads.take_for_write(leaves[k].node, leaves[k].layout.lens()))
         .collect();
-    let mut sinks: Vec<Sink<'_, T>> = bufs
+    let mut sinks: Vec<Sink<'_>> = bufs
         .iter_mut()
         .zip(&wanted)
         .map(|(buf, &(k, _))| {
             let strides = leaves[k].strides_over(&buf.layout, ids);
             let offset = buf.layout.offset();
             Sink {
-                data: buf.storage.make_mut(),
+                data: T::elements_mut(buf.storage.make_mut()),
                 offset,
                 strides,
-                accumulate: true,
+                combine: Some(ReduceOp::Sum),
             }
         })
         .collect();

@@ -10,7 +10,7 @@ use crate::contract::{self, dot_grads};
 use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
-use crate::ir::{BinaryOp, Ir, IrNode};
+use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotWith, HasAxis};
 use crate::num::Float;
@@ -217,7 +217,7 @@ where
             let mut ir = Ir::default();
             let (a, b) = (ir.leaf(), ir.leaf());
             let root = ir.push(IrNode::Binary(BinaryOp::Mul, a, b));
-            let program = Program::compile(&ir, &[root])?;
+            let program = Program::compile_uniform(&ir, &[root], T::DTYPE)?;
             let upstream_strides = all_ids
                 .iter()
                 .map(|id| {
@@ -229,12 +229,12 @@ where
                 .collect();
             let sources = [
                 Source {
-                    data: d_logits.as_slice(),
+                    data: T::elements(d_logits.as_slice()),
                     offset: 0,
                     strides: d_layout.strides().to_vec(),
                 },
                 Source {
-                    data: upstream.storage.as_slice(),
+                    data: T::elements(upstream.storage.as_slice()),
                     offset: upstream.layout.offset(),
                     strides: upstream_strides,
                 },
@@ -247,10 +247,10 @@ where
                 &lens,
                 &sources,
                 &mut [Sink {
-                    data: buf.storage.make_mut(),
+                    data: T::elements_mut(buf.storage.make_mut()),
                     offset,
                     strides,
-                    accumulate: true,
+                    combine: Some(ReduceOp::Sum),
                 }],
             );
             grads.put(xid, buf);

@@ -195,7 +195,7 @@ impl<T: Num> Matrices<T> {
         let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
         let mut out = vec![T::zero(); count];
         let (lhs, rhs) = (lhs.in_host(x.storage()), rhs.in_host(y.storage()));
-        batched_matmul(&mut out, &batch_lens, (m, n, k), &lhs, &rhs);
+        batched_matmul(&mut out, &batch_lens, (m, n, k), &lhs, &rhs)?;
         let layout = self.result_layout(L::RANK, R::RANK);
         Ok((Storage::new(out), layout))
     }

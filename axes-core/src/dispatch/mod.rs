@@ -23,9 +23,10 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
-//! The protocol the backends implement is [`crate::protocol`]: device memory (upload, download), and
-//! [`Job`](crate::protocol::Job)s — an expression's run-time IR, its leaves' device buffers with their strides over
-//! the iteration axes, the lengths, and the reduction — and [`MatmulJob`](crate::protocol::MatmulJob)s.
+//! The protocol the backends implement is [`crate::protocol`]: device memory (upload,
+//! download), [`Job`](crate::protocol::Job)s — an expression's run-time IR, its leaves' device
+//! buffers with their strides over the iteration axes, the lengths, and the reduction — and
+//! [`MatmulJob`](crate::protocol::MatmulJob)s.
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 

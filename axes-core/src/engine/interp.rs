@@ -1,106 +1,260 @@
-//! A chunked interpreter for run-time IR ([`Ir`]): each op runs over a block of up to
-//! [`CHUNK`] elements, so the dispatch on the op is paid once per block, not per element
-//! (numexpr-style). Several roots may be written in one pass (the backward of a fused node
-//! writes the gradient of every leaf at once).
+//! A chunked interpreter for run-time IR ([`Ir`]), for every element type: each instruction
+//! runs over a block of up to [`CHUNK`] elements, so the `match` on its op and element type
+//! is paid once per block, not per element (numexpr-style). Several roots may be written in
+//! one pass (the backward of a fused node writes the gradient of every leaf at once), and a
+//! result may be combined into what its buffer holds (sums, products, maxima, minima over the
+//! axes where its stride is 0).
+//!
+//! Types follow the kernel generator's rule: a leaf has its buffer's type, a constant takes
+//! the type of its use, an op the type of its operands, a comparison gives `bool`, a cast its
+//! target; an op defined on floats only (`exp`) on an integer is an error when compiling.
 
+use std::collections::HashMap;
+
+use half::{bf16, f16};
+
+use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
-use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, UnaryOp};
-use crate::num::Float;
+use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
+use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
+use crate::num::Num;
 
 /// Elements per block.
 pub(crate) const CHUNK: usize = 256;
 
 #[derive(Clone, Copy, Debug)]
 enum Inst {
+    /// The block of source `k`.
     Leaf(usize),
     Const(f64),
     Unary(UnaryOp, usize),
     Binary(BinaryOp, usize, usize),
     Compare(CompareOp, usize, usize),
-    /// `select(cond != 0, a, b)`.
+    /// `select(cond, a, b)`; a numeric condition is true where it is not 0.
     Select(usize, usize, usize),
-    /// Not needed by any root: skipped.
-    Dead,
+    /// The argument converted to this instruction's type ([`Element::cast`]).
+    Cast(usize),
 }
 
-/// An [`Ir`] compiled for the interpreter: nodes no root needs removed.
+/// An [`Ir`] compiled for the interpreter: one typed instruction per needed node (a constant
+/// once per type it is used in), in order.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
     insts: Vec<Inst>,
+    types: Vec<DType>,
     roots: Vec<usize>,
 }
 
 impl Program {
-    /// The program that reads its one source: with an accumulating sink, a strided add.
-    pub(crate) fn copy() -> Program {
+    /// The program that reads its one source of type `dtype`: with a combining sink, a
+    /// strided accumulation.
+    pub(crate) fn copy(dtype: DType) -> Program {
         Program {
             insts: vec![Inst::Leaf(0)],
+            types: vec![dtype],
             roots: vec![0],
         }
     }
 
-    /// Compiles `ir` to compute the nodes `roots`.
-    pub(crate) fn compile(ir: &Ir, roots: &[usize]) -> Result<Program> {
-        let live = ir.live(roots);
-        let unsupported = |what: String| Error::Unsupported { what };
-        let insts = ir
-            .nodes
-            .iter()
-            .zip(&live)
-            .map(|(node, &live)| {
-                if !live {
-                    return Ok(Inst::Dead);
+    /// Compiles `ir` to compute the nodes `roots`, each of type `out`, from leaves of the
+    /// types `leaves` (leaf `k` has type `leaves[k]`).
+    pub(crate) fn compile(ir: &Ir, roots: &[usize], leaves: &[DType], out: DType) -> Result<Self> {
+        Compiler {
+            ir,
+            leaves,
+            out,
+            live: ir.live(roots),
+            program: Program {
+                insts: Vec::new(),
+                types: Vec::new(),
+                roots: Vec::new(),
+            },
+            slots: vec![None; ir.nodes.len()],
+            constants: HashMap::new(),
+        }
+        .compile(roots)
+    }
+
+    /// [`Program::compile`] where every leaf and every root has the type `dtype`.
+    pub(crate) fn compile_uniform(ir: &Ir, roots: &[usize], dtype: DType) -> Result<Self> {
+        let leaves = ir.nodes.iter().filter_map(|node| match node {
+            IrNode::Leaf(k) => Some(k + 1),
+            _ => None,
+        });
+        let count = leaves.max().unwrap_or(0);
+        Program::compile(ir, roots, &vec![dtype; count], dtype)
+    }
+}
+
+/// The state of [`Program::compile`].
+struct Compiler<'a> {
+    ir: &'a Ir,
+    leaves: &'a [DType],
+    out: DType,
+    live: Vec<bool>,
+    program: Program,
+    /// The instruction of each node compiled so far (constants are in `constants`).
+    slots: Vec<Option<usize>>,
+    constants: HashMap<(u64, DType), usize>,
+}
+
+impl Compiler<'_> {
+    fn compile(mut self, roots: &[usize]) -> Result<Program> {
+        for (i, node) in self.ir.nodes.iter().enumerate() {
+            if !self.live[i] {
+                continue;
+            }
+            let compiled = match *node {
+                IrNode::Scalar(_) => None,
+                IrNode::Leaf(k) => {
+                    let ty = *self.leaves.get(k).ok_or_else(|| {
+                        unsupported(format!(
+                            "leaf {k} of an expression with {} leaves",
+                            self.leaves.len()
+                        ))
+                    })?;
+                    Some((Inst::Leaf(k), ty))
                 }
-                Ok(match *node {
-                    IrNode::Leaf(k) => Inst::Leaf(k),
-                    IrNode::Scalar(v) => Inst::Const(v),
-                    IrNode::Unary(op, a) => Inst::Unary(op, a),
-                    IrNode::Binary(op, a, b) => Inst::Binary(op, a, b),
-                    IrNode::Compare(op, a, b) => Inst::Compare(op, a, b),
-                    IrNode::Select(c, a, b) => Inst::Select(c, a, b),
-                    IrNode::Cast(to, _) => {
-                        return Err(unsupported(format!(
-                            "a cast to {} in a run-time expression",
-                            to.name()
-                        )));
-                    }
-                    IrNode::Map(_) => {
-                        return Err(unsupported(
-                            "a Rust closure in a run-time expression".into(),
-                        ));
-                    }
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Program {
-            insts,
-            roots: roots.to_vec(),
-        })
+                IrNode::Unary(op, a) => {
+                    let ty = self.type_of(&[a]);
+                    check_domain(op.name(), op.domain(), ty)?;
+                    Some((Inst::Unary(op, self.operand(a, ty)?), ty))
+                }
+                IrNode::Binary(op, a, b) => {
+                    let ty = self.type_of(&[a, b]);
+                    check_domain(op.name(), op.domain(), ty)?;
+                    let (a, b) = (self.operand(a, ty)?, self.operand(b, ty)?);
+                    Some((Inst::Binary(op, a, b), ty))
+                }
+                IrNode::Compare(op, a, b) => {
+                    let ty = self.type_of(&[a, b]);
+                    let (a, b) = (self.operand(a, ty)?, self.operand(b, ty)?);
+                    Some((Inst::Compare(op, a, b), DType::Bool))
+                }
+                IrNode::Select(c, a, b) => {
+                    let ty = self.type_of(&[a, b]);
+                    let c = match self.slots[c] {
+                        Some(slot) => slot,
+                        None => self.operand(c, DType::Bool)?,
+                    };
+                    let (a, b) = (self.operand(a, ty)?, self.operand(b, ty)?);
+                    Some((Inst::Select(c, a, b), ty))
+                }
+                IrNode::Cast(to, a) => {
+                    let from = self.type_of(&[a]);
+                    Some((Inst::Cast(self.operand(a, from)?), to))
+                }
+                IrNode::Map(_) => {
+                    return Err(unsupported(
+                        "a Rust closure in a run-time expression".into(),
+                    ));
+                }
+            };
+            if let Some((inst, ty)) = compiled {
+                self.slots[i] = Some(self.push(inst, ty));
+            }
+        }
+        for &root in roots {
+            let slot = self.operand(root, self.out)?;
+            let ty = self.program.types[slot];
+            if ty != self.out {
+                return Err(unsupported(format!(
+                    "a result of type {} evaluated into elements of type {}",
+                    ty.name(),
+                    self.out.name()
+                )));
+            }
+            self.program.roots.push(slot);
+        }
+        Ok(self.program)
+    }
+
+    fn push(&mut self, inst: Inst, ty: DType) -> usize {
+        self.program.insts.push(inst);
+        self.program.types.push(ty);
+        self.program.insts.len() - 1
+    }
+
+    /// The type of the first of `nodes` that is not a constant (constants take the type of
+    /// their use), else the result's.
+    fn type_of(&self, nodes: &[usize]) -> DType {
+        nodes
+            .iter()
+            .find_map(|&node| self.slots[node].map(|slot| self.program.types[slot]))
+            .unwrap_or(self.out)
+    }
+
+    /// The instruction computing `node` as type `ty`: a constant is made for that type; any
+    /// other node must have it.
+    fn operand(&mut self, node: usize, ty: DType) -> Result<usize> {
+        if let IrNode::Scalar(v) = self.ir.nodes[node] {
+            let key = (v.to_bits(), ty);
+            if let Some(&slot) = self.constants.get(&key) {
+                return Ok(slot);
+            }
+            let slot = self.push(Inst::Const(v), ty);
+            self.constants.insert(key, slot);
+            return Ok(slot);
+        }
+        let slot = self.slots[node].expect("nodes refer to earlier nodes");
+        let found = self.program.types[slot];
+        if found != ty {
+            return Err(unsupported(format!(
+                "operands of types {} and {} in one operation",
+                found.name(),
+                ty.name()
+            )));
+        }
+        Ok(slot)
+    }
+}
+
+fn unsupported(what: String) -> Error {
+    Error::Unsupported { what }
+}
+
+fn is_float(ty: DType) -> bool {
+    matches!(ty, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+}
+
+/// An error unless an op of `domain` applies to `ty`.
+fn check_domain(name: &str, domain: Domain, ty: DType) -> Result<()> {
+    let fits = match domain {
+        Domain::Float => is_float(ty),
+        Domain::Num => ty != DType::Bool,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(unsupported(format!("`{name}` on {}", ty.name())))
     }
 }
 
 /// One operand read by the interpreter: a buffer and, for each iteration axis, a stride
 /// (0 where the operand is broadcast).
-pub(crate) struct Source<'a, T> {
-    pub(crate) data: &'a [T],
+pub(crate) struct Source<'a> {
+    pub(crate) data: Elements<'a>,
     pub(crate) offset: usize,
     pub(crate) strides: Vec<isize>,
 }
 
-/// One result written by the interpreter; strides of 0 sum over that axis (accumulation
-/// only).
-pub(crate) struct Sink<'a, T> {
-    pub(crate) data: &'a mut [T],
+/// One result written by the interpreter.
+pub(crate) struct Sink<'a> {
+    pub(crate) data: ElementsMut<'a>,
     pub(crate) offset: usize,
     pub(crate) strides: Vec<isize>,
-    /// Add into the buffer instead of overwriting it.
-    pub(crate) accumulate: bool,
+    /// `None`: write each value over the element (no stride 0 on an axis longer than 1).
+    /// `Some(op)`: combine each value into the element with `op`, so stride 0 reduces.
+    pub(crate) combine: Option<ReduceOp>,
 }
 
 /// Checks that every position `lens` and `strides` reach from `offset` lies in `0..len`.
 fn check_bounds(lens: &[usize], strides: &[isize], offset: usize, len: usize) -> bool {
     if lens.contains(&0) {
         return true;
+    }
+    if strides.len() != lens.len() {
+        return false;
     }
     let (mut low, mut high) = (offset as isize, offset as isize);
     for (&l, &s) in lens.iter().zip(strides) {
@@ -114,38 +268,164 @@ fn check_bounds(lens: &[usize], strides: &[isize], offset: usize, len: usize) ->
     low >= 0 && (high as usize) < len
 }
 
+/// A block of one instruction's values.
+enum Block {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+impl Block {
+    fn dtype(&self) -> DType {
+        match self {
+            Block::F32(_) => DType::F32,
+            Block::F64(_) => DType::F64,
+            Block::F16(_) => DType::F16,
+            Block::BF16(_) => DType::BF16,
+            Block::I32(_) => DType::I32,
+            Block::I64(_) => DType::I64,
+            Block::U8(_) => DType::U8,
+            Block::Bool(_) => DType::Bool,
+        }
+    }
+
+    fn new(ty: DType, len: usize) -> Block {
+        match ty {
+            DType::F32 => Block::F32(vec![0.0; len]),
+            DType::F64 => Block::F64(vec![0.0; len]),
+            DType::F16 => Block::F16(vec![f16::ZERO; len]),
+            DType::BF16 => Block::BF16(vec![bf16::ZERO; len]),
+            DType::I32 => Block::I32(vec![0; len]),
+            DType::I64 => Block::I64(vec![0; len]),
+            DType::U8 => Block::U8(vec![0; len]),
+            DType::Bool => Block::Bool(vec![false; len]),
+        }
+    }
+}
+
+/// The blocks of one run, taken from this thread's spare blocks and given back after it:
+/// a training step runs the interpreter dozens of times, and allocating its registers each
+/// time (many small buffers between the large ones) made the allocator return and re-fault
+/// pages on every step.
+struct Registers {
+    blocks: Vec<Block>,
+}
+
+/// Spare blocks kept per thread, at most this many.
+const SPARE_BLOCKS: usize = 64;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Block>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Registers {
+    /// One block of `CHUNK` elements per type in `types`.
+    fn take(types: &[DType]) -> Registers {
+        SPARE.with_borrow_mut(|spare| Registers {
+            blocks: types
+                .iter()
+                .map(|&ty| match spare.iter().rposition(|b| b.dtype() == ty) {
+                    Some(at) => spare.swap_remove(at),
+                    None => Block::new(ty, CHUNK),
+                })
+                .collect(),
+        })
+    }
+}
+
+impl Drop for Registers {
+    fn drop(&mut self) {
+        SPARE.with_borrow_mut(|spare| {
+            let room = SPARE_BLOCKS.saturating_sub(spare.len());
+            spare.extend(self.blocks.drain(..).take(room));
+        });
+    }
+}
+
+/// `$body` with `$v` bound to the vector of whichever type `$block` holds.
+macro_rules! with_block {
+    ($block:expr, $v:ident => $body:expr) => {
+        match $block {
+            Block::F32($v) => $body,
+            Block::F64($v) => $body,
+            Block::F16($v) => $body,
+            Block::BF16($v) => $body,
+            Block::I32($v) => $body,
+            Block::I64($v) => $body,
+            Block::U8($v) => $body,
+            Block::Bool($v) => $body,
+        }
+    };
+}
+
 /// Runs `program` over the iteration space `lens`: root `r` goes to `sinks[r]`.
 ///
-/// Positions are checked against the buffers up front, so a wrong stride is an error, never
-/// an out-of-bounds access; an overwriting sink must not have stride 0 on an axis longer
-/// than 1 (the caller passes only accumulating sinks for sums).
-pub(crate) fn run<T: Float>(
+/// The sources and sinks are checked up front (their types against the program's, every
+/// position they reach against their buffers), so a wrong stride or type is an error, never
+/// an out-of-bounds access.
+pub(crate) fn run(
     program: &Program,
     lens: &[usize],
-    sources: &[Source<'_, T>],
-    sinks: &mut [Sink<'_, T>],
+    sources: &[Source<'_>],
+    sinks: &mut [Sink<'_>],
 ) -> Result<()> {
     assert_eq!(sinks.len(), program.roots.len(), "one sink per root");
-    let rank = lens.len();
+    for (inst, ty) in program.insts.iter().zip(&program.types) {
+        if let Inst::Leaf(k) = *inst {
+            let source = sources.get(k).ok_or_else(|| {
+                unsupported(format!(
+                    "leaf {k} of an expression given {} sources",
+                    sources.len()
+                ))
+            })?;
+            if source.data.dtype() != *ty {
+                return Err(unsupported(format!(
+                    "leaf {k} of type {} given a source of type {}",
+                    ty.name(),
+                    source.data.dtype().name()
+                )));
+            }
+        }
+    }
+    for (sink, &root) in sinks.iter().zip(&program.roots) {
+        let ty = program.types[root];
+        if sink.data.dtype() != ty || (ty == DType::Bool && sink.combine.is_some()) {
+            return Err(unsupported(format!(
+                "a result of type {} written into elements of type {}{}",
+                ty.name(),
+                sink.data.dtype().name(),
+                if sink.combine.is_some() {
+                    " by a reduction"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
     let fits = sources
         .iter()
-        .all(|s| s.strides.len() == rank && check_bounds(lens, &s.strides, s.offset, s.data.len()))
-        && sinks.iter().all(|s| {
-            s.strides.len() == rank && check_bounds(lens, &s.strides, s.offset, s.data.len())
-        });
+        .all(|s| check_bounds(lens, &s.strides, s.offset, s.data.len()))
+        && sinks
+            .iter()
+            .all(|s| check_bounds(lens, &s.strides, s.offset, s.data.len()));
     if !fits {
-        return Err(Error::Unsupported {
-            what: "an operand layout that leaves its buffer".into(),
-        });
+        return Err(unsupported(
+            "an operand layout that leaves its buffer".into(),
+        ));
     }
     if lens.contains(&0) {
         return Ok(());
     }
+    let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
     let outer_lens = &lens[..rank.saturating_sub(1)];
     let inner_stride = |strides: &[isize]| strides.last().copied().unwrap_or(0);
-    let n_insts = program.insts.len();
-    let mut regs = vec![T::zero(); n_insts * CHUNK];
+    let mut regs = Registers::take(&program.types);
     let mut index = vec![0usize; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
     let mut source_base = vec![0isize; sources.len()];
@@ -169,43 +449,32 @@ pub(crate) fn run<T: Float>(
         while start < inner {
             let n = CHUNK.min(inner - start);
             for (i, inst) in program.insts.iter().enumerate() {
-                let (done, rest) = regs.split_at_mut(i * CHUNK);
-                let out = &mut rest[..n];
-                let arg = |k: usize| &done[k * CHUNK..k * CHUNK + n];
+                let (done, rest) = regs.blocks.split_at_mut(i);
+                let out = &mut rest[0];
                 match *inst {
-                    Inst::Dead => {}
                     Inst::Leaf(k) => {
                         let s = &sources[k];
                         let stride = inner_stride(&s.strides);
-                        let first = source_base[k] + start as isize * stride;
-                        gather(out, s.data, first, stride);
+                        gather(
+                            out,
+                            s.data,
+                            source_base[k] + start as isize * stride,
+                            stride,
+                            n,
+                        );
                     }
-                    Inst::Const(v) => out.fill(T::from_f64(v)),
-                    Inst::Unary(op, a) => op.apply_all(out, arg(a)),
-                    Inst::Binary(op, a, b) => op.apply_all(out, arg(a), arg(b)),
-                    Inst::Compare(op, a, b) => {
-                        let (a, b) = (arg(a), arg(b));
-                        for j in 0..n {
-                            out[j] = if op.apply(a[j], b[j]) {
-                                T::one()
-                            } else {
-                                T::zero()
-                            };
-                        }
-                    }
-                    Inst::Select(c, a, b) => {
-                        let (c, a, b) = (arg(c), arg(a), arg(b));
-                        for j in 0..n {
-                            out[j] = if c[j] != T::zero() { a[j] } else { b[j] };
-                        }
-                    }
+                    Inst::Const(v) => with_block!(out, o => fill(&mut o[..n], v)),
+                    Inst::Unary(op, a) => unary(op, out, &done[a], n),
+                    Inst::Binary(op, a, b) => binary(op, out, &done[a], &done[b], n),
+                    Inst::Compare(op, a, b) => compare(op, out, &done[a], &done[b], n),
+                    Inst::Select(c, a, b) => select(out, &done[c], &done[a], &done[b], n),
+                    Inst::Cast(a) => cast(out, &done[a], n),
                 }
             }
             for (r, sink) in sinks.iter_mut().enumerate() {
-                let values = &regs[program.roots[r] * CHUNK..program.roots[r] * CHUNK + n];
                 let stride = inner_stride(&sink.strides);
                 let first = sink_base[r] + start as isize * stride;
-                scatter(sink.data, first, stride, values, sink.accumulate);
+                scatter(sink, first, stride, &regs.blocks[program.roots[r]], n);
             }
             start += n;
         }
@@ -220,43 +489,323 @@ pub(crate) fn run<T: Float>(
     Ok(())
 }
 
-/// `out[j] = data[first + j * stride]`; `run` checked the positions.
-fn gather<T: Float>(out: &mut [T], data: &[T], first: isize, stride: isize) {
-    let first = first as usize;
-    match stride {
-        0 => out.fill(data[first]),
-        1 => out.copy_from_slice(&data[first..first + out.len()]),
-        _ => {
-            for (j, o) in out.iter_mut().enumerate() {
-                *o = data[(first as isize + j as isize * stride) as usize];
+fn fill<T: Element>(out: &mut [T], v: f64) {
+    out.fill(T::from_f64(v));
+}
+
+/// `out[j] = data[first + j * stride]` for `j < n`; `run` checked the positions and types.
+fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: usize) {
+    fn typed<T: Element>(out: &mut [T], data: &[T], first: isize, stride: isize) {
+        let first = first as usize;
+        match stride {
+            0 => out.fill(data[first]),
+            1 => out.copy_from_slice(&data[first..first + out.len()]),
+            _ => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = data[(first as isize + j as isize * stride) as usize];
+                }
             }
         }
     }
+    match (out, data) {
+        (Block::F32(o), Elements::F32(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::F64(o), Elements::F64(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::F16(o), Elements::F16(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::BF16(o), Elements::BF16(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::I32(o), Elements::I32(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::I64(o), Elements::I64(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::U8(o), Elements::U8(d)) => typed(&mut o[..n], d, first, stride),
+        (Block::Bool(o), Elements::Bool(d)) => typed(&mut o[..n], d, first, stride),
+        _ => unreachable!("`run` checked each source's type"),
+    }
 }
 
-/// Writes or adds `values` at `first + j * stride`; stride 0 sums them into one element.
-fn scatter<T: Float>(data: &mut [T], first: isize, stride: isize, values: &[T], accumulate: bool) {
-    let first = first as usize;
-    match (stride, accumulate) {
-        (0, _) => {
-            let sum = values.iter().fold(T::zero(), |s, &v| s.add(v));
-            data[first] = if accumulate {
-                data[first].add(sum)
-            } else {
-                sum
-            };
+fn unary(op: UnaryOp, out: &mut Block, a: &Block, n: usize) {
+    match (out, a) {
+        (Block::F32(o), Block::F32(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::F64(o), Block::F64(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::F16(o), Block::F16(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::BF16(o), Block::BF16(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::I32(o), Block::I32(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::I64(o), Block::I64(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::U8(o), Block::U8(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
+        _ => unreachable!("the compiler typed the operation"),
+    }
+}
+
+fn binary(op: BinaryOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
+    match (out, a, b) {
+        (Block::F32(o), Block::F32(x), Block::F32(y)) => {
+            op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
-        (1, true) => {
-            for (d, &v) in data[first..first + values.len()].iter_mut().zip(values) {
-                *d = d.add(v);
+        (Block::F64(o), Block::F64(x), Block::F64(y)) => {
+            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+        }
+        (Block::F16(o), Block::F16(x), Block::F16(y)) => {
+            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+        }
+        (Block::BF16(o), Block::BF16(x), Block::BF16(y)) => {
+            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+        }
+        (Block::I32(o), Block::I32(x), Block::I32(y)) => {
+            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+        }
+        (Block::I64(o), Block::I64(x), Block::I64(y)) => {
+            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+        }
+        (Block::U8(o), Block::U8(x), Block::U8(y)) => {
+            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+        }
+        _ => unreachable!("the compiler typed the operation"),
+    }
+}
+
+/// An integer op ran (the compiler rejected float-only ops on integers).
+fn applied(ran: bool) {
+    debug_assert!(ran, "a float-only op on an integer block");
+}
+
+fn compare(op: CompareOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
+    fn typed<T: Element>(op: CompareOp, out: &mut [bool], a: &[T], b: &[T]) {
+        op.apply_all(out, a, b);
+    }
+    let Block::Bool(o) = out else {
+        unreachable!("a comparison gives bool")
+    };
+    let o = &mut o[..n];
+    match (a, b) {
+        (Block::F32(x), Block::F32(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::F64(x), Block::F64(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::F16(x), Block::F16(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::BF16(x), Block::BF16(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::I32(x), Block::I32(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::I64(x), Block::I64(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::U8(x), Block::U8(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Block::Bool(x), Block::Bool(y)) => typed(op, o, &x[..n], &y[..n]),
+        _ => unreachable!("the compiler typed the comparison"),
+    }
+}
+
+fn select(out: &mut Block, c: &Block, a: &Block, b: &Block, n: usize) {
+    fn typed<T: Element>(out: &mut [T], c: &Block, a: &[T], b: &[T]) {
+        fn each<C: Element, T: Element>(out: &mut [T], c: &[C], a: &[T], b: &[T]) {
+            for (((o, &c), &x), &y) in out.iter_mut().zip(c).zip(a).zip(b) {
+                *o = if c != C::zero() { x } else { y };
             }
         }
-        (1, false) => data[first..first + values.len()].copy_from_slice(values),
-        _ => {
-            for (j, &v) in values.iter().enumerate() {
-                let d = &mut data[(first as isize + j as isize * stride) as usize];
-                *d = if accumulate { d.add(v) } else { v };
+        with_block!(c, v => each(out, v, a, b))
+    }
+    match (out, a, b) {
+        (Block::F32(o), Block::F32(x), Block::F32(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::F64(o), Block::F64(x), Block::F64(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::F16(o), Block::F16(x), Block::F16(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::BF16(o), Block::BF16(x), Block::BF16(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::I32(o), Block::I32(x), Block::I32(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::I64(o), Block::I64(x), Block::I64(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::U8(o), Block::U8(x), Block::U8(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::Bool(o), Block::Bool(x), Block::Bool(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        _ => unreachable!("the compiler typed the selection"),
+    }
+}
+
+fn cast(out: &mut Block, a: &Block, n: usize) {
+    fn typed<U: Element>(out: &mut [U], a: &Block) {
+        fn each<T: Element, U: Element>(out: &mut [U], a: &[T]) {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = x.cast::<U>();
             }
         }
+        with_block!(a, v => each(out, v))
+    }
+    with_block!(out, o => typed(&mut o[..n], a))
+}
+
+/// Writes or combines the first `n` values of `block` at `first + j * stride`.
+fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: usize) {
+    fn overwrite<T: Element>(data: &mut [T], first: isize, stride: isize, values: &[T]) {
+        match stride {
+            0 => data[first as usize] = values[values.len() - 1],
+            1 => data[first as usize..first as usize + values.len()].copy_from_slice(values),
+            _ => {
+                for (j, &v) in values.iter().enumerate() {
+                    data[(first + j as isize * stride) as usize] = v;
+                }
+            }
+        }
+    }
+    fn combine<T: Num>(op: ReduceOp, data: &mut [T], first: isize, stride: isize, values: &[T]) {
+        match op {
+            ReduceOp::Sum => combine_by::<T, SumOp>(data, first, stride, values),
+            ReduceOp::Prod => combine_by::<T, ProdOp>(data, first, stride, values),
+            ReduceOp::Max => combine_by::<T, MaxOp>(data, first, stride, values),
+            ReduceOp::Min => combine_by::<T, MinOp>(data, first, stride, values),
+        }
+    }
+    fn combine_by<T: Num, R: ReduceFn<T>>(
+        data: &mut [T],
+        first: isize,
+        stride: isize,
+        values: &[T],
+    ) {
+        let first = first as usize;
+        match stride {
+            0 => {
+                data[first] = values
+                    .iter()
+                    .fold(data[first], |acc, &v| R::combine(acc, v))
+            }
+            1 => {
+                for (d, &v) in data[first..first + values.len()].iter_mut().zip(values) {
+                    *d = R::combine(*d, v);
+                }
+            }
+            _ => {
+                for (j, &v) in values.iter().enumerate() {
+                    let d = &mut data[(first as isize + j as isize * stride) as usize];
+                    *d = R::combine(*d, v);
+                }
+            }
+        }
+    }
+    macro_rules! typed {
+        ($($variant:ident),*) => {
+            match (&mut sink.data, block, sink.combine) {
+                $(
+                    (ElementsMut::$variant(d), Block::$variant(v), None) => {
+                        overwrite(d, first, stride, &v[..n])
+                    }
+                    (ElementsMut::$variant(d), Block::$variant(v), Some(op)) => {
+                        combine(op, d, first, stride, &v[..n])
+                    }
+                )*
+                (ElementsMut::Bool(d), Block::Bool(v), None) => overwrite(d, first, stride, &v[..n]),
+                _ => unreachable!("`run` checked each sink's type"),
+            }
+        };
+    }
+    typed!(F32, F64, F16, BF16, I32, I64, U8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::IrNode;
+
+    /// Several element types in one program: `select(cast(a) < b, cast(a), b * 2)`.
+    #[test]
+    fn mixed_types_and_reductions() {
+        let mut ir = Ir::default();
+        let (a, b) = (ir.leaf(), ir.leaf());
+        let wide = ir.push(IrNode::Cast(DType::I64, a));
+        let less = ir.push(IrNode::Compare(CompareOp::Less, wide, b));
+        let two = ir.push(IrNode::Scalar(2.0));
+        let doubled = ir.push(IrNode::Binary(BinaryOp::Mul, b, two));
+        let root = ir.push(IrNode::Select(less, wide, doubled));
+        // `a` is i32, `b` i64: the select's branches are both i64.
+        let program =
+            Program::compile(&ir, &[root], &[DType::I32, DType::I64], DType::I64).unwrap();
+        let (xs, ys) = ([1i32, 5, -3], [4i64, 2, -7]);
+        let mut out = [0i64; 3];
+        run(
+            &program,
+            &[3],
+            &[
+                Source {
+                    data: Elements::I32(&xs),
+                    offset: 0,
+                    strides: vec![1],
+                },
+                Source {
+                    data: Elements::I64(&ys),
+                    offset: 0,
+                    strides: vec![1],
+                },
+            ],
+            &mut [Sink {
+                data: ElementsMut::I64(&mut out),
+                offset: 0,
+                strides: vec![1],
+                combine: None,
+            }],
+        )
+        .unwrap();
+        assert_eq!(out, [1, 4, -14]);
+        // A maximum over the one axis: stride 0 into one element that starts at the identity.
+        let mut best = [i64::MIN];
+        run(
+            &program,
+            &[3],
+            &[
+                Source {
+                    data: Elements::I32(&xs),
+                    offset: 0,
+                    strides: vec![1],
+                },
+                Source {
+                    data: Elements::I64(&ys),
+                    offset: 0,
+                    strides: vec![1],
+                },
+            ],
+            &mut [Sink {
+                data: ElementsMut::I64(&mut best),
+                offset: 0,
+                strides: vec![0],
+                combine: Some(ReduceOp::Max),
+            }],
+        )
+        .unwrap();
+        assert_eq!(best, [4]);
+    }
+
+    #[test]
+    fn float_only_ops_on_integers_and_mismatched_buffers_are_errors() {
+        let mut ir = Ir::default();
+        let a = ir.leaf();
+        let root = ir.push(IrNode::Unary(UnaryOp::Exp, a));
+        let err = Program::compile_uniform(&ir, &[root], DType::I32).unwrap_err();
+        assert!(err.to_string().contains("`exp` on i32"), "{err}");
+        let program = Program::compile_uniform(&ir, &[root], DType::F32).unwrap();
+        let xs = [0.0f64];
+        let mut out = [0f32];
+        let err = run(
+            &program,
+            &[1],
+            &[Source {
+                data: Elements::F64(&xs),
+                offset: 0,
+                strides: vec![1],
+            }],
+            &mut [Sink {
+                data: ElementsMut::F32(&mut out),
+                offset: 0,
+                strides: vec![1],
+                combine: None,
+            }],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("leaf 0 of type f32 given a source of type f64"),
+            "{err}"
+        );
+        let xs = [0.0f32];
+        let err = run(
+            &program,
+            &[2],
+            &[Source {
+                data: Elements::F32(&xs),
+                offset: 0,
+                strides: vec![1],
+            }],
+            &mut [Sink {
+                data: ElementsMut::F32(&mut out),
+                offset: 0,
+                strides: vec![1],
+                combine: None,
+            }],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("leaves its buffer"), "{err}");
     }
 }

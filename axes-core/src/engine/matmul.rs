@@ -6,6 +6,7 @@ use std::any::TypeId;
 use half::{bf16, f16};
 
 use super::threads;
+use crate::error::{Error, Result};
 use crate::num::Num;
 
 /// One operand of a batched matrix product in host memory: element (0, 0) of the first
@@ -19,6 +20,28 @@ pub(crate) struct HostMatrix<'a, T> {
 }
 
 impl<T> HostMatrix<'_, T> {
+    /// Whether every position of the `rows`×`cols` matrices of a batch `batch_lens` long
+    /// lies in the buffer.
+    fn fits(&self, batch_lens: &[usize], rows: usize, cols: usize) -> bool {
+        let lens = batch_lens.iter().chain([&rows, &cols]);
+        let strides = self
+            .batch_strides
+            .iter()
+            .chain([&self.row_stride, &self.col_stride]);
+        let (mut low, mut high) = (self.offset as isize, self.offset as isize);
+        for (&len, &stride) in lens.zip(strides) {
+            let reach = (len as isize - 1) * stride;
+            if reach < 0 {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        self.batch_strides.len() == batch_lens.len()
+            && low >= 0
+            && (high as usize) < self.data.len()
+    }
+
     /// The position of element (0, 0) of the matrix at `index` of the batch.
     fn origin(&self, index: &[usize]) -> isize {
         self.offset as isize
@@ -31,19 +54,36 @@ impl<T> HostMatrix<'_, T> {
 }
 
 /// `out` (row-major `[batch..., m, n]`) = `lhs` (`m`×`k`) · `rhs` (`k`×`n`) for every index
-/// of the batch axes, `batch_lens` long; every position the operands reach is in their
-/// buffers (checked: a violation panics rather than reading out of bounds).
+/// of the batch axes, `batch_lens` long. An operand that reaches outside its buffer, or an
+/// `out` of another length, is an error.
 pub(crate) fn batched_matmul<T: Num>(
     out: &mut [T],
     batch_lens: &[usize],
     (m, n, k): (usize, usize, usize),
     lhs: &HostMatrix<'_, T>,
     rhs: &HostMatrix<'_, T>,
-) {
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
+) -> Result<()> {
     let batches: usize = batch_lens.iter().product();
+    if out.len() != batches * m * n {
+        return Err(Error::Unsupported {
+            what: format!(
+                "a result of {} elements for {batches} products of {m}×{n}",
+                out.len()
+            ),
+        });
+    }
+    if batches == 0 || m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        out.fill(T::zero());
+        return Ok(());
+    }
+    if !lhs.fits(batch_lens, m, k) || !rhs.fits(batch_lens, k, n) {
+        return Err(Error::Unsupported {
+            what: "a matrix operand that leaves its buffer".into(),
+        });
+    }
     let mut index = vec![0usize; batch_lens.len()];
     for b in 0..batches {
         let (lo, ro) = (lhs.origin(&index), rhs.origin(&index));
@@ -70,6 +110,7 @@ pub(crate) fn batched_matmul<T: Num>(
             index[axis] = 0;
         }
     }
+    Ok(())
 }
 
 /// `dst (m×n, row-major) = lhs (m×k) · rhs (k×n)`, each operand given by buffer, offset and

@@ -413,6 +413,18 @@ macro_rules! define_unary_ops {
                 }
             }
 
+            /// `out[i] = op(a[i])` for an op of the [`Domain::Num`] domain over any numeric
+            /// type; `false` (nothing written) for an op defined on floats only.
+            pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T]) -> bool {
+                match self {
+                    $(UnaryOp::$op => num_domain_only!($domain, {
+                        for (o, &$x) in out.iter_mut().zip(a) {
+                            *o = $scalar;
+                        }
+                    }),)*
+                }
+            }
+
             /// Appends to `ir` the adjoint of the argument `x` of this op, whose result is
             /// node `y` and whose adjoint is node `g`; `None` where no gradient flows.
             #[allow(unused_variables)]
@@ -507,6 +519,18 @@ macro_rules! define_binary_ops {
                 }
             }
 
+            /// `out[i] = op(a[i], b[i])` for an op of the [`Domain::Num`] domain over any
+            /// numeric type; `false` (nothing written) for an op defined on floats only.
+            pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
+                match self {
+                    $(BinaryOp::$op => num_domain_only!($domain, {
+                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
+                            *o = $scalar;
+                        }
+                    }),)*
+                }
+            }
+
             /// Appends to `ir` the adjoints of the arguments `a` and `b` of this op, whose
             /// result is node `y` and whose adjoint is node `g`.
             #[allow(unused_variables)]
@@ -585,6 +609,17 @@ macro_rules! define_compare_ops {
             pub fn apply<T: Element>(self, left: T, right: T) -> bool {
                 match self { $(CompareOp::$op => { let ($a, $b) = (left, right); $scalar })* }
             }
+
+            /// `out[i] = op(a[i], b[i])`: one `match` per block of elements.
+            pub fn apply_all<T: Element>(self, out: &mut [bool], a: &[T], b: &[T]) {
+                match self {
+                    $(CompareOp::$op => {
+                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
+                            *o = $scalar;
+                        }
+                    })*
+                }
+            }
         }
 
         /// The comparisons as typed zero-sized values (re-exported by [`binary`]).
@@ -655,6 +690,18 @@ macro_rules! compare_method_rows {
     };
 }
 
+/// `$body` (then `true`) for a row of the `Num` domain; `false` for a `Float` row, whose
+/// scalar function does not compile for every numeric type.
+macro_rules! num_domain_only {
+    (Num, $body:block) => {{
+        $body
+        true
+    }};
+    (Float, $body:block) => {
+        false
+    };
+}
+
 /// The first of its arguments (for optional table columns).
 macro_rules! first_of {
     ($first:expr $(, $rest:expr)* $(,)?) => {
@@ -707,6 +754,12 @@ macro_rules! define_reduce_ops {
             /// The value a reduction over nothing gives.
             pub const fn identity(self) -> Identity {
                 match self { $(ReduceOp::$op => Identity::$identity,)* }
+            }
+
+            /// Combines two partial results.
+            #[inline(always)]
+            pub fn combine<T: Num>(self, a: T, b: T) -> T {
+                match self { $(ReduceOp::$op => <reduce::$typed as ReduceFn<T>>::combine(a, b),)* }
             }
         }
 

@@ -8,6 +8,7 @@ use crate::arena::{Arena, ArenaBuilder, Slot};
 use crate::autodiff::{Grads, Tape, Var};
 use crate::engine::interp::{self, Program, Sink, Source};
 use crate::error::{Error, Result};
+use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::named::NamedLengths;
@@ -195,7 +196,7 @@ impl<T: Float> Bound<'_, T> {
         }
         let layouts = self.params.arena.layouts();
         let mut flat = vec![T::zero(); self.params.arena.len()];
-        let add = Program::copy();
+        let add = Program::copy(T::DTYPE);
         for (layout, &node) in layouts.iter().zip(&self.nodes) {
             let Some(buf) = grads.buf(node) else {
                 continue;
@@ -209,15 +210,15 @@ impl<T: Float> Bound<'_, T> {
                 continue;
             }
             let source = Source {
-                data: values,
+                data: T::elements(values),
                 offset: buf.layout.offset(),
                 strides: buf.layout.strides().to_vec(),
             };
             let sink = Sink {
-                data: &mut flat,
+                data: T::elements_mut(&mut flat),
                 offset: layout.offset(),
                 strides: layout.strides().to_vec(),
-                accumulate: true,
+                combine: Some(ReduceOp::Sum),
             };
             interp::run(&add, layout.lens(), &[source], &mut [sink])
                 .expect("a gradient has its parameter's lengths");

@@ -1,0 +1,269 @@
+//! The CPU as a backend of the device protocol: a [`Job`] runs on the IR interpreter (every
+//! element type, one `match` per instruction per block) and a [`MatmulJob`] on the engine's
+//! matrix product, over buffers in host memory.
+//!
+//! As a [`Device`](crate::protocol::Device) (`Device::Accelerator(&CPU)`), it runs every job
+//! the device lowering makes, on any machine: the shared backend tests run through it on
+//! every `cargo test`, beside OpenCL and CUDA where those exist.
+//!
+//! ```
+//! # extern crate axes_core as axes;
+//! use axes::prelude::*;
+//! use axes::engine::cpu::CPU;
+//! #[derive(Axis)] struct Row;
+//! let backend = Device::Accelerator(&CPU);
+//! let x = Tensor::<f32, (Row,)>::from_vec(Row.len(3), vec![1., 2., 3.])?.to(&backend)?;
+//! let y = (&x * 2.0).exp().eval()?;          // a job, run by the interpreter
+//! assert_eq!(y.device(), backend);
+//! let host = (&x.to(&Device::Cpu)? * 2.0).exp().eval()?;
+//! assert_eq!(y.to(&Device::Cpu)?.to_vec(), host.to_vec());
+//! # Ok::<(), axes::Error>(())
+//! ```
+
+use half::{bf16, f16};
+
+use super::interp::{self, Program, Sink, Source};
+use super::matmul::{HostMatrix, batched_matmul};
+use crate::element::{DType, Element, Elements, ElementsMut};
+use crate::error::{Error, Result};
+use crate::ir::ReduceOp;
+use crate::ir::ops::identity_of;
+use crate::num::Num;
+use crate::protocol::{
+    Backend, Device, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide, as_bytes, from_bytes,
+};
+
+/// The CPU backend (one per process: devices are equal when they are the same backend).
+pub static CPU: Cpu = Cpu {
+    name: "the CPU through the device protocol",
+};
+
+/// The CPU as a backend: see the [module docs](self).
+#[derive(Debug)]
+pub struct Cpu {
+    /// Not zero-sized, so that the static has an address of its own.
+    name: &'static str,
+}
+
+/// A buffer of the CPU backend: bytes in host memory.
+struct HostBytes(Vec<u8>);
+
+/// Owned elements of a run-time type.
+enum Values {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+/// `$body` with `$v` bound to the vector `$values` holds, whatever its type.
+macro_rules! with_values {
+    ($values:expr, $v:ident => $body:expr) => {
+        match $values {
+            Values::F32($v) => $body,
+            Values::F64($v) => $body,
+            Values::F16($v) => $body,
+            Values::BF16($v) => $body,
+            Values::I32($v) => $body,
+            Values::I64($v) => $body,
+            Values::U8($v) => $body,
+            Values::Bool($v) => $body,
+        }
+    };
+}
+
+impl Values {
+    /// The `count` elements of type `dtype` in a buffer of this backend.
+    fn read(memory: &DeviceMemory, dtype: DType) -> Result<Values> {
+        let HostBytes(bytes) = memory
+            .buffer::<HostBytes>()
+            .ok_or_else(|| Error::Unsupported {
+                what: "a buffer of another device in a job on the CPU backend".into(),
+            })?;
+        let size = dtype_size(dtype);
+        if bytes.len() % size != 0 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "a buffer of {} bytes read as {} elements",
+                    bytes.len(),
+                    dtype.name()
+                ),
+            });
+        }
+        fn typed<T: Element>(bytes: &[u8]) -> Result<Vec<T>> {
+            from_bytes(
+                bytes,
+                bytes.len() / std::mem::size_of::<T>(),
+                Device::Accelerator(&CPU),
+            )
+        }
+        Ok(match dtype {
+            DType::F32 => Values::F32(typed(bytes)?),
+            DType::F64 => Values::F64(typed(bytes)?),
+            DType::F16 => Values::F16(typed(bytes)?),
+            DType::BF16 => Values::BF16(typed(bytes)?),
+            DType::I32 => Values::I32(typed(bytes)?),
+            DType::I64 => Values::I64(typed(bytes)?),
+            DType::U8 => Values::U8(typed(bytes)?),
+            DType::Bool => Values::Bool(typed(bytes)?),
+        })
+    }
+
+    /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
+    fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Values {
+        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Vec<T> {
+            vec![reduce.map_or(T::zero(), |op| identity_of(op.identity())); count]
+        }
+        match dtype {
+            DType::F32 => Values::F32(typed(count, reduce)),
+            DType::F64 => Values::F64(typed(count, reduce)),
+            DType::F16 => Values::F16(typed(count, reduce)),
+            DType::BF16 => Values::BF16(typed(count, reduce)),
+            DType::I32 => Values::I32(typed(count, reduce)),
+            DType::I64 => Values::I64(typed(count, reduce)),
+            DType::U8 => Values::U8(typed(count, reduce)),
+            DType::Bool => Values::Bool(vec![false; count]),
+        }
+    }
+
+    fn elements(&self) -> Elements<'_> {
+        with_values!(self, v => Element::elements(v))
+    }
+
+    fn elements_mut(&mut self) -> ElementsMut<'_> {
+        with_values!(self, v => Element::elements_mut(v))
+    }
+
+    /// A buffer of this backend holding the values.
+    fn into_memory(self) -> DeviceMemory {
+        let bytes = with_values!(&self, v => as_bytes(v).to_vec());
+        let len = bytes.len();
+        DeviceMemory::new(HostBytes(bytes), len)
+    }
+}
+
+fn dtype_size(dtype: DType) -> usize {
+    match dtype {
+        DType::F32 | DType::I32 => 4,
+        DType::F64 | DType::I64 => 8,
+        DType::F16 | DType::BF16 => 2,
+        DType::U8 | DType::Bool => 1,
+    }
+}
+
+/// The product of `lens`, or an error naming them.
+fn count_of(lens: &[usize]) -> Result<usize> {
+    lens.iter()
+        .try_fold(1usize, |n, &l| n.checked_mul(l))
+        .ok_or_else(|| Error::SizeOverflow {
+            lengths: format!("{lens:?}"),
+        })
+}
+
+impl Backend for Cpu {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
+        Ok(DeviceMemory::new(HostBytes(bytes.to_vec()), bytes.len()))
+    }
+
+    fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        let HostBytes(bytes) = memory
+            .buffer::<HostBytes>()
+            .ok_or_else(|| Error::Unsupported {
+                what: "downloading a buffer of another device from the CPU backend".into(),
+            })?;
+        Ok(bytes.clone())
+    }
+
+    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
+        let inputs = (job.leaves.iter())
+            .map(|leaf| Values::read(leaf.memory, leaf.dtype))
+            .collect::<Result<Vec<_>>>()?;
+        let leaf_types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
+        let Some(root) = job.ir.nodes.len().checked_sub(1) else {
+            return Err(Error::Unsupported {
+                what: "an empty expression".into(),
+            });
+        };
+        let program = Program::compile(&job.ir, &[root], &leaf_types, job.out)?;
+        let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
+        let count = count_of(&job.kept)?;
+        let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
+        let mut out = Values::filled(job.out, count, reduce);
+        // Row-major over the kept axes; 0 over the reduced ones, which combine.
+        let mut strides = vec![0isize; lens.len()];
+        let mut step = 1isize;
+        for (s, &len) in strides.iter_mut().zip(&job.kept).rev() {
+            *s = step;
+            step *= len as isize;
+        }
+        let sources: Vec<Source<'_>> = (job.leaves.iter().zip(&inputs))
+            .map(|(leaf, values)| Source {
+                data: values.elements(),
+                offset: leaf.offset,
+                strides: leaf.strides.clone(),
+            })
+            .collect();
+        interp::run(
+            &program,
+            &lens,
+            &sources,
+            &mut [Sink {
+                data: out.elements_mut(),
+                offset: 0,
+                strides,
+                combine: reduce,
+            }],
+        )?;
+        drop(sources);
+        Ok(out.into_memory())
+    }
+
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        let (lhs, rhs) = (
+            Values::read(job.lhs.memory, job.dtype)?,
+            Values::read(job.rhs.memory, job.dtype)?,
+        );
+        let count = count_of(&[job.batch, job.m, job.n])?;
+        let mut out = Values::filled(job.dtype, count, None);
+        fn typed<T: Num>(job: &MatmulJob<'_>, out: &mut [T], lhs: &[T], rhs: &[T]) -> Result<()> {
+            fn side<'a, T>(side: &'a MatrixSide<'_>, data: &'a [T]) -> HostMatrix<'a, T> {
+                HostMatrix {
+                    data,
+                    offset: side.offset,
+                    batch_strides: std::slice::from_ref(&side.batch_stride),
+                    row_stride: side.row_stride,
+                    col_stride: side.col_stride,
+                }
+            }
+            let (l, r) = (side(&job.lhs, lhs), side(&job.rhs, rhs));
+            batched_matmul(out, &[job.batch], (job.m, job.n, job.k), &l, &r)
+        }
+        match (&mut out, &lhs, &rhs) {
+            (Values::F32(o), Values::F32(l), Values::F32(r)) => typed(job, o, l, r)?,
+            (Values::F64(o), Values::F64(l), Values::F64(r)) => typed(job, o, l, r)?,
+            (Values::F16(o), Values::F16(l), Values::F16(r)) => typed(job, o, l, r)?,
+            (Values::BF16(o), Values::BF16(l), Values::BF16(r)) => typed(job, o, l, r)?,
+            (Values::I32(o), Values::I32(l), Values::I32(r)) => typed(job, o, l, r)?,
+            (Values::I64(o), Values::I64(l), Values::I64(r)) => typed(job, o, l, r)?,
+            (Values::U8(o), Values::U8(l), Values::U8(r)) => typed(job, o, l, r)?,
+            _ => {
+                return Err(Error::Unsupported {
+                    what: format!("{} matrix products", job.dtype.name()),
+                });
+            }
+        }
+        Ok(out.into_memory())
+    }
+}
