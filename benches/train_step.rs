@@ -93,7 +93,6 @@ fn axes_step(
         .unwrap();
     let value = loss.value().to_vec()[0];
     let grad = p.gradient(&loss.backward().unwrap()).unwrap();
-    drop((p, loss, tape));
     adam.step(params, &grad).unwrap();
     value
 }
@@ -110,12 +109,24 @@ impl NdMlp {
     fn new(from: &Params<f32>, model: &Mlp) -> Self {
         let matrix = |t: Vec<f32>, r: usize, c: usize| Array2::from_shape_vec((r, c), t).unwrap();
         let params = vec![
-            matrix(from.tensor(&model.first.weight).to_vec(), IN, HIDDEN),
-            matrix(from.tensor(&model.first.bias).to_vec(), 1, HIDDEN),
-            matrix(from.tensor(&model.second.weight).to_vec(), HIDDEN, HIDDEN),
-            matrix(from.tensor(&model.second.bias).to_vec(), 1, HIDDEN),
-            matrix(from.tensor(&model.last.weight).to_vec(), HIDDEN, CLASSES),
-            matrix(from.tensor(&model.last.bias).to_vec(), 1, CLASSES),
+            matrix(
+                from.tensor(&model.first.weight).unwrap().to_vec(),
+                IN,
+                HIDDEN,
+            ),
+            matrix(from.tensor(&model.first.bias).unwrap().to_vec(), 1, HIDDEN),
+            matrix(
+                from.tensor(&model.second.weight).unwrap().to_vec(),
+                HIDDEN,
+                HIDDEN,
+            ),
+            matrix(from.tensor(&model.second.bias).unwrap().to_vec(), 1, HIDDEN),
+            matrix(
+                from.tensor(&model.last.weight).unwrap().to_vec(),
+                HIDDEN,
+                CLASSES,
+            ),
+            matrix(from.tensor(&model.last.bias).unwrap().to_vec(), 1, CLASSES),
         ];
         let zeros: Vec<Array2<f32>> = params.iter().map(|p| Array2::zeros(p.dim())).collect();
         NdMlp {
@@ -234,7 +245,7 @@ fn agree() {
             "step {step}: loss {a} vs ndarray {b}"
         );
     }
-    let w: Array1<f32> = Array1::from(params.tensor(&model.last.weight).to_vec());
+    let w: Array1<f32> = Array1::from(params.tensor(&model.last.weight).unwrap().to_vec());
     let w_nd = nd.params[4].iter().copied().collect::<Array1<f32>>();
     let diff = (&w - &w_nd).mapv(f32::abs).fold(0.0f32, |m, &v| m.max(v));
     assert!(diff < 1e-4, "weights differ by {diff}");

@@ -327,7 +327,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)?.mean::<(Batch,)>()?;
             total_loss += loss.value().to_vec()[0] as f64;
             let grad = p.gradient(&loss.backward()?)?;
-            drop((p, loss, tape)); // release the tape's views of the parameters
             let progress = adam.steps() as f64 / total_steps;
             adam.lr = LEARNING_RATE * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
             adam.step(&mut params, &grad)?;

@@ -52,17 +52,24 @@ fn initialisation_follows_the_rules_and_the_seed() {
     .unwrap();
     let params = builder.build::<f64>(3).unwrap();
     let std = |t: Vec<f64>| (t.iter().map(|v| v * v).sum::<f64>() / t.len() as f64).sqrt();
-    let he = std(params.tensor(&big.weight).to_vec());
+    let he = std(params.tensor(&big.weight).unwrap().to_vec());
     assert!(
         (he / (2.0f64 / 400.0).sqrt() - 1.0).abs() < 0.02,
         "He std {he}"
     );
-    let gl = std(params.tensor(&glorot.weight).to_vec());
+    let gl = std(params.tensor(&glorot.weight).unwrap().to_vec());
     assert!(
         (gl / (2.0f64 / 400.0).sqrt() - 1.0).abs() < 0.03,
         "Glorot std {gl}"
     );
-    assert!(params.tensor(&big.bias).to_vec().iter().all(|&b| b == 0.0));
+    assert!(
+        params
+            .tensor(&big.bias)
+            .unwrap()
+            .to_vec()
+            .iter()
+            .all(|&b| b == 0.0)
+    );
     assert_eq!(params.count(), 400 * 300 + 300 + 300 * 100 + 100);
     // Same seed, same values; another seed, others.
     let again = {
@@ -73,13 +80,16 @@ fn initialisation_follows_the_rules_and_the_seed() {
             .unwrap();
         (b.build::<f64>(3).unwrap(), l)
     };
-    assert_eq!(again.0.tensor(&again.1.weight), params.tensor(&big.weight));
+    assert_eq!(
+        again.0.tensor(&again.1.weight).unwrap(),
+        params.tensor(&big.weight).unwrap()
+    );
     let mut b = ParamsBuilder::new();
     let other =
         Linear::<In, Hidden>::new(&mut b, "big", In.len(400), Hidden.len(300), Init::He).unwrap();
     assert_ne!(
-        b.build::<f64>(4).unwrap().tensor(&other.weight),
-        params.tensor(&big.weight)
+        b.build::<f64>(4).unwrap().tensor(&other.weight).unwrap(),
+        params.tensor(&big.weight).unwrap()
     );
 }
 
@@ -116,20 +126,23 @@ fn bound_gradient_is_laid_out_like_the_arena() {
         .mean::<(Batch,)>()
         .unwrap();
     let grads = loss.backward().unwrap();
+    // Each parameter's own gradient, then all of them in the arena's layout.
+    let each: Vec<Vec<f64>> = vec![
+        grads.get(&p.var(&first.weight).unwrap()).unwrap().to_vec(),
+        grads.get(&p.var(&first.bias).unwrap()).unwrap().to_vec(),
+        grads.get(&p.var(&square.weight).unwrap()).unwrap().to_vec(),
+        grads.get(&p.var(&square.bias).unwrap()).unwrap().to_vec(),
+        grads.get(&p.var(&last.weight).unwrap()).unwrap().to_vec(),
+        grads.get(&p.var(&last.bias).unwrap()).unwrap().to_vec(),
+    ];
     let flat = p.gradient(&grads).unwrap();
     assert_eq!(flat.len(), params.arena().len());
     let layouts = params.arena().layouts();
-    let check = |index: usize, expected: Vec<f64>| {
+    for (index, expected) in each.into_iter().enumerate() {
         let layout = &layouts[index];
         let got: Vec<f64> = layout.positions().map(|q| flat[q.unwrap()]).collect();
         assert_eq!(got, expected, "parameter {index}");
-    };
-    check(0, grads.get(&p.var(&first.weight)).unwrap().to_vec());
-    check(1, grads.get(&p.var(&first.bias)).unwrap().to_vec());
-    check(2, grads.get(&p.var(&square.weight)).unwrap().to_vec());
-    check(3, grads.get(&p.var(&square.bias)).unwrap().to_vec());
-    check(4, grads.get(&p.var(&last.weight)).unwrap().to_vec());
-    check(5, grads.get(&p.var(&last.bias)).unwrap().to_vec());
+    }
     assert!(flat.iter().any(|&g| g != 0.0));
     // Gaps between tensors stay zero.
     let used: usize = layouts
@@ -154,7 +167,7 @@ fn sgd_and_adam_match_their_formulas() {
         })
         .collect();
 
-    let mut sgd_params = builder_clone(&params);
+    let (mut sgd_params, _) = builder_clone(&params);
     let mut sgd = Sgd::new(0.1, 0.9);
     let (mut p, mut v) = (params.arena().flat().to_vec(), vec![0.0; n]);
     for g in &grads {
@@ -166,7 +179,7 @@ fn sgd_and_adam_match_their_formulas() {
     }
     close(sgd_params.arena().flat(), &p);
 
-    let mut adam_params = builder_clone(&params);
+    let (mut adam_params, adam_layer) = builder_clone(&params);
     let mut adam = Adam::new(0.01).with_weight_decay(0.1);
     let (mut p, mut m, mut v) = (params.arena().flat().to_vec(), vec![0.0; n], vec![0.0; n]);
     for (t, g) in grads.iter().enumerate() {
@@ -184,23 +197,34 @@ fn sgd_and_adam_match_their_formulas() {
     assert_eq!(adam.steps(), 3);
     // Typed views see the update.
     assert_ne!(
-        adam_params.tensor(&layer.weight),
-        params.tensor(&layer.weight)
+        adam_params.tensor(&adam_layer.weight).unwrap(),
+        params.tensor(&layer.weight).unwrap()
     );
 
     let err = adam.step(&mut adam_params, &[0.0; 3]).unwrap_err();
     assert!(err.to_string().contains("3 elements were given"), "{err}");
 }
 
-fn builder_clone(params: &axes::nn::Params<f64>) -> axes::nn::Params<f64> {
+/// A copy of `params` (one layer) through a file, with its own layer handles.
+fn builder_clone(params: &axes::nn::Params<f64>) -> (axes::nn::Params<f64>, Linear<In, Hidden>) {
     let path = temp_path("clone.safetensors");
     params.save(&path).unwrap();
     let mut builder = ParamsBuilder::new();
-    Linear::<In, Hidden>::new(&mut builder, "l", In.len(3), Hidden.len(2), Init::He).unwrap();
+    let layer =
+        Linear::<In, Hidden>::new(&mut builder, "l", In.len(3), Hidden.len(2), Init::He).unwrap();
     let mut copy = builder.build::<f64>(99).unwrap();
     copy.load(&path).unwrap();
     std::fs::remove_file(path).unwrap();
-    copy
+    // The original's handles are not the copy's.
+    let err = copy
+        .tensor(&layer.weight)
+        .map(drop)
+        .and(params.arena().tensor(&layer.weight));
+    assert!(
+        matches!(err, Err(axes::Error::ForeignSlot { index: 0 })),
+        "{err:?}"
+    );
+    (copy, layer)
 }
 
 fn close(got: &[f64], expected: &[f64]) {
@@ -223,10 +247,19 @@ fn save_and_load_round_trip_and_check_axes() {
     let mut builder = ParamsBuilder::new();
     let (first2, _, last2) = model(&mut builder);
     let mut loaded = builder.build::<f32>(12).unwrap();
-    assert_ne!(loaded.tensor(&first2.weight), params.tensor(&first.weight));
+    assert_ne!(
+        loaded.tensor(&first2.weight).unwrap(),
+        params.tensor(&first.weight).unwrap()
+    );
     loaded.load(&path).unwrap();
-    assert_eq!(loaded.tensor(&first2.weight), params.tensor(&first.weight));
-    assert_eq!(loaded.tensor(&last2.bias), params.tensor(&last.bias));
+    assert_eq!(
+        loaded.tensor(&first2.weight).unwrap(),
+        params.tensor(&first.weight).unwrap()
+    );
+    assert_eq!(
+        loaded.tensor(&last2.bias).unwrap(),
+        params.tensor(&last.bias).unwrap()
+    );
     assert_eq!(loaded.arena().flat(), params.arena().flat());
 
     // A model whose parameter has the same name and lengths but other axes.
@@ -279,7 +312,10 @@ fn any_parameter_name_round_trips() {
     let mut loaded = builder.build::<f64>(2).unwrap();
     loaded.load(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(loaded.tensor(&again), params.tensor(&slot));
+    assert_eq!(
+        loaded.tensor(&again).unwrap(),
+        params.tensor(&slot).unwrap()
+    );
     // A negative standard deviation names the parameter.
     let mut builder = ParamsBuilder::new();
     builder
@@ -411,8 +447,9 @@ fn a_small_model_learns() {
             .unwrap();
         last = loss.value().to_vec()[0];
         first.get_or_insert(last);
+        // No `drop` of the tape, the loss or the logits: backward released the views of the
+        // parameters its steps held, and `gradient` consumed the binding.
         let grad = p.gradient(&loss.backward().unwrap()).unwrap();
-        drop((p, loss, logits, tape));
         let buffer = params.arena().flat().as_ptr();
         adam.step(&mut params, &grad).unwrap();
         assert_eq!(

@@ -2,6 +2,7 @@
 //! parameter of a model, so that one pass over [`Arena::flat_mut`] updates them all.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -15,9 +16,12 @@ use crate::tensor::Tensor;
 /// loads of one tensor never straddle into the previous one.
 const ALIGN: usize = 16;
 
-/// A typed handle on one tensor of an [`Arena`].
+/// A typed handle on one tensor of the arenas built from one [`ArenaBuilder`]; using it
+/// with any other arena is [`Error::ForeignSlot`].
 pub struct Slot<A> {
     index: usize,
+    /// The builder it came from.
+    builder: u64,
     _axes: PhantomData<fn() -> A>,
 }
 
@@ -37,10 +41,22 @@ impl<A> Slot<A> {
 }
 
 /// Collects the shapes of an arena's tensors, then allocates them all at once.
-#[derive(Default)]
 pub struct ArenaBuilder {
     layouts: Vec<Layout>,
     len: usize,
+    /// Distinct for every builder made in this process.
+    id: u64,
+}
+
+impl Default for ArenaBuilder {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        ArenaBuilder {
+            layouts: Vec::new(),
+            len: 0,
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
 }
 
 impl ArenaBuilder {
@@ -70,6 +86,7 @@ impl ArenaBuilder {
         self.len = end;
         Ok(Slot {
             index: self.layouts.len() - 1,
+            builder: self.id,
             _axes: PhantomData,
         })
     }
@@ -79,6 +96,7 @@ impl ArenaBuilder {
         Arena {
             storage: Storage::new(vec![value; self.len]),
             layouts: self.layouts,
+            builder: self.id,
         }
     }
 }
@@ -103,20 +121,41 @@ impl ArenaBuilder {
 /// let mut params = builder.build(0.5f32);
 /// // one pass over every parameter
 /// params.flat_mut().iter_mut().for_each(|p| *p *= 2.0);
-/// assert_eq!(params.tensor(&b).to_vec(), [1.0, 1.0, 1.0]);
-/// assert!(params.tensor(&w).shares_storage_with(&params.tensor(&b)));
+/// assert_eq!(params.tensor(&b)?.to_vec(), [1.0, 1.0, 1.0]);
+/// assert!(params.tensor(&w)?.shares_storage_with(&params.tensor(&b)?));
+/// // a handle from another builder is an error, not another tensor
+/// let mut other = ArenaBuilder::new();
+/// let v = other.add::<(Out,), f32>(Out.len(3))?;
+/// assert!(params.tensor(&v).is_err());
 /// # Ok::<(), axes::Error>(())
 /// ```
 pub struct Arena<T: Element> {
     storage: Storage<T>,
     layouts: Vec<Layout>,
+    /// The builder it came from.
+    builder: u64,
 }
 
 impl<T: Element> Arena<T> {
+    /// The layout behind `slot`, or an error if `slot` comes from another builder.
+    fn layout_of<A>(&self, slot: &Slot<A>) -> Result<Layout> {
+        match self.layouts.get(slot.index) {
+            Some(&layout) if slot.builder == self.builder => Ok(layout),
+            _ => Err(Error::ForeignSlot { index: slot.index }),
+        }
+    }
+
+    /// Whether `slot` is a handle on this arena.
+    pub fn owns<A>(&self, slot: &Slot<A>) -> bool {
+        self.layout_of(slot).is_ok()
+    }
+
     /// A view of the tensor behind `slot` (no copy).
-    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Tensor<T, A> {
-        Tensor::from_parts(self.storage.clone(), self.layouts[slot.index])
-            .expect("arena layouts fit the arena buffer and match their slot's rank")
+    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Result<Tensor<T, A>> {
+        Ok(
+            Tensor::from_parts(self.storage.clone(), self.layout_of(slot)?)
+                .expect("arena layouts fit the arena buffer and match their slot's rank"),
+        )
     }
 
     /// Copies `value` into the tensor behind `slot`; every axis must have the slot's length.
@@ -125,7 +164,7 @@ impl<T: Element> Arena<T> {
         slot: &Slot<A>,
         value: &Tensor<T, B>,
     ) -> Result<()> {
-        let layout = self.layouts[slot.index];
+        let layout = self.layout_of(slot)?;
         let value = value.axes_with_order::<A>();
         for (axis, (&mine, &theirs)) in layout.lens().iter().zip(value.lens()).enumerate() {
             if mine != theirs {

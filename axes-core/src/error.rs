@@ -70,6 +70,16 @@ pub enum Error {
         /// The axis.
         axis: String,
     },
+    /// A handle ([`Slot`](crate::arena::Slot)) used with an arena not built from its
+    /// builder.
+    #[error(
+        "tensor handle {index} belongs to another arena: use the handles from the builder this \
+         arena (or these parameters) was built from"
+    )]
+    ForeignSlot {
+        /// The handle's position in its own arena.
+        index: usize,
+    },
     /// `unflatten` on a composite axis whose part lengths are not known.
     #[error("the part lengths of axis `{axis}` are unknown: it did not come from `flatten`")]
     UnknownFlatParts {

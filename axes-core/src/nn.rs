@@ -24,9 +24,8 @@
 //!     let logits = layer.forward(&p, &tape.constant(x.clone()))?;
 //!     let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &labels)?.mean::<(Batch,)>()?;
 //!     losses.push(loss.value().to_vec()[0]);
-//!     let grads = p.gradient(&loss.backward()?)?;
-//!     drop((p, loss, tape));                // release the tape's views of the parameters
-//!     adam.step(&mut params, &grads)?;       // one pass over the whole arena
+//!     let grads = p.gradient(&loss.backward()?)?; // backward releases the tape's views
+//!     adam.step(&mut params, &grads)?;       // in place, one pass over the whole arena
 //! }
 //! assert!(losses[19] < losses[0]);
 //! # Ok::<(), axes::Error>(())

@@ -16,10 +16,23 @@ use crate::tensor::Tensor;
 /// [`Grads`] and adds the gradients of its inputs.
 pub(crate) type Backward<T> = Box<dyn Fn(&mut Grads<T>) -> Result<()>>;
 
+/// What the tape keeps for one node.
+enum Step<T: Float> {
+    /// A variable, a constant, or an operation no gradient flows through.
+    Leaf,
+    /// An operation's backward step.
+    Backward(Backward<T>),
+    /// An operation whose backward step ran and was released (with the tensors it held).
+    Released,
+}
+
 /// Records the operations on [`Var`]s so that [`Var::backward`] can run them in reverse.
 ///
-/// A tape is cheap to clone (a shared handle). Start one per training step; dropping it (and
-/// its variables) releases everything it recorded.
+/// A tape is cheap to clone (a shared handle). Start one per training step. Running
+/// [`Var::backward`] releases the backward steps it ran, and with them the views of the
+/// parameters they held, so an optimizer can update the parameters in place right after
+/// (a tape runs backward through an operation once, as in PyTorch). Dropping the tape and
+/// its variables releases the rest. A tape stays on the thread that made it.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -35,7 +48,7 @@ pub(crate) type Backward<T> = Box<dyn Fn(&mut Grads<T>) -> Result<()>>;
 /// # Ok::<(), axes::Error>(())
 /// ```
 pub struct Tape<T: Float> {
-    nodes: Rc<RefCell<Vec<Option<Backward<T>>>>>,
+    nodes: Rc<RefCell<Vec<Step<T>>>>,
 }
 
 impl<T: Float> Clone for Tape<T> {
@@ -78,20 +91,20 @@ impl<T: Float> Tape<T> {
 
     /// A variable whose gradient is wanted (a parameter, or an input to differentiate by).
     pub fn var<A: AxisSet>(&self, value: Tensor<T, A>) -> Var<T, A> {
-        let id = self.push(None);
+        let id = self.push_leaf();
         Var::new(self.clone(), id, true, value)
     }
 
     /// A variable whose gradient is not wanted (input data, labels' one-hot, constants).
     pub fn constant<A: AxisSet>(&self, value: Tensor<T, A>) -> Var<T, A> {
-        let id = self.push(None);
+        let id = self.push_leaf();
         Var::new(self.clone(), id, false, value)
     }
 
-    /// Records a node and returns its id.
-    pub(crate) fn push(&self, backward: Option<Backward<T>>) -> usize {
+    /// Records a node with no backward step (a variable or a constant) and returns its id.
+    pub(crate) fn push_leaf(&self) -> usize {
         let mut nodes = self.nodes.borrow_mut();
-        nodes.push(backward);
+        nodes.push(Step::Leaf);
         nodes.len() - 1
     }
 
@@ -105,7 +118,11 @@ impl<T: Float> Tape<T> {
     ) -> Var<T, A> {
         let mut nodes = self.nodes.borrow_mut();
         let id = nodes.len();
-        nodes.push(needs_grad.then(|| Box::new(move |g: &mut Grads<T>| backward(g, id)) as _));
+        nodes.push(if needs_grad {
+            Step::Backward(Box::new(move |g: &mut Grads<T>| backward(g, id)))
+        } else {
+            Step::Leaf
+        });
         drop(nodes);
         Var::new(self.clone(), id, needs_grad, value)
     }
@@ -179,9 +196,25 @@ impl<T: Float, A: AxisSet> Var<T, A> {
 
 impl<T: Float> Var<T, ()> {
     /// Runs the tape backwards from this scalar (seeded with 1) and returns the gradients of
-    /// every variable recorded before it.
+    /// every variable recorded before it. The backward steps recorded up to it are released
+    /// (and the tensors they held, views of parameters among them): a second `backward`
+    /// through the same operations is an error (record them again).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::Tape;
+    /// #[derive(Axis)] struct I;
+    /// let tape = Tape::<f64>::new();
+    /// let x = tape.var(Tensor::<f64, (I,)>::from_vec(I.len(2), vec![1., 2.])?);
+    /// let loss = (&x * &x).sum::<(I,)>()?;
+    /// assert_eq!(loss.backward()?.get(&x)?.to_vec(), [2., 4.]);
+    /// let again = loss.backward().unwrap_err().to_string();
+    /// assert!(again.contains("backward already ran"), "{again}");
+    /// # Ok::<(), axes::Error>(())
+    /// ```
     pub fn backward(&self) -> Result<Grads<T>> {
-        let nodes = self.tape.nodes.borrow();
+        let mut nodes = self.tape.nodes.borrow_mut();
         let mut grads = Grads {
             bufs: Vec::new(),
             tape: Rc::as_ptr(&self.tape.nodes) as usize,
@@ -199,8 +232,22 @@ impl<T: Float> Var<T, ()> {
             if grads.bufs[id].is_none() {
                 continue;
             }
-            if let Some(step) = &nodes[id] {
-                step(&mut grads)?;
+            match std::mem::replace(&mut nodes[id], Step::Released) {
+                Step::Backward(step) => step(&mut grads)?,
+                Step::Leaf => nodes[id] = Step::Leaf,
+                Step::Released => {
+                    return Err(Error::NoGradient {
+                        reason: "the tape's backward already ran through this operation (a \
+                                 tape runs backward once; record the computation again)"
+                            .into(),
+                    });
+                }
+            }
+        }
+        // The steps no gradient reached go too: none of them may keep a parameter alive.
+        for step in &mut nodes[..=self.id] {
+            if let Step::Backward(_) = step {
+                *step = Step::Released;
             }
         }
         Ok(grads)

@@ -75,8 +75,8 @@ where
         DotAxes<X, (In, Out)>: BroadcastWith<(Out,)>,
         Broadcast<DotAxes<X, (In, Out)>, (Out,)>: AxisSet,
     {
-        let h = autodiff::dot(x, params.var(&self.weight))?;
-        Ok(h + &params.var(&self.bias))
+        let h = autodiff::dot(x, params.var(&self.weight)?)?;
+        Ok(h + &params.var(&self.bias)?)
     }
 }
 
@@ -132,7 +132,7 @@ where
         DotAxes<X, (Dual<H>, H)>: BroadcastWith<(H,)>,
         Broadcast<DotAxes<X, (Dual<H>, H)>, (H,)>: AxisSet,
     {
-        let h = autodiff::dot(x, params.var(&self.weight))?;
-        Ok(h + &params.var(&self.bias))
+        let h = autodiff::dot(x, params.var(&self.weight)?)?;
+        Ok(h + &params.var(&self.bias)?)
     }
 }

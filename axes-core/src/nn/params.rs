@@ -121,7 +121,7 @@ pub struct Params<T: Float> {
 
 impl<T: Float> Params<T> {
     /// The parameter `slot`'s current values (a view of the arena).
-    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Tensor<T, A> {
+    pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Result<Tensor<T, A>> {
         self.arena.tensor(slot)
     }
 
@@ -154,7 +154,7 @@ impl<T: Float> Params<T> {
     /// parameters: the tape's nodes hold views of the arena, and while any is alive the
     /// update copies the arena instead of writing in place.
     pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
-        let nodes = (0..self.entries.len()).map(|_| tape.push(None)).collect();
+        let nodes = (0..self.entries.len()).map(|_| tape.push_leaf()).collect();
         Bound {
             params: self,
             tape: tape.clone(),
@@ -172,14 +172,15 @@ pub struct Bound<'p, T: Float> {
 }
 
 impl<T: Float> Bound<'_, T> {
-    /// The variable of parameter `slot`.
-    pub fn var<A: AxisSet>(&self, slot: &Slot<A>) -> Var<T, A> {
-        Var::new(
+    /// The variable of parameter `slot` (an error if `slot` belongs to other parameters).
+    pub fn var<A: AxisSet>(&self, slot: &Slot<A>) -> Result<Var<T, A>> {
+        let value = self.params.tensor(slot)?;
+        Ok(Var::new(
             self.tape.clone(),
             self.nodes[slot.index()],
             true,
-            self.params.tensor(slot),
-        )
+            value,
+        ))
     }
 
     /// The tape the parameters are recorded on.
@@ -190,7 +191,8 @@ impl<T: Float> Bound<'_, T> {
     /// The gradient of every parameter, each at its parameter's offset of a buffer laid out
     /// like the arena (zeros where none flowed), ready for an optimizer's step. An error if
     /// `grads` come from another tape or a result recorded before the parameters were bound.
-    pub fn gradient(&self, grads: &Grads<T>) -> Result<Vec<T>> {
+    /// Consumes the binding, so the parameters are free to update right after.
+    pub fn gradient(self, grads: &Grads<T>) -> Result<Vec<T>> {
         if let Some(&last) = self.nodes.last() {
             grads.check(&self.tape, last)?;
         }
