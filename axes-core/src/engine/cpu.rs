@@ -20,9 +20,7 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 
-use half::{bf16, f16};
-
-use super::interp::{self, Program, Sink, Source};
+use super::interp::{self, Block, Program, Sink, Source, with_block};
 use super::matmul::{HostMatrix, batched_matmul};
 use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
@@ -48,37 +46,9 @@ pub struct Cpu {
 /// A buffer of the CPU backend: bytes in host memory.
 struct HostBytes(Vec<u8>);
 
-/// Owned elements of a run-time type.
-enum Values {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    Bool(Vec<bool>),
-}
-
-/// `$body` with `$v` bound to the vector `$values` holds, whatever its type.
-macro_rules! with_values {
-    ($values:expr, $v:ident => $body:expr) => {
-        match $values {
-            Values::F32($v) => $body,
-            Values::F64($v) => $body,
-            Values::F16($v) => $body,
-            Values::BF16($v) => $body,
-            Values::I32($v) => $body,
-            Values::I64($v) => $body,
-            Values::U8($v) => $body,
-            Values::Bool($v) => $body,
-        }
-    };
-}
-
-impl Values {
+impl Block {
     /// The `count` elements of type `dtype` in a buffer of this backend.
-    fn read(memory: &DeviceMemory, dtype: DType) -> Result<Values> {
+    fn read(memory: &DeviceMemory, dtype: DType) -> Result<Block> {
         let HostBytes(bytes) = memory
             .buffer::<HostBytes>()
             .ok_or_else(|| Error::Unsupported {
@@ -102,45 +72,45 @@ impl Values {
             )
         }
         Ok(match dtype {
-            DType::F32 => Values::F32(typed(bytes)?),
-            DType::F64 => Values::F64(typed(bytes)?),
-            DType::F16 => Values::F16(typed(bytes)?),
-            DType::BF16 => Values::BF16(typed(bytes)?),
-            DType::I32 => Values::I32(typed(bytes)?),
-            DType::I64 => Values::I64(typed(bytes)?),
-            DType::U8 => Values::U8(typed(bytes)?),
-            DType::Bool => Values::Bool(typed(bytes)?),
+            DType::F32 => Block::F32(typed(bytes)?),
+            DType::F64 => Block::F64(typed(bytes)?),
+            DType::F16 => Block::F16(typed(bytes)?),
+            DType::BF16 => Block::BF16(typed(bytes)?),
+            DType::I32 => Block::I32(typed(bytes)?),
+            DType::I64 => Block::I64(typed(bytes)?),
+            DType::U8 => Block::U8(typed(bytes)?),
+            DType::Bool => Block::Bool(typed(bytes)?),
         })
     }
 
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
-    fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Values {
+    fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Block {
         fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Vec<T> {
             vec![reduce.map_or(T::zero(), |op| identity_of(op.identity())); count]
         }
         match dtype {
-            DType::F32 => Values::F32(typed(count, reduce)),
-            DType::F64 => Values::F64(typed(count, reduce)),
-            DType::F16 => Values::F16(typed(count, reduce)),
-            DType::BF16 => Values::BF16(typed(count, reduce)),
-            DType::I32 => Values::I32(typed(count, reduce)),
-            DType::I64 => Values::I64(typed(count, reduce)),
-            DType::U8 => Values::U8(typed(count, reduce)),
-            DType::Bool => Values::Bool(vec![false; count]),
+            DType::F32 => Block::F32(typed(count, reduce)),
+            DType::F64 => Block::F64(typed(count, reduce)),
+            DType::F16 => Block::F16(typed(count, reduce)),
+            DType::BF16 => Block::BF16(typed(count, reduce)),
+            DType::I32 => Block::I32(typed(count, reduce)),
+            DType::I64 => Block::I64(typed(count, reduce)),
+            DType::U8 => Block::U8(typed(count, reduce)),
+            DType::Bool => Block::Bool(vec![false; count]),
         }
     }
 
     fn elements(&self) -> Elements<'_> {
-        with_values!(self, v => Element::elements(v))
+        with_block!(self, v => Element::elements(v))
     }
 
     fn elements_mut(&mut self) -> ElementsMut<'_> {
-        with_values!(self, v => Element::elements_mut(v))
+        with_block!(self, v => Element::elements_mut(v))
     }
 
     /// A buffer of this backend holding the values.
     fn into_memory(self) -> DeviceMemory {
-        let bytes = with_values!(&self, v => as_bytes(v).to_vec());
+        let bytes = with_block!(&self, v => as_bytes(v).to_vec());
         let len = bytes.len();
         DeviceMemory::new(HostBytes(bytes), len)
     }
@@ -188,7 +158,7 @@ impl Backend for Cpu {
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let inputs = (job.leaves.iter())
-            .map(|leaf| Values::read(leaf.memory, leaf.dtype))
+            .map(|leaf| Block::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
         let leaf_types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
         let Some(root) = job.ir.nodes.len().checked_sub(1) else {
@@ -200,7 +170,7 @@ impl Backend for Cpu {
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let count = count_of(&job.kept)?;
         let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
-        let mut out = Values::filled(job.out, count, reduce);
+        let mut out = Block::filled(job.out, count, reduce);
         // Row-major over the kept axes; 0 over the reduced ones, which combine.
         let mut strides = vec![0isize; lens.len()];
         let mut step = 1isize;
@@ -232,11 +202,11 @@ impl Backend for Cpu {
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let (lhs, rhs) = (
-            Values::read(job.lhs.memory, job.dtype)?,
-            Values::read(job.rhs.memory, job.dtype)?,
+            Block::read(job.lhs.memory, job.dtype)?,
+            Block::read(job.rhs.memory, job.dtype)?,
         );
         let count = count_of(&[job.batch, job.m, job.n])?;
-        let mut out = Values::filled(job.dtype, count, None);
+        let mut out = Block::filled(job.dtype, count, None);
         fn typed<T: Num>(job: &MatmulJob<'_>, out: &mut [T], lhs: &[T], rhs: &[T]) -> Result<()> {
             fn side<'a, T>(side: &'a MatrixSide<'_>, data: &'a [T]) -> HostMatrix<'a, T> {
                 HostMatrix {
@@ -251,13 +221,13 @@ impl Backend for Cpu {
             batched_matmul(out, &[job.batch], (job.m, job.n, job.k), &l, &r)
         }
         match (&mut out, &lhs, &rhs) {
-            (Values::F32(o), Values::F32(l), Values::F32(r)) => typed(job, o, l, r)?,
-            (Values::F64(o), Values::F64(l), Values::F64(r)) => typed(job, o, l, r)?,
-            (Values::F16(o), Values::F16(l), Values::F16(r)) => typed(job, o, l, r)?,
-            (Values::BF16(o), Values::BF16(l), Values::BF16(r)) => typed(job, o, l, r)?,
-            (Values::I32(o), Values::I32(l), Values::I32(r)) => typed(job, o, l, r)?,
-            (Values::I64(o), Values::I64(l), Values::I64(r)) => typed(job, o, l, r)?,
-            (Values::U8(o), Values::U8(l), Values::U8(r)) => typed(job, o, l, r)?,
+            (Block::F32(o), Block::F32(l), Block::F32(r)) => typed(job, o, l, r)?,
+            (Block::F64(o), Block::F64(l), Block::F64(r)) => typed(job, o, l, r)?,
+            (Block::F16(o), Block::F16(l), Block::F16(r)) => typed(job, o, l, r)?,
+            (Block::BF16(o), Block::BF16(l), Block::BF16(r)) => typed(job, o, l, r)?,
+            (Block::I32(o), Block::I32(l), Block::I32(r)) => typed(job, o, l, r)?,
+            (Block::I64(o), Block::I64(l), Block::I64(r)) => typed(job, o, l, r)?,
+            (Block::U8(o), Block::U8(l), Block::U8(r)) => typed(job, o, l, r)?,
             _ => {
                 return Err(Error::Unsupported {
                     what: format!("{} matrix products", job.dtype.name()),

@@ -268,8 +268,9 @@ fn check_bounds(lens: &[usize], strides: &[isize], offset: usize, len: usize) ->
     low >= 0 && (high as usize) < len
 }
 
-/// A block of one instruction's values.
-enum Block {
+/// Owned elements of a run-time type: one instruction's block of values here, a buffer of
+/// the CPU backend there.
+pub(crate) enum Block {
     F32(Vec<f32>),
     F64(Vec<f64>),
     F16(Vec<f16>),
@@ -281,7 +282,7 @@ enum Block {
 }
 
 impl Block {
-    fn dtype(&self) -> DType {
+    pub(crate) fn dtype(&self) -> DType {
         match self {
             Block::F32(_) => DType::F32,
             Block::F64(_) => DType::F64,
@@ -294,7 +295,8 @@ impl Block {
         }
     }
 
-    fn new(ty: DType, len: usize) -> Block {
+    /// `len` zeros (`false`) of type `ty`.
+    pub(crate) fn new(ty: DType, len: usize) -> Block {
         match ty {
             DType::F32 => Block::F32(vec![0.0; len]),
             DType::F64 => Block::F64(vec![0.0; len]),
@@ -351,17 +353,18 @@ impl Drop for Registers {
 macro_rules! with_block {
     ($block:expr, $v:ident => $body:expr) => {
         match $block {
-            Block::F32($v) => $body,
-            Block::F64($v) => $body,
-            Block::F16($v) => $body,
-            Block::BF16($v) => $body,
-            Block::I32($v) => $body,
-            Block::I64($v) => $body,
-            Block::U8($v) => $body,
-            Block::Bool($v) => $body,
+            $crate::engine::interp::Block::F32($v) => $body,
+            $crate::engine::interp::Block::F64($v) => $body,
+            $crate::engine::interp::Block::F16($v) => $body,
+            $crate::engine::interp::Block::BF16($v) => $body,
+            $crate::engine::interp::Block::I32($v) => $body,
+            $crate::engine::interp::Block::I64($v) => $body,
+            $crate::engine::interp::Block::U8($v) => $body,
+            $crate::engine::interp::Block::Bool($v) => $body,
         }
     };
 }
+pub(crate) use with_block;
 
 /// Runs `program` over the iteration space `lens`: root `r` goes to `sinks[r]`.
 ///
@@ -705,56 +708,31 @@ mod tests {
         let program =
             Program::compile(&ir, &[root], &[DType::I32, DType::I64], DType::I64).unwrap();
         let (xs, ys) = ([1i32, 5, -3], [4i64, 2, -7]);
-        let mut out = [0i64; 3];
-        run(
-            &program,
-            &[3],
-            &[
-                Source {
-                    data: Elements::I32(&xs),
-                    offset: 0,
-                    strides: vec![1],
-                },
-                Source {
-                    data: Elements::I64(&ys),
-                    offset: 0,
-                    strides: vec![1],
-                },
-            ],
-            &mut [Sink {
-                data: ElementsMut::I64(&mut out),
+        let sources = || {
+            [Elements::I32(&xs), Elements::I64(&ys)].map(|data| Source {
+                data,
                 offset: 0,
                 strides: vec![1],
-                combine: None,
-            }],
-        )
-        .unwrap();
+            })
+        };
+        let mut out = [0i64; 3];
+        let sink = Sink {
+            data: ElementsMut::I64(&mut out),
+            offset: 0,
+            strides: vec![1],
+            combine: None,
+        };
+        run(&program, &[3], &sources(), &mut [sink]).unwrap();
         assert_eq!(out, [1, 4, -14]);
         // A maximum over the one axis: stride 0 into one element that starts at the identity.
         let mut best = [i64::MIN];
-        run(
-            &program,
-            &[3],
-            &[
-                Source {
-                    data: Elements::I32(&xs),
-                    offset: 0,
-                    strides: vec![1],
-                },
-                Source {
-                    data: Elements::I64(&ys),
-                    offset: 0,
-                    strides: vec![1],
-                },
-            ],
-            &mut [Sink {
-                data: ElementsMut::I64(&mut best),
-                offset: 0,
-                strides: vec![0],
-                combine: Some(ReduceOp::Max),
-            }],
-        )
-        .unwrap();
+        let sink = Sink {
+            data: ElementsMut::I64(&mut best),
+            offset: 0,
+            strides: vec![0],
+            combine: Some(ReduceOp::Max),
+        };
+        run(&program, &[3], &sources(), &mut [sink]).unwrap();
         assert_eq!(best, [4]);
     }
 
@@ -766,46 +744,30 @@ mod tests {
         let err = Program::compile_uniform(&ir, &[root], DType::I32).unwrap_err();
         assert!(err.to_string().contains("`exp` on i32"), "{err}");
         let program = Program::compile_uniform(&ir, &[root], DType::F32).unwrap();
-        let xs = [0.0f64];
-        let mut out = [0f32];
-        let err = run(
-            &program,
-            &[1],
-            &[Source {
-                data: Elements::F64(&xs),
+        // Runs the program on one source over `len` elements into one f32.
+        let run_on = |source: Elements<'_>, len: usize| {
+            let mut out = [0f32];
+            let source = Source {
+                data: source,
                 offset: 0,
                 strides: vec![1],
-            }],
-            &mut [Sink {
+            };
+            let sink = Sink {
                 data: ElementsMut::F32(&mut out),
                 offset: 0,
                 strides: vec![1],
                 combine: None,
-            }],
-        )
-        .unwrap_err();
+            };
+            run(&program, &[len], &[source], &mut [sink]).map(|()| out)
+        };
+        let err = run_on(Elements::F64(&[0.0]), 1).unwrap_err();
         assert!(
             err.to_string()
                 .contains("leaf 0 of type f32 given a source of type f64"),
             "{err}"
         );
-        let xs = [0.0f32];
-        let err = run(
-            &program,
-            &[2],
-            &[Source {
-                data: Elements::F32(&xs),
-                offset: 0,
-                strides: vec![1],
-            }],
-            &mut [Sink {
-                data: ElementsMut::F32(&mut out),
-                offset: 0,
-                strides: vec![1],
-                combine: None,
-            }],
-        )
-        .unwrap_err();
+        assert_eq!(run_on(Elements::F32(&[0.0]), 1).unwrap(), [1.0]);
+        let err = run_on(Elements::F32(&[0.0]), 2).unwrap_err();
         assert!(err.to_string().contains("leaves its buffer"), "{err}");
     }
 }
