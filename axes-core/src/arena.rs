@@ -16,8 +16,8 @@ use crate::tensor::Tensor;
 /// loads of one tensor never straddle into the previous one.
 const ALIGN: usize = 16;
 
-/// A typed handle on one tensor of the arenas built from one [`ArenaBuilder`]; using it
-/// with any other arena is [`Error::ForeignSlot`].
+/// A typed handle on one tensor of the arena its [`ArenaBuilder`] builds; using it with any
+/// other arena is [`Error::ForeignSlot`].
 pub struct Slot<A> {
     index: usize,
     /// The builder it came from.

@@ -1,7 +1,9 @@
 //! The CPU engine: plans a loop nest for an expression and runs it, and the rest of the
 //! CPU's machinery: the chunk loader of tensor leaves ([`leaf`]), x86-64 SIMD helpers
 //! (prefetch, AVX2 transpose, streaming stores), a chunked interpreter for run-time IR (used
-//! by autodiff and the optimizers), and matrix products on the `gemm` crate.
+//! by autodiff, the parameters' gradient and the CPU backend), matrix products on the `gemm`
+//! crate, and [`cpu`]: the CPU as a backend of the device protocol
+//! ([`CPU_BACKEND`](crate::CPU_BACKEND)).
 //!
 //! The flow of one evaluation: the expression's leaves describe their layouts
 //! ([`plan::LeafLayout`]); the planner builds one iteration space (the result's axes, then any
@@ -25,3 +27,33 @@ pub mod threads;
 /// Elements evaluated per step of the innermost loop: leaves that are not contiguous are
 /// gathered into a buffer of this many elements (tiled loops too, within each tile row).
 pub const CHUNK: usize = 512;
+
+/// Whether every position `offset + Σ iₐ·strides[a]` (each `iₐ < lens[a]`) lies in `0..len`.
+/// True when some length is 0 (there is no position); false when the ranks differ or the
+/// arithmetic overflows.
+pub(crate) fn stays_inside(len: usize, offset: usize, lens: &[usize], strides: &[isize]) -> bool {
+    if lens.contains(&0) {
+        return true;
+    }
+    if lens.len() != strides.len() {
+        return false;
+    }
+    let Ok(start) = isize::try_from(offset) else {
+        return false;
+    };
+    let (mut low, mut high) = (start, start);
+    for (&n, &stride) in lens.iter().zip(strides) {
+        let reach = isize::try_from(n - 1)
+            .ok()
+            .and_then(|last| last.checked_mul(stride));
+        let moved = match reach {
+            Some(r) if r < 0 => low.checked_add(r).map(|l| low = l),
+            Some(r) => high.checked_add(r).map(|h| high = h),
+            None => None,
+        };
+        if moved.is_none() {
+            return false;
+        }
+    }
+    low >= 0 && (high as usize) < len
+}

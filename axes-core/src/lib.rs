@@ -37,8 +37,9 @@ pub mod protocol;
 
 pub mod storage;
 
-// The CPU loop engine is not API: `Expr`'s hidden methods name its types, so it stays
-// reachable, undocumented (the way ndarray keeps its `Layout`).
+// The CPU loop engine is not API (its backend is, re-exported below as `CPU_BACKEND`):
+// `Expr`'s hidden methods name its types, so it stays reachable, undocumented (the way
+// ndarray keeps its `Layout`).
 #[doc(hidden)]
 pub mod engine;
 
@@ -61,6 +62,7 @@ pub mod optim;
 pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
 pub use contract::{dot, dot_on, dot_over};
 pub use element::{DType, Element};
+pub use engine::cpu::{CPU_BACKEND, CpuBackend};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
 pub use eval::{ExprExt, argmax, argmin, log_softmax, softmax};

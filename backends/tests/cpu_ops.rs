@@ -1,14 +1,14 @@
-//! Tensors on the CPU backend (`axes::engine::cpu::CPU`: the device protocol run by the IR
+//! Tensors on the CPU backend (`axes::CPU_BACKEND`: the device protocol run by the IR
 //! interpreter and the CPU's matrix product): every operation of `common::ops` agrees with
 //! the typed CPU engine, and the results stay on that device. Runs on every `cargo test`.
 
 mod common;
 
+use axes::CPU_BACKEND;
 use axes::Device;
-use axes::engine::cpu::CPU;
 
 fn device() -> Device {
-    Device::Accelerator(&CPU)
+    Device::Accelerator(&CPU_BACKEND)
 }
 
 #[test]
@@ -54,4 +54,44 @@ fn the_device_prints_as_the_cpu_backend() {
         device().to_string(),
         "cpu (the CPU through the device protocol)"
     );
+}
+
+/// Jobs whose strides or lengths reach outside their buffers are errors, never reads out of
+/// bounds: the protocol's types are public, so any caller can build one.
+#[test]
+fn malformed_jobs_are_errors() {
+    use axes::protocol::{Backend, MatmulJob, MatrixSide};
+    let backend: &dyn Backend = &CPU_BACKEND;
+    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let memory = backend.upload(&bytes).unwrap();
+    let side = |offset, batch_stride, row_stride, col_stride| MatrixSide {
+        memory: &memory,
+        offset,
+        batch_stride,
+        row_stride,
+        col_stride,
+    };
+    let job = |batch, k, lhs, rhs| MatmulJob {
+        dtype: axes::DType::F32,
+        batch,
+        m: 1,
+        n: 1,
+        k,
+        lhs,
+        rhs,
+    };
+    // A contracted length no buffer holds, and strides whose span overflows.
+    let huge = job(1, usize::MAX, side(2, 0, 1, 1), side(2, 0, 1, 1));
+    let wrapping = job(2, 1, side(0, isize::MIN, -1, 1), side(0, 0, 1, 1));
+    let past_end = job(1, 2, side(2, 0, 1, 1), side(0, 0, 1, 1));
+    for bad in [huge, wrapping, past_end] {
+        let err = backend.matmul(&bad).unwrap_err().to_string();
+        assert!(err.contains("leaves its buffer"), "{err}");
+    }
+    let fine = job(1, 3, side(0, 0, 3, 1), side(0, 0, 1, 1));
+    let out = backend.download(&backend.matmul(&fine).unwrap()).unwrap();
+    assert_eq!(out, (1.0f32 + 4.0 + 9.0).to_ne_bytes());
 }

@@ -19,7 +19,7 @@ pub(crate) type Backward<T> = Box<dyn Fn(&mut Grads<T>) -> Result<()>>;
 /// What the tape keeps for one node.
 enum Step<T: Float> {
     /// A variable, a constant, or an operation no gradient flows through.
-    Leaf,
+    NoBackward,
     /// An operation's backward step.
     Backward(Backward<T>),
     /// An operation whose backward step ran and was released (with the tensors it held).
@@ -29,10 +29,11 @@ enum Step<T: Float> {
 /// Records the operations on [`Var`]s so that [`Var::backward`] can run them in reverse.
 ///
 /// A tape is cheap to clone (a shared handle). Start one per training step. Running
-/// [`Var::backward`] releases the backward steps it ran, and with them the views of the
-/// parameters they held, so an optimizer can update the parameters in place right after
-/// (a tape runs backward through an operation once, as in PyTorch). Dropping the tape and
-/// its variables releases the rest. A tape stays on the thread that made it.
+/// [`Var::backward`] releases every backward step recorded up to its result (those the
+/// gradient did not reach too), and with them the views of the parameters they held, so an
+/// optimizer can update the parameters in place right after (a tape runs backward through
+/// an operation once, as in PyTorch). Dropping the tape and its variables releases the
+/// rest. A tape stays on the thread that made it.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -104,7 +105,7 @@ impl<T: Float> Tape<T> {
     /// Records a node with no backward step (a variable or a constant) and returns its id.
     pub(crate) fn push_leaf(&self) -> usize {
         let mut nodes = self.nodes.borrow_mut();
-        nodes.push(Step::Leaf);
+        nodes.push(Step::NoBackward);
         nodes.len() - 1
     }
 
@@ -121,7 +122,7 @@ impl<T: Float> Tape<T> {
         nodes.push(if needs_grad {
             Step::Backward(Box::new(move |g: &mut Grads<T>| backward(g, id)))
         } else {
-            Step::Leaf
+            Step::NoBackward
         });
         drop(nodes);
         Var::new(self.clone(), id, needs_grad, value)
@@ -196,9 +197,10 @@ impl<T: Float, A: AxisSet> Var<T, A> {
 
 impl<T: Float> Var<T, ()> {
     /// Runs the tape backwards from this scalar (seeded with 1) and returns the gradients of
-    /// every variable recorded before it. The backward steps recorded up to it are released
-    /// (and the tensors they held, views of parameters among them): a second `backward`
-    /// through the same operations is an error (record them again).
+    /// every variable recorded before it. Every backward step recorded up to it is then
+    /// released (those the gradient did not reach too), with the tensors they held, views of
+    /// parameters among them: a later `backward` through one of those operations is an
+    /// error (record them again).
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -210,7 +212,7 @@ impl<T: Float> Var<T, ()> {
     /// let loss = (&x * &x).sum::<(I,)>()?;
     /// assert_eq!(loss.backward()?.get(&x)?.to_vec(), [2., 4.]);
     /// let again = loss.backward().unwrap_err().to_string();
-    /// assert!(again.contains("backward already ran"), "{again}");
+    /// assert!(again.contains("released by an earlier `backward`"), "{again}");
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn backward(&self) -> Result<Grads<T>> {
@@ -234,11 +236,12 @@ impl<T: Float> Var<T, ()> {
             }
             match std::mem::replace(&mut nodes[id], Step::Released) {
                 Step::Backward(step) => step(&mut grads)?,
-                Step::Leaf => nodes[id] = Step::Leaf,
+                Step::NoBackward => nodes[id] = Step::NoBackward,
                 Step::Released => {
                     return Err(Error::NoGradient {
-                        reason: "the tape's backward already ran through this operation (a \
-                                 tape runs backward once; record the computation again)"
+                        reason: "this operation's backward step was released by an earlier \
+                                 `backward` on its tape (a tape runs backward once; record the \
+                                 computation again)"
                             .into(),
                     });
                 }

@@ -2,16 +2,16 @@
 //! element type, one `match` per instruction per block) and a [`MatmulJob`] on the engine's
 //! matrix product, over buffers in host memory.
 //!
-//! As a [`Device`](crate::protocol::Device) (`Device::Accelerator(&CPU)`), it runs every job
+//! As a [`Device`](crate::protocol::Device) (`Device::Accelerator(&CPU_BACKEND)`), it runs every job
 //! the device lowering makes, on any machine: the shared backend tests run through it on
 //! every `cargo test`, beside OpenCL and CUDA where those exist.
 //!
 //! ```
 //! # extern crate axes_core as axes;
 //! use axes::prelude::*;
-//! use axes::engine::cpu::CPU;
+//! use axes::CPU_BACKEND;
 //! #[derive(Axis)] struct Row;
-//! let backend = Device::Accelerator(&CPU);
+//! let backend = Device::Accelerator(&CPU_BACKEND);
 //! let x = Tensor::<f32, (Row,)>::from_vec(Row.len(3), vec![1., 2., 3.])?.to(&backend)?;
 //! let y = (&x * 2.0).exp().eval()?;          // a job, run by the interpreter
 //! assert_eq!(y.device(), backend);
@@ -32,13 +32,13 @@ use crate::protocol::{
 };
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
-pub static CPU: Cpu = Cpu {
+pub static CPU_BACKEND: CpuBackend = CpuBackend {
     name: "the CPU through the device protocol",
 };
 
 /// The CPU as a backend: see the [module docs](self).
 #[derive(Debug)]
-pub struct Cpu {
+pub struct CpuBackend {
     /// Not zero-sized, so that the static has an address of its own.
     name: &'static str,
 }
@@ -47,7 +47,7 @@ pub struct Cpu {
 struct HostBytes(Vec<u8>);
 
 impl Block {
-    /// The `count` elements of type `dtype` in a buffer of this backend.
+    /// The elements of a buffer of this backend, read as `dtype`.
     fn read(memory: &DeviceMemory, dtype: DType) -> Result<Block> {
         let HostBytes(bytes) = memory
             .buffer::<HostBytes>()
@@ -68,7 +68,7 @@ impl Block {
             from_bytes(
                 bytes,
                 bytes.len() / std::mem::size_of::<T>(),
-                Device::Accelerator(&CPU),
+                Device::Accelerator(&CPU_BACKEND),
             )
         }
         Ok(match dtype {
@@ -134,7 +134,7 @@ fn count_of(lens: &[usize]) -> Result<usize> {
         })
 }
 
-impl Backend for Cpu {
+impl Backend for CpuBackend {
     fn name(&self) -> String {
         self.name.into()
     }
@@ -196,7 +196,6 @@ impl Backend for Cpu {
                 combine: reduce,
             }],
         )?;
-        drop(sources);
         Ok(out.into_memory())
     }
 

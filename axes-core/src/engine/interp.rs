@@ -1,5 +1,5 @@
 //! A chunked interpreter for run-time IR ([`Ir`]), for every element type: each instruction
-//! runs over a block of up to [`CHUNK`] elements, so the `match` on its op and element type
+//! runs over a block of up to [`BLOCK`] elements, so the `match` on its op and element type
 //! is paid once per block, not per element (numexpr-style). Several roots may be written in
 //! one pass (the backward of a fused node writes the gradient of every leaf at once), and a
 //! result may be combined into what its buffer holds (sums, products, maxima, minima over the
@@ -8,11 +8,14 @@
 //! Types follow the kernel generator's rule: a leaf has its buffer's type, a constant takes
 //! the type of its use, an op the type of its operands, a comparison gives `bool`, a cast its
 //! target; an op defined on floats only (`exp`) on an integer is an error when compiling.
+//! One difference: a comparison used as an arithmetic operand (`(a < b) * x`, which typed
+//! expressions never build) is an error here, where generated C converts it silently.
 
 use std::collections::HashMap;
 
 use half::{bf16, f16};
 
+use super::stays_inside;
 use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
@@ -20,7 +23,7 @@ use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, Una
 use crate::num::Num;
 
 /// Elements per block.
-pub(crate) const CHUNK: usize = 256;
+pub(crate) const BLOCK: usize = 256;
 
 #[derive(Clone, Copy, Debug)]
 enum Inst {
@@ -155,15 +158,17 @@ impl Compiler<'_> {
             }
         }
         for &root in roots {
-            let slot = self.operand(root, self.out)?;
-            let ty = self.program.types[slot];
-            if ty != self.out {
-                return Err(unsupported(format!(
-                    "a result of type {} evaluated into elements of type {}",
-                    ty.name(),
-                    self.out.name()
-                )));
+            if let Some(slot) = self.slots[root] {
+                let ty = self.program.types[slot];
+                if ty != self.out {
+                    return Err(unsupported(format!(
+                        "a result of type {} evaluated into elements of type {}",
+                        ty.name(),
+                        self.out.name()
+                    )));
+                }
             }
+            let slot = self.operand(root, self.out)?;
             self.program.roots.push(slot);
         }
         Ok(self.program)
@@ -248,26 +253,6 @@ pub(crate) struct Sink<'a> {
     pub(crate) combine: Option<ReduceOp>,
 }
 
-/// Checks that every position `lens` and `strides` reach from `offset` lies in `0..len`.
-fn check_bounds(lens: &[usize], strides: &[isize], offset: usize, len: usize) -> bool {
-    if lens.contains(&0) {
-        return true;
-    }
-    if strides.len() != lens.len() {
-        return false;
-    }
-    let (mut low, mut high) = (offset as isize, offset as isize);
-    for (&l, &s) in lens.iter().zip(strides) {
-        let reach = (l as isize - 1) * s;
-        if reach < 0 {
-            low += reach;
-        } else {
-            high += reach;
-        }
-    }
-    low >= 0 && (high as usize) < len
-}
-
 /// Owned elements of a run-time type: one instruction's block of values here, a buffer of
 /// the CPU backend there.
 pub(crate) enum Block {
@@ -326,14 +311,14 @@ thread_local! {
 }
 
 impl Registers {
-    /// One block of `CHUNK` elements per type in `types`.
+    /// One block of `BLOCK` elements per type in `types`.
     fn take(types: &[DType]) -> Registers {
         SPARE.with_borrow_mut(|spare| Registers {
             blocks: types
                 .iter()
                 .map(|&ty| match spare.iter().rposition(|b| b.dtype() == ty) {
                     Some(at) => spare.swap_remove(at),
-                    None => Block::new(ty, CHUNK),
+                    None => Block::new(ty, BLOCK),
                 })
                 .collect(),
         })
@@ -412,10 +397,10 @@ pub(crate) fn run(
     }
     let fits = sources
         .iter()
-        .all(|s| check_bounds(lens, &s.strides, s.offset, s.data.len()))
+        .all(|s| stays_inside(s.data.len(), s.offset, lens, &s.strides))
         && sinks
             .iter()
-            .all(|s| check_bounds(lens, &s.strides, s.offset, s.data.len()));
+            .all(|s| stays_inside(s.data.len(), s.offset, lens, &s.strides));
     if !fits {
         return Err(unsupported(
             "an operand layout that leaves its buffer".into(),
@@ -450,7 +435,7 @@ pub(crate) fn run(
         }
         let mut start = 0;
         while start < inner {
-            let n = CHUNK.min(inner - start);
+            let n = BLOCK.min(inner - start);
             for (i, inst) in program.insts.iter().enumerate() {
                 let (done, rest) = regs.blocks.split_at_mut(i);
                 let out = &mut rest[0];
@@ -529,9 +514,9 @@ fn unary(op: UnaryOp, out: &mut Block, a: &Block, n: usize) {
         (Block::F64(o), Block::F64(x)) => op.apply_all(&mut o[..n], &x[..n]),
         (Block::F16(o), Block::F16(x)) => op.apply_all(&mut o[..n], &x[..n]),
         (Block::BF16(o), Block::BF16(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::I32(o), Block::I32(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::I64(o), Block::I64(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::U8(o), Block::U8(x)) => applied(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::I32(o), Block::I32(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::I64(o), Block::I64(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::U8(o), Block::U8(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
         _ => unreachable!("the compiler typed the operation"),
     }
 }
@@ -551,21 +536,22 @@ fn binary(op: BinaryOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
             op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
         (Block::I32(o), Block::I32(x), Block::I32(y)) => {
-            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::I64(o), Block::I64(x), Block::I64(y)) => {
-            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::U8(o), Block::U8(x), Block::U8(y)) => {
-            applied(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
         _ => unreachable!("the compiler typed the operation"),
     }
 }
 
-/// An integer op ran (the compiler rejected float-only ops on integers).
-fn applied(ran: bool) {
-    debug_assert!(ran, "a float-only op on an integer block");
+/// An integer op ran: the compiler rejects float-only ops on integers, and a skipped op
+/// would leave a reused register's old values in place.
+fn expect_ran(ran: bool) {
+    assert!(ran, "a float-only op on an integer block");
 }
 
 fn compare(op: CompareOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
@@ -626,6 +612,10 @@ fn cast(out: &mut Block, a: &Block, n: usize) {
 /// Writes or combines the first `n` values of `block` at `first + j * stride`.
 fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: usize) {
     fn overwrite<T: Element>(data: &mut [T], first: isize, stride: isize, values: &[T]) {
+        debug_assert!(
+            stride != 0 || values.len() == 1,
+            "an overwriting sink reduces nothing"
+        );
         match stride {
             0 => data[first as usize] = values[values.len() - 1],
             1 => data[first as usize..first as usize + values.len()].copy_from_slice(values),

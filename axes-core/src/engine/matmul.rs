@@ -5,7 +5,7 @@ use std::any::TypeId;
 
 use half::{bf16, f16};
 
-use super::threads;
+use super::{stays_inside, threads};
 use crate::error::{Error, Result};
 use crate::num::Num;
 
@@ -23,23 +23,11 @@ impl<T> HostMatrix<'_, T> {
     /// Whether every position of the `rows`×`cols` matrices of a batch `batch_lens` long
     /// lies in the buffer.
     fn fits(&self, batch_lens: &[usize], rows: usize, cols: usize) -> bool {
-        let lens = batch_lens.iter().chain([&rows, &cols]);
-        let strides = self
-            .batch_strides
-            .iter()
-            .chain([&self.row_stride, &self.col_stride]);
-        let (mut low, mut high) = (self.offset as isize, self.offset as isize);
-        for (&len, &stride) in lens.zip(strides) {
-            let reach = (len as isize - 1) * stride;
-            if reach < 0 {
-                low += reach;
-            } else {
-                high += reach;
-            }
-        }
-        self.batch_strides.len() == batch_lens.len()
-            && low >= 0
-            && (high as usize) < self.data.len()
+        let lens: Vec<usize> = batch_lens.iter().copied().chain([rows, cols]).collect();
+        let strides: Vec<isize> = (self.batch_strides.iter().copied())
+            .chain([self.row_stride, self.col_stride])
+            .collect();
+        stays_inside(self.data.len(), self.offset, &lens, &strides)
     }
 
     /// The position of element (0, 0) of the matrix at `index` of the batch.
@@ -64,7 +52,7 @@ pub(crate) fn batched_matmul<T: Num>(
     rhs: &HostMatrix<'_, T>,
 ) -> Result<()> {
     let batches: usize = batch_lens.iter().product();
-    if out.len() != batches * m * n {
+    if batches.checked_mul(m).and_then(|bm| bm.checked_mul(n)) != Some(out.len()) {
         return Err(Error::Unsupported {
             what: format!(
                 "a result of {} elements for {batches} products of {m}×{n}",
@@ -131,12 +119,11 @@ fn matmul<T: Num>(
     r_cs: isize,
 ) {
     // Every position an operand reaches, checked once against its buffer.
-    let reach = |len: usize, o: isize, rs: isize, rows: usize, cs: isize, cols: usize| {
-        let last = o + (rows as isize - 1) * rs + (cols as isize - 1) * cs;
-        o >= 0 && last >= 0 && (o as usize) < len && (last as usize) < len
+    let inside = |data: &[T], o: isize, rows: usize, rs: isize, cols: usize, cs: isize| {
+        usize::try_from(o).is_ok_and(|o| stays_inside(data.len(), o, &[rows, cols], &[rs, cs]))
     };
     assert!(
-        reach(lhs.len(), lo, l_rs, m, l_cs, k) && reach(rhs.len(), ro, r_rs, k, r_cs, n),
+        inside(lhs, lo, m, l_rs, k, l_cs) && inside(rhs, ro, k, r_rs, n, r_cs),
         "operands inside their buffers"
     );
     assert_eq!(dst.len(), m * n);
@@ -150,9 +137,9 @@ fn matmul<T: Num>(
         let parallel = matches!(parallelism, gemm::Parallelism::Rayon(_));
         let mut run = move || {
             // SAFETY: T is f32 or f64 (checked above), which gemm supports; every position
-            // the operands reach lies in their buffers (asserted above; strides are
-            // non-negative, so the extreme corners bound them), and dst holds m×n elements
-            // with row stride n and column stride 1. Nothing else writes dst meanwhile.
+            // the operands reach lies in their buffers (asserted above over the whole m×k
+            // and k×n ranges, whatever the strides' signs), and dst holds m×n elements with
+            // row stride n and column stride 1. Nothing else writes dst meanwhile.
             unsafe {
                 gemm::gemm(
                     m,

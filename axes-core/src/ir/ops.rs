@@ -67,7 +67,7 @@ impl Derive<'_> {
     pub fn binary(&mut self, op: BinaryOp, a: usize, b: usize) -> usize {
         self.0.push(IrNode::Binary(op, a, b))
     }
-    /// `a op b` as 1 or 0.
+    /// `a op b` (a `bool`).
     pub fn compare(&mut self, op: CompareOp, a: usize, b: usize) -> usize {
         self.0.push(IrNode::Compare(op, a, b))
     }
@@ -754,12 +754,6 @@ macro_rules! define_reduce_ops {
             /// The value a reduction over nothing gives.
             pub const fn identity(self) -> Identity {
                 match self { $(ReduceOp::$op => Identity::$identity,)* }
-            }
-
-            /// Combines two partial results.
-            #[inline(always)]
-            pub fn combine<T: Num>(self, a: T, b: T) -> T {
-                match self { $(ReduceOp::$op => <reduce::$typed as ReduceFn<T>>::combine(a, b),)* }
             }
         }
 

@@ -150,9 +150,9 @@ impl<T: Float> Params<T> {
     }
 
     /// Records every parameter on `tape` as a variable; layers take theirs from the result.
-    /// Drop it, the tape and every variable of the tape (the loss too) before updating the
-    /// parameters: the tape's nodes hold views of the arena, and while any is alive the
-    /// update copies the arena instead of writing in place.
+    /// The optimizer then updates the arena in place once [`Var::backward`] has run (it
+    /// releases the tape's views of the arena) and [`Bound::gradient`] has consumed the
+    /// binding; a parameter variable still held elsewhere makes the update copy the arena.
     pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
         let nodes = (0..self.entries.len()).map(|_| tape.push_leaf()).collect();
         Bound {
