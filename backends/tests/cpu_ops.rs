@@ -95,3 +95,9 @@ fn malformed_jobs_are_errors() {
     let out = backend.download(&backend.matmul(&fine).unwrap()).unwrap();
     assert_eq!(out, (1.0f32 + 4.0 + 9.0).to_ne_bytes());
 }
+
+#[test]
+fn random_jobs_match_the_reference() {
+    let ran = common::jobs::random_jobs(&CPU_BACKEND, 96);
+    println!("{ran} random jobs matched on {}", device());
+}

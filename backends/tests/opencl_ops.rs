@@ -53,6 +53,16 @@ fn device_errors_name_the_problem() {
 }
 
 #[test]
+fn random_jobs_match_the_reference() {
+    let Some(cl) = common::opencl_device() else {
+        return;
+    };
+    // Fewer than on the CPU backend: PoCL compiles a kernel per expression.
+    let ran = common::jobs::random_jobs(cl, 16);
+    println!("{ran} random jobs matched on {}", Device::Accelerator(cl));
+}
+
+#[test]
 fn devices_parse_and_print() {
     let Some(device) = device() else { return };
     assert_eq!(axes_backends::device("opencl").unwrap(), device);

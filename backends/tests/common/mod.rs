@@ -2,6 +2,7 @@
 //! IR evaluated node by node in f64 at index positions computed by hand.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod jobs;
 pub mod ops;
 
 use axes_core::ir::{BinaryOp, CompareOp, Ir, IrNode, UnaryOp};
