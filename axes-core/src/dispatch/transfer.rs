@@ -61,7 +61,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// tensor's device: packing for flattening and contractions.
     pub(crate) fn packed_in(&self, order: &[usize]) -> Result<Storage<T>> {
         match self.device() {
-            Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order)))),
+            Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order))?)),
             Device::Accelerator(backend) => {
                 let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
                 let names = || {
@@ -93,24 +93,28 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// not read padded views: a padded view on a device is written out through the host.)
     ///
     /// # Panics
-    /// On a device, when the device fails (out of memory, lost).
+    /// On a device, when the device fails (out of memory, lost);
+    /// [`Tensor::try_contiguous`] returns that error instead.
     pub fn contiguous(&self) -> Self {
+        self.try_contiguous()
+            .unwrap_or_else(|e| panic!("copying a tensor on {}: {e}", self.device()))
+    }
+
+    /// [`Tensor::contiguous`], with a failure of the device as an error.
+    pub fn try_contiguous(&self) -> Result<Self> {
         let device = self.device();
         if !device.is_cpu() && self.layout().is_padded() {
-            let copied = (self.to(&Device::Cpu)).and_then(|host| host.contiguous().to(&device));
-            return copied.unwrap_or_else(|e| panic!("copying a tensor on {device}: {e}"));
+            return self.to(&Device::Cpu)?.try_contiguous()?.to(&device);
         }
         if let Device::Accelerator(..) = device {
-            let copied = evaluate_parts(self, A::IDS, &A::names, &[], Assign, T::zero());
-            match copied {
-                Ok((storage, layout)) => return self.with_parts(storage, layout),
-                Err(e) => panic!("copying a tensor on {}: {e}", self.device()),
-            }
+            let (storage, layout) =
+                evaluate_parts(self, A::IDS, &A::names, &[], Assign, T::zero())?;
+            return Ok(self.with_parts(storage, layout));
         }
-        self.with_parts(
-            Storage::new(self.read_in(self.layout())),
+        Ok(self.with_parts(
+            Storage::new(self.read_in(self.layout())?),
             Layout::row_major(self.lens()),
-        )
+        ))
     }
 
     /// A copy of the elements into a fresh row-major buffer in the axis order `O` (any

@@ -45,7 +45,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         I::Axes: SameAxes<A>,
     {
         let pos = self.position_of(&index)?;
-        Ok(pos.map_or(T::zero(), |pos| self.storage.as_slice()[pos]))
+        match pos {
+            Some(pos) => Ok(self.storage.host()?[pos]),
+            None => Ok(T::zero()),
+        }
     }
 
     /// Writes the element at a named index. If other tensors share this tensor's buffer, the
@@ -110,7 +113,17 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// The elements, row-major in the order of `A` (last axis fastest).
+    ///
+    /// # Panics
+    /// On a device, when copying the elements to the host fails (a lost device);
+    /// [`Tensor::try_to_vec`] returns that error instead.
     pub fn to_vec(&self) -> Vec<T> {
+        self.try_to_vec()
+            .unwrap_or_else(|e| panic!("reading a tensor on {}: {e}", self.storage.device()))
+    }
+
+    /// [`Tensor::to_vec`], with a failed copy from a device as an error.
+    pub fn try_to_vec(&self) -> Result<Vec<T>> {
         self.read_in(&self.layout)
     }
 

@@ -346,11 +346,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// The elements of `layout` (a view of this tensor's storage), row-major.
-    pub(crate) fn read_in(&self, layout: &Layout) -> Vec<T> {
-        let data = self.storage.as_slice();
-        layout
+    pub(crate) fn read_in(&self, layout: &Layout) -> Result<Vec<T>> {
+        let data = self.storage.host()?;
+        Ok(layout
             .positions()
             .map(|pos| pos.map_or(T::zero(), |pos| data[pos]))
-            .collect()
+            .collect())
     }
 }

@@ -1,0 +1,60 @@
+//! A device that fails: every read of a tensor on it is an error from the `try_` forms and
+//! from `get`, never a panic, and the forms without `try_` panic with the device's message.
+
+use axes::prelude::*;
+use axes::protocol::{Backend, DeviceKind, DeviceMemory, Job};
+
+#[derive(Axis)]
+struct Row;
+
+/// Keeps what it is given, and fails every read and every job.
+struct Lost;
+
+static LOST: Lost = Lost;
+
+impl Backend for Lost {
+    fn name(&self) -> String {
+        "a lost device".into()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda(7)
+    }
+    fn upload(&self, bytes: &[u8]) -> axes::Result<DeviceMemory> {
+        Ok(DeviceMemory::new(bytes.to_vec(), bytes.len()))
+    }
+    fn download(&self, _: &DeviceMemory) -> axes::Result<Vec<u8>> {
+        Err(axes::Error::Unsupported {
+            what: "reading from a lost device".into(),
+        })
+    }
+    fn run(&self, _: &Job<'_>) -> axes::Result<DeviceMemory> {
+        Err(axes::Error::Unsupported {
+            what: "running on a lost device".into(),
+        })
+    }
+}
+
+fn on_lost_device() -> Tensor<f32, (Row,)> {
+    let x = Tensor::<f32, (Row,)>::from_vec(Row.len(4), vec![1., 2., 3., 4.]).unwrap();
+    x.to(&Device::Accelerator(&LOST)).unwrap()
+}
+
+#[test]
+fn reads_from_a_failing_device_are_errors() {
+    let x = on_lost_device();
+    let err = x.try_to_vec().unwrap_err().to_string();
+    assert!(err.contains("reading from a lost device"), "{err}");
+    let err = x.get(Row.at(1)).unwrap_err().to_string();
+    assert!(err.contains("reading from a lost device"), "{err}");
+    let reversed = x.slice::<Row>(.., -1).unwrap();
+    let err = reversed.try_contiguous().unwrap_err().to_string();
+    assert!(err.contains("running on a lost device"), "{err}");
+    let err = x.to(&Device::Cpu).unwrap_err().to_string();
+    assert!(err.contains("reading from a lost device"), "{err}");
+}
+
+#[test]
+#[should_panic(expected = "reading a tensor on cuda:7 (a lost device): ")]
+fn to_vec_panics_naming_the_device() {
+    let _ = on_lost_device().to_vec();
+}
