@@ -326,6 +326,12 @@ fn every_bad_input_gives_its_error() {
             &["(Batch, Hidden)", "1", "2"],
         ),
         (
+            "max over an empty axis",
+            || bh(2, 0).max_over::<(Hidden,)>().map(drop),
+            |e| matches!(e, Error::EmptyReduction { .. }),
+            &["Hidden", "length 0"],
+        ),
+        (
             "argmax over an empty axis",
             || argmax::<_, _, Hidden>(&bh(2, 0)).map(drop),
             |e| matches!(e, Error::EmptyReduction { .. }),
@@ -399,10 +405,19 @@ fn nan_and_infinity_through_every_reduction() {
         [1.0],
         "the product of nothing is 1"
     );
+    // The max and min of nothing have no value (as for argmax, and in PyTorch).
+    for err in [
+        empty.max_over::<(Hidden,)>().unwrap_err(),
+        empty.min_over::<(Hidden,)>().unwrap_err(),
+        bh(3, 0).max_over::<(Hidden,)>().unwrap_err(),
+        bh(0, 3).cast::<i32>().min_over::<(Batch,)>().unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::EmptyReduction { .. }), "{err}");
+    }
     assert_eq!(
-        empty.max_over::<(Hidden,)>().unwrap().to_vec(),
-        [f32::NEG_INFINITY],
-        "the max of nothing is -inf"
+        bh(0, 3).max_over::<(Hidden,)>().unwrap().lens(),
+        [0],
+        "an empty kept axis is no empty reduction"
     );
     assert!(
         empty.mean::<(Hidden,)>().unwrap().to_vec()[0].is_nan(),

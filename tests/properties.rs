@@ -222,6 +222,9 @@ proptest! {
         match which {
             0 => assert_close(&x.sum::<(J,)>().unwrap(), &r.reduce(&["J"], 0.0, |a, b| a + b), 1e-12),
             1 => assert_close(&x.sum::<(I, K)>().unwrap(), &r.reduce(&["I", "K"], 0.0, |a, b| a + b), 1e-12),
+            // The max and min over an empty axis are errors, not the identity.
+            2 if x.len_of::<K>() == 0 => prop_assert!(matches!(x.max_over::<(K,)>(), Err(axes::Error::EmptyReduction { .. })), "max over an empty axis"),
+            3 if x.len_of::<I>() == 0 => prop_assert!(matches!(x.min_over::<(I,)>(), Err(axes::Error::EmptyReduction { .. })), "min over an empty axis"),
             2 => assert_close(&x.max_over::<(K,)>().unwrap(), &r.reduce(&["K"], f64::NEG_INFINITY, f64::max), 0.0),
             3 => assert_close(&x.min_over::<(I,)>().unwrap(), &r.reduce(&["I"], f64::INFINITY, f64::min), 0.0),
             4 => assert_close(&x.prod::<(J, K)>().unwrap(), &r.reduce(&["J", "K"], 1.0, |a, b| a * b), 1e-12),

@@ -140,6 +140,7 @@ pub trait ExprExt: Expr {
         Self::Elem: Num,
         Self::Axes: Reducible<Over>,
     {
+        reduce::check_defined_on_empty::<Self, Over>(&self, kind)?;
         dispatch::run_on(&self, device, Over::IDS, kind)
     }
 
@@ -190,8 +191,8 @@ pub trait ExprExt: Expr {
         reduce::reduce::<Self, Over, _>(&self, reduce::prod_sink())
     }
 
-    /// The largest element over the axes `Over` (NaN if any is NaN; the lowest value of the
-    /// type, -inf for floats, over an empty axis).
+    /// The largest element over the axes `Over` (NaN if any is NaN; an empty axis is
+    /// [`Error::EmptyReduction`](crate::Error::EmptyReduction), as for [`argmax`](crate::argmax)).
     fn max_over<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, Reduced<Self, Over>>>
     where
         Self::Elem: Num,
@@ -200,7 +201,8 @@ pub trait ExprExt: Expr {
         reduce::reduce::<Self, Over, _>(&self, reduce::max_sink())
     }
 
-    /// The smallest element over the axes `Over` (NaN if any is NaN).
+    /// The smallest element over the axes `Over` (NaN if any is NaN; an empty axis is
+    /// [`Error::EmptyReduction`](crate::Error::EmptyReduction)).
     fn min_over<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, Reduced<Self, Over>>>
     where
         Self::Elem: Num,

@@ -38,6 +38,8 @@ pub(crate) fn min_sink() -> Reduce<MinOp> {
 }
 
 /// Reduces `expr` over `Over` into a fresh tensor of the remaining axes.
+/// A maximum or minimum over an empty axis is an error (a sum or product of nothing is its
+/// identity).
 pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceFn<E::Elem>>(
     expr: &E,
     sink: Reduce<Op>,
@@ -45,7 +47,22 @@ pub(crate) fn reduce<E: Expr, Over: AxisSet, Op: ReduceFn<E::Elem>>(
 where
     E::Axes: Reducible<Over>,
 {
+    check_defined_on_empty::<E, Over>(expr, Op::OP)?;
     evaluate(expr, Over::IDS, sink, Op::identity())
+}
+
+/// An error naming the first axis of `Over` that is empty when `op` (a maximum or a
+/// minimum) has no value over nothing.
+pub(crate) fn check_defined_on_empty<E: Expr, Over: AxisSet>(expr: &E, op: ReduceOp) -> Result<()> {
+    if !matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        return Ok(());
+    }
+    match lengths_of(expr, Over::IDS).iter().position(|&len| len == 0) {
+        Some(axis) => Err(Error::EmptyReduction {
+            axis: Over::names()[axis].to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The sum of every element of `expr`.
