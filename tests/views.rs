@@ -501,3 +501,37 @@ fn ndarray_views_and_arrays_without_copies() {
         "an array with 2 axes cannot become a tensor with the 3 axes (I, J, K)"
     );
 }
+
+#[test]
+fn flat_part_lengths_survive_computation() {
+    let x = Tensor::<f64, (I, J, K)>::from_fn((I.len(2), J.len(3), K.len(4)), |ix| {
+        (100 * ix.of::<I>() + 10 * ix.of::<J>() + ix.of::<K>()) as f64
+    })
+    .unwrap();
+    let f: Tensor<f64, (I, Flat<(J, K)>)> = x.flatten::<(J, K)>().unwrap();
+    // an element-wise result
+    let doubled = (&f * 2.0).eval().unwrap();
+    assert_eq!(
+        doubled.unflatten::<(J, K)>().unwrap(),
+        (&x * 2.0).eval().unwrap()
+    );
+    // a reduction over another axis
+    let summed: Tensor<f64, (Flat<(J, K)>,)> = f.sum::<(I,)>().unwrap();
+    assert_eq!(
+        summed.unflatten::<(J, K)>().unwrap(),
+        x.sum::<(I,)>().unwrap()
+    );
+    // flatten, contract, unflatten
+    let w = Tensor::<f64, (I,)>::from_vec(I.len(2), vec![1.0, -2.0]).unwrap();
+    let y: Tensor<f64, (Flat<(J, K)>,)> = dot(&f, &w).unwrap();
+    let expected: Tensor<f64, (J, K)> = dot(&x, &w).unwrap();
+    assert_eq!(y.unflatten::<(J, K)>().unwrap(), expected);
+    // a concatenation along another axis
+    let both = Tensor::concat::<I>(&[&f, &f]).unwrap();
+    assert_eq!(both.unflatten::<(J, K)>().unwrap().lens(), [4, 3, 4]);
+    // two different splits of one axis: unknown rather than a wrong split
+    let other = Tensor::<f64, (I, J, K)>::zeros((I.len(2), J.len(4), K.len(3))).unwrap();
+    let g: Tensor<f64, (I, Flat<(J, K)>)> = other.flatten::<(J, K)>().unwrap();
+    let err = (&f + &g).eval().unwrap().unflatten::<(J, K)>().unwrap_err();
+    assert!(matches!(err, axes::Error::UnknownFlatParts { .. }), "{err}");
+}

@@ -39,6 +39,7 @@ use crate::engine::plan::{Leaves, Plan};
 use crate::ir::Ir;
 use crate::list::{AxisSet, Difference, DifferenceWith, SubsetOf};
 use crate::protocol::Buffers;
+use crate::tensor::FlatParts;
 
 /// Keeps [`Expr`] implemented only here.
 mod sealed {
@@ -100,6 +101,12 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     /// An evaluator for `plan`; `next_leaf` counts leaves in `operands` order.
     #[doc(hidden)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a>;
+
+    /// Lists the part lengths of the `Flat` axes of the leaves (carried into results).
+    #[doc(hidden)]
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        let _ = out;
+    }
 
     /// Appends this expression's run-time description to `ir` and returns its node.
     fn describe(&self, ir: &mut Ir) -> usize;

@@ -50,9 +50,11 @@ pub struct Tensor<T: Element, A: AxisSet> {
 }
 
 /// The part lengths of the `Flat` axes a tensor was flattened into, keyed by the `Flat`
-/// axis type, so that `unflatten` needs no lengths. Shared by all views of the tensor.
+/// axis type, so that `unflatten` needs no lengths. Shared by all views of the tensor, and
+/// carried into the results computed from it (`unflatten` checks them against the length).
+#[doc(hidden)]
 #[derive(Clone, Default, Debug)]
-struct FlatParts(Option<Arc<PartsByAxis>>);
+pub struct FlatParts(Option<Arc<PartsByAxis>>);
 
 /// `(TypeId of Flat<L>, lengths of L)` for each flatten, newest last.
 type PartsByAxis = Vec<(TypeId, Vec<usize>)>;
@@ -71,6 +73,30 @@ impl FlatParts {
         let mut parts = self.0.as_deref().cloned().unwrap_or_default();
         parts.push((axis, lens));
         FlatParts(Some(Arc::new(parts)))
+    }
+
+    /// The parts all of `sources` agree on: an axis two of them split differently is left
+    /// out (its parts are then unknown, an error for `unflatten`, never a wrong split).
+    pub(crate) fn merged(sources: &[&FlatParts]) -> FlatParts {
+        let mut known: Vec<&PartsByAxis> = sources.iter().filter_map(|s| s.0.as_deref()).collect();
+        match known.len() {
+            0 => return FlatParts::default(),
+            1 => return (*sources.iter().find(|s| s.0.is_some()).unwrap()).clone(),
+            _ => {}
+        }
+        let mut parts: PartsByAxis = Vec::new();
+        let mut conflicting: Vec<TypeId> = Vec::new();
+        for list in known.drain(..) {
+            for (axis, lens) in list {
+                match parts.iter().rev().find(|(id, _)| id == axis) {
+                    Some((_, seen)) if seen != lens => conflicting.push(*axis),
+                    Some(_) => {}
+                    None => parts.push((*axis, lens.clone())),
+                }
+            }
+        }
+        parts.retain(|(axis, _)| !conflicting.contains(axis));
+        FlatParts((!parts.is_empty()).then(|| Arc::new(parts)))
     }
 }
 
@@ -133,6 +159,17 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             flat_parts: self.flat_parts.clone(),
             _axes: PhantomData,
         }
+    }
+
+    /// The part lengths of the `Flat` axes this tensor came from.
+    pub(crate) fn flat_parts(&self) -> &FlatParts {
+        &self.flat_parts
+    }
+
+    /// This tensor with the part lengths `parts` for its `Flat` axes.
+    pub(crate) fn with_flat_parts(mut self, parts: FlatParts) -> Self {
+        self.flat_parts = parts;
+        self
     }
 
     /// Replaces the buffer and layout (a result computed on a device), keeping the flatten

@@ -29,7 +29,7 @@ use crate::list::{
 use crate::num::Num;
 use crate::protocol::Device;
 use crate::storage::Storage;
-use crate::tensor::Tensor;
+use crate::tensor::{FlatParts, Tensor};
 
 thread_local! {
     /// Operands packed (copied) on this thread because their strides did not allow a GEMM
@@ -69,7 +69,8 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
     let roles = dot_roles::<L, R>();
     let (data, layout) = contract(x, y, &roles)?;
-    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
+    let result = Tensor::from_parts(data, layout).expect("a fresh result fits its buffer");
+    Ok(result.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
 }
 
 /// [`dot`] computed on `device` for one call: the operands are copied there (those already
@@ -116,7 +117,8 @@ where
 {
     // The result type lists the batch axes where they stand among x's kept axes.
     let (data, layout) = contract(x, y, &over_roles::<L, R>(Over::IDS))?;
-    Ok(Tensor::from_parts(data, layout).expect("a fresh result fits its buffer"))
+    let result = Tensor::from_parts(data, layout).expect("a fresh result fits its buffer");
+    Ok(result.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
 }
 
 /// Runs the contraction described by `roles`, on the device both operands are on; returns

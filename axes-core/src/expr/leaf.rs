@@ -7,7 +7,7 @@ use crate::engine::leaf::LeafEval;
 use crate::engine::plan::{LeafLayout, Leaves, Plan};
 use crate::list::{AxisList, AxisSet};
 use crate::protocol::{Buffers, LeafBuffer};
-use crate::tensor::Tensor;
+use crate::tensor::{FlatParts, Tensor};
 
 fn operand<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> LeafLayout<'_> {
     LeafLayout {
@@ -36,6 +36,10 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
         });
     }
 
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        out.push(Tensor::flat_parts(self));
+    }
+
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> LeafEval<'a, T> {
         *next_leaf += 1;
         LeafEval::new(self.storage().as_slice(), plan, *next_leaf - 1)
@@ -61,6 +65,10 @@ impl<E: Expr> Expr for &E {
 
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         (**self).buffers(out);
+    }
+
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        (**self).flat_parts(out);
     }
 
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> E::Eval<'a> {

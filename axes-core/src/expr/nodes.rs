@@ -10,6 +10,7 @@ use crate::engine::plan::{Leaves, Plan};
 use crate::ir::{BinaryFn, Ir, IrNode, UnaryFn};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::protocol::Buffers;
+use crate::tensor::FlatParts;
 
 /// A constant: an expression with no axes.
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +106,9 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        self.inner.flat_parts(out);
+    }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         UnaryEval {
             inner: self.inner.evaluator(plan, next_leaf),
@@ -194,6 +198,10 @@ where
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.left.buffers(out);
         self.right.buffers(out);
+    }
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        self.left.flat_parts(out);
+        self.right.flat_parts(out);
     }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let left = self.left.evaluator(plan, next_leaf);
@@ -294,6 +302,11 @@ where
         self.a.buffers(out);
         self.b.buffers(out);
     }
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        self.cond.flat_parts(out);
+        self.a.flat_parts(out);
+        self.b.flat_parts(out);
+    }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let cond = self.cond.evaluator(plan, next_leaf);
         let a = self.a.evaluator(plan, next_leaf);
@@ -365,6 +378,9 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        self.inner.flat_parts(out);
+    }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         CastEval(self.inner.evaluator(plan, next_leaf), PhantomData)
     }
@@ -429,6 +445,9 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     }
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
+    }
+    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+        self.inner.flat_parts(out);
     }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         MapEval(self.inner.evaluator(plan, next_leaf), &self.f)

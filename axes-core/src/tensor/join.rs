@@ -1,7 +1,7 @@
 //! Joining and splitting along a named axis: concat, stack, split, iteration over an axis,
 //! and gather by an index tensor.
 
-use super::Tensor;
+use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -113,7 +113,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             }
             start += len;
         }
-        Ok(Tensor::new_unchecked(Storage::new(data), out_layout))
+        let flat: Vec<&FlatParts> = parts.iter().map(|p| p.flat_parts()).collect();
+        Ok(Tensor::new_unchecked(Storage::new(data), out_layout)
+            .with_flat_parts(FlatParts::merged(&flat)))
     }
 
     /// The tensors, all with the same lengths, stacked along a new axis `New` (placed first).
@@ -147,10 +149,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         lens.extend_from_slice(first.lens());
         <Tensor<T, Concat<(New,), A>>>::checked_shape(&lens)?;
         let data: Vec<T> = parts.iter().flat_map(|p| p.to_vec()).collect();
-        Ok(Tensor::new_unchecked(
-            Storage::new(data),
-            Layout::row_major(&lens),
-        ))
+        let flat: Vec<&FlatParts> = parts.iter().map(|p| p.flat_parts()).collect();
+        Ok(
+            Tensor::new_unchecked(Storage::new(data), Layout::row_major(&lens))
+                .with_flat_parts(FlatParts::merged(&flat)),
+        )
     }
 
     /// Views of consecutive pieces of axis `X` with the given lengths, which must add up to
