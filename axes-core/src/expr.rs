@@ -39,7 +39,7 @@ use crate::engine::plan::{Leaves, Plan};
 use crate::ir::Ir;
 use crate::list::{AxisSet, Difference, DifferenceWith, SubsetOf};
 use crate::protocol::Buffers;
-use crate::tensor::FlatParts;
+use crate::tensor::FlatPartsList;
 
 /// Keeps [`Expr`] implemented only here.
 mod sealed {
@@ -104,7 +104,7 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
 
     /// Lists the part lengths of the `Flat` axes of the leaves (carried into results).
     #[doc(hidden)]
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         let _ = out;
     }
 

@@ -56,6 +56,10 @@ pub struct Tensor<T: Element, A: AxisSet> {
 #[derive(Clone, Default, Debug)]
 pub struct FlatParts(Option<Arc<PartsByAxis>>);
 
+/// The flatten records of an expression's leaves (inline up to four: no allocation).
+#[doc(hidden)]
+pub type FlatPartsList<'a> = smallvec::SmallVec<[&'a FlatParts; 4]>;
+
 /// `(TypeId of Flat<L>, lengths of L)` for each flatten, newest last.
 type PartsByAxis = Vec<(TypeId, Vec<usize>)>;
 

@@ -47,7 +47,7 @@ use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::protocol::{Buffers, Device, LeafBuffer};
 use crate::storage::Storage;
-use crate::tensor::{FlatParts, Tensor};
+use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
 /// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
@@ -60,7 +60,7 @@ pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
 ) -> Result<Tensor<E::Elem, O>> {
     let (storage, layout) = evaluate_parts(expr, O::IDS, &O::names, reduced, sink, init)?;
     Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
-    let mut parts = Vec::new();
+    let mut parts = FlatPartsList::new();
     expr.flat_parts(&mut parts);
     let result = Tensor::from_parts(storage, layout).expect("a fresh row-major layout fits");
     Ok(result.with_flat_parts(FlatParts::merged(&parts)))

@@ -7,7 +7,7 @@ use crate::engine::leaf::LeafEval;
 use crate::engine::plan::{LeafLayout, Leaves, Plan};
 use crate::list::{AxisList, AxisSet};
 use crate::protocol::{Buffers, LeafBuffer};
-use crate::tensor::{FlatParts, Tensor};
+use crate::tensor::{FlatPartsList, Tensor};
 
 fn operand<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> LeafLayout<'_> {
     LeafLayout {
@@ -36,7 +36,7 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
         });
     }
 
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         out.push(Tensor::flat_parts(self));
     }
 
@@ -67,7 +67,7 @@ impl<E: Expr> Expr for &E {
         (**self).buffers(out);
     }
 
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         (**self).flat_parts(out);
     }
 

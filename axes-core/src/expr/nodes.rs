@@ -10,7 +10,7 @@ use crate::engine::plan::{Leaves, Plan};
 use crate::ir::{BinaryFn, Ir, IrNode, UnaryFn};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::protocol::Buffers;
-use crate::tensor::FlatParts;
+use crate::tensor::FlatPartsList;
 
 /// A constant: an expression with no axes.
 #[derive(Clone, Copy, Debug)]
@@ -106,7 +106,7 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
@@ -199,7 +199,7 @@ where
         self.left.buffers(out);
         self.right.buffers(out);
     }
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.left.flat_parts(out);
         self.right.flat_parts(out);
     }
@@ -302,7 +302,7 @@ where
         self.a.buffers(out);
         self.b.buffers(out);
     }
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.cond.flat_parts(out);
         self.a.flat_parts(out);
         self.b.flat_parts(out);
@@ -378,7 +378,7 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
@@ -446,7 +446,7 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
         self.inner.buffers(out);
     }
-    fn flat_parts<'a>(&'a self, out: &mut Vec<&'a FlatParts>) {
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
