@@ -19,10 +19,64 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
+//! # Training a model
+//! Parameters live in one arena ([`nn::Params`]), layers ([`nn::Linear`]) record on a
+//! [`autodiff::Tape`] (one per step; a tape stays on the thread that made it), and an
+//! optimizer ([`optim::Adam`]) updates the whole arena in one pass. Minibatches are index
+//! tensors ([`nn::minibatches`]) that [`Tensor::gather`] turns into batches.
+//!
+//! ```
+//! use axes::autodiff::{Tape, softmax_cross_entropy};
+//! use axes::nn::{Init, Linear, ParamsBuilder, minibatches};
+//! use axes::optim::Adam;
+//! use axes::prelude::*;
+//!
+//! #[derive(Axis)] struct Sample;
+//! #[derive(Axis)] struct Batch;
+//! #[derive(Axis)] struct Feature;
+//! #[derive(Axis)] struct Class;
+//!
+//! // 64 points, class 1 where the first feature is positive
+//! let x = Tensor::<f32, (Sample, Feature)>::random_uniform((Sample.len(64), Feature.len(2)), -1.0, 1.0, 3)?;
+//! let y = Tensor::<i64, (Sample,)>::from_fn(Sample.len(64), |i| {
+//!     i64::from(x.get((Sample.at(i.of::<Sample>()), Feature.at(0))).unwrap() > 0.0)
+//! })?;
+//! let mut builder = ParamsBuilder::new();
+//! let layer = Linear::<Feature, Class>::new(&mut builder, "out", Feature.len(2), Class.len(2), Init::Glorot)?;
+//! let mut params = builder.build::<f32>(0)?;
+//! let mut adam = Adam::new(0.1);
+//! for epoch in 0..20 {
+//!     for indices in minibatches::<Batch>(64, 16, epoch)? {
+//!         let (xb, yb) = (x.gather::<Sample, _, _>(&indices)?, y.gather::<Sample, _, _>(&indices)?);
+//!         let tape = Tape::new();
+//!         let p = params.bind(&tape);
+//!         let logits = layer.forward(&p, &tape.constant(xb))?;
+//!         let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb)?.mean::<(Batch,)>()?;
+//!         let grad = p.gradient(&loss.backward()?)?; // backward releases the tape's views
+//!         adam.step(&mut params, &grad)?;            // in place, one pass over the arena
+//!     }
+//! }
+//! // Save, reload into a model declared again, and predict.
+//! let path = std::env::temp_dir().join("axes-front-page.safetensors");
+//! params.save(&path)?;
+//! let mut builder = ParamsBuilder::new();
+//! let again = Linear::<Feature, Class>::new(&mut builder, "out", Feature.len(2), Class.len(2), Init::Glorot)?;
+//! let mut loaded = builder.build::<f32>(1)?;
+//! loaded.load(&path)?;
+//! let tape = Tape::new();
+//! let logits = again.forward(&loaded.bind(&tape), &tape.constant(x.clone()))?.eval()?;
+//! let predicted = argmax::<_, _, Class>(logits.value())?;
+//! let correct = predicted.to_vec().iter().zip(y.to_vec()).filter(|(p, y)| **p == *y).count();
+//! assert!(correct >= 60, "{correct} of 64");
+//! # Ok::<(), axes::Error>(())
+//! ```
+//!
 //! The pieces:
 //! - [`Axis`] (derive it), [`Dual`], [`roles`]: axes as types;
 //! - [`list`]: type-level axis lists (union, difference, broadcast order, checks);
 //! - [`Tensor`]: a typed [`Layout`] over a shared [`Storage`];
+//! - [`expr`] and [`eval`]: lazy expressions and running them; [`dot`] for contractions;
+//! - [`autodiff`], [`nn`], [`optim`]: gradients, parameters and layers, optimizers;
 //! - [`Error`]: every run-time failure, naming the axis and the lengths.
 //! - [`doc::axes_for_numpy_users`]: NumPy idioms and their `axes` forms.
 
