@@ -83,6 +83,11 @@ impl<T: Float, A: AxisSet> Clone for VarExpr<T, A> {
 }
 
 /// What element-wise operations on variables accept: `&Var`, `Var` and `VarExpr`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a variable on a tape",
+    label = "not a `Var` or `VarExpr`",
+    note = "record a tensor on the tape first: `tape.constant(tensor)` (no gradient flows to it) or `tape.var(tensor)`"
+)]
 pub trait IntoVarExpr {
     /// The element type.
     type Elem: Float;
