@@ -91,6 +91,12 @@ fn malformed_jobs_are_errors() {
         let err = backend.matmul(&bad).unwrap_err().to_string();
         assert!(err.contains("leaves its buffer"), "{err}");
     }
+    // A buffer that is not a whole number of elements.
+    let ragged = backend.upload(&[0u8; 3]).unwrap();
+    let mut odd = job(1, 1, side(0, 0, 1, 1), side(0, 0, 1, 1));
+    odd.lhs.memory = &ragged;
+    let err = backend.matmul(&odd).unwrap_err().to_string();
+    assert!(err.contains("3 bytes"), "{err}");
     let fine = job(1, 3, side(0, 0, 3, 1), side(0, 0, 1, 1));
     let out = backend.download(&backend.matmul(&fine).unwrap()).unwrap();
     assert_eq!(out, (1.0f32 + 4.0 + 9.0).to_ne_bytes());
