@@ -477,3 +477,13 @@ fn gpu_errors_name_the_problem() {
     assert_eq!(gpu.kind(), axes::DeviceKind::Cuda(0));
     assert_eq!(axes_backends::device("cuda:0").unwrap(), gpu);
 }
+
+#[test]
+fn gpu_random_jobs_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let ran = common::jobs::random_jobs(cuda, 96);
+    println!(
+        "{ran} random jobs matched on {}",
+        axes::Device::Accelerator(cuda)
+    );
+}
