@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use super::tape::{Grads, Tape, Var};
-use crate::engine::interp::{self, Program, Sink, Source};
+use super::tape::{GradBuf, Grads, Tape, Var};
+use crate::dispatch::{Input, Output, run_outputs};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
@@ -30,10 +30,26 @@ struct Leaf<T> {
 }
 
 impl<T: Float> Leaf<T> {
-    /// The strides of `layout` (of this leaf's axes) over the axes `ids`.
-    fn strides_over(&self, layout: &Layout, ids: &[TypeId]) -> Vec<isize> {
-        strides_by_id(layout, &self.ids, ids)
+    /// The leaf as an input of a job over the iteration axes `ids`.
+    fn input(&self, ids: &[TypeId]) -> Result<Input<'_>> {
+        Input::new(
+            &self.storage,
+            &self.layout,
+            &positions(&self.ids, ids),
+            ids.len(),
+        )
     }
+}
+
+/// The position of each of `axes` among `ids`.
+fn positions(axes: &[TypeId], ids: &[TypeId]) -> Vec<usize> {
+    (axes.iter())
+        .map(|a| {
+            ids.iter()
+                .position(|i| i == a)
+                .expect("an axis of the expression")
+        })
+        .collect()
 }
 
 /// An element-wise expression of [`Var`]s, not yet computed: `&x * &w + &b`, `h.relu()`.
@@ -306,41 +322,13 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         let lens = self.lens()?;
         let ids = A::IDS.to_vec();
         let out_ids = O::IDS.to_vec();
-        let out_lens: Vec<usize> = out_ids
-            .iter()
-            .map(|id| {
-                lens[ids
-                    .iter()
-                    .position(|i| i == id)
-                    .expect("O is a subset of A")]
-            })
-            .collect();
-        let layout = Layout::row_major(&out_lens);
-        let sink_strides = strides_by_id(&layout, &out_ids, &ids);
-        let mut out = vec![T::zero(); out_lens.iter().product()];
-        let program = Program::compile_uniform(&self.ir, &[self.root()], T::DTYPE)?;
-        let sources: Vec<Source<'_>> = self
-            .leaves
-            .iter()
-            .map(|leaf| Source {
-                data: T::elements(leaf.storage.as_slice()),
-                offset: leaf.layout.offset(),
-                strides: leaf.strides_over(&leaf.layout, &ids),
-            })
-            .collect();
-        interp::run(
-            &program,
-            &lens,
-            &sources,
-            &mut [Sink {
-                data: T::elements_mut(&mut out),
-                offset: 0,
-                strides: sink_strides,
-                combine: (O::RANK < A::RANK).then_some(ReduceOp::Sum),
-            }],
-        )?;
-        drop(sources);
-        let value = Tensor::from_parts(Storage::new(out), layout).expect("fresh buffer fits");
+        let inputs = (self.leaves.iter())
+            .map(|l| l.input(&ids))
+            .collect::<Result<Vec<_>>>()?;
+        let output = Output::new(self.root(), positions(&out_ids, &ids), ReduceOp::Sum);
+        let (storage, layout) = single(run_outputs(&self.ir, &lens, &inputs, vec![output])?);
+        drop(inputs);
+        let value = Tensor::from_parts(storage, layout).expect("a job's result fits its layout");
         let needs_grad = self.leaves.iter().any(|l| l.needs_grad);
         let (ir, leaves) = (self.ir, self.leaves);
         Ok(self.tape.record(value, needs_grad, move |grads, id| {
@@ -349,18 +337,14 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
     }
 }
 
-/// The strides of `layout` (whose axes are `own`) over the axes `over`: 0 on the axes it lacks.
-fn strides_by_id(layout: &Layout, own: &[TypeId], over: &[TypeId]) -> Vec<isize> {
-    over.iter()
-        .map(|id| {
-            own.iter()
-                .position(|o| o == id)
-                .map_or(0, |p| layout.strides()[p])
-        })
-        .collect()
+/// The one result of a job of one output.
+fn single<R>(mut results: Vec<R>) -> R {
+    results.pop().expect("a job returns one result per output")
 }
 
-/// The backward pass of a fused node `id` with IR `ir` over `leaves`, in one pass.
+/// The backward pass of a fused node `id` with IR `ir` over `leaves`, in one pass: one job
+/// whose results are the gradients of the leaves that need one, each summed over the axes
+/// that leaf lacks and added to what earlier steps accumulated for it.
 fn backward<T: Float>(
     ir: &Ir,
     leaves: &[Leaf<T>],
@@ -381,47 +365,30 @@ fn backward<T: Float>(
         .filter(|&k| leaves[k].needs_grad)
         .filter_map(|k| adjoints[k].map(|node| (k, node)))
         .collect();
-    let roots: Vec<usize> = wanted.iter().map(|&(_, node)| node).collect();
-    let program = Program::compile_uniform(&ir, &roots, T::DTYPE)?;
-    let mut sources: Vec<Source<'_>> = leaves
-        .iter()
-        .map(|leaf| Source {
-            data: T::elements(leaf.storage.as_slice()),
-            offset: leaf.layout.offset(),
-            strides: leaf.strides_over(&leaf.layout, ids),
+    let mut inputs = (leaves.iter())
+        .map(|l| l.input(ids))
+        .collect::<Result<Vec<_>>>()?;
+    // The upstream gradient has the node's result axes: read with stride 0 along the axes
+    // the node summed.
+    let upstream_axes = positions(out_ids, ids);
+    inputs.push(Input::new(
+        &upstream.storage,
+        &upstream.layout,
+        &upstream_axes,
+        ids.len(),
+    )?);
+    let outputs = (wanted.iter())
+        .map(|&(k, node)| {
+            let kept = positions(&leaves[k].ids, ids);
+            let start = grads.take_for_accumulate(leaves[k].node)?;
+            Ok(Output::new(node, kept, ReduceOp::Sum).onto(start))
         })
-        .collect();
-    // The upstream gradient has the node's result axes: read it with stride 0 along the
-    // axes the node summed.
-    sources.push(Source {
-        data: T::elements(upstream.storage.as_slice()),
-        offset: upstream.layout.offset(),
-        strides: strides_by_id(&upstream.layout, out_ids, ids),
-    });
-    let mut bufs: Vec<_> = wanted
-        .iter()
-        .map(|&(k, _)| grads.take_for_write(leaves[k].node, leaves[k].layout.lens()))
-        .collect();
-    let mut sinks: Vec<Sink<'_>> = bufs
-        .iter_mut()
-        .zip(&wanted)
-        .map(|(buf, &(k, _))| {
-            let strides = leaves[k].strides_over(&buf.layout, ids);
-            let offset = buf.layout.offset();
-            Sink {
-                data: T::elements_mut(buf.storage.make_mut()),
-                offset,
-                strides,
-                combine: Some(ReduceOp::Sum),
-            }
-        })
-        .collect();
-    let result = interp::run(&program, lens, &sources, &mut sinks);
-    drop(sinks);
-    for (buf, &(k, _)) in bufs.into_iter().zip(&wanted) {
-        grads.put(leaves[k].node, buf);
+        .collect::<Result<Vec<_>>>()?;
+    let results = run_outputs(&ir, lens, &inputs, outputs)?;
+    for ((storage, layout), &(k, _)) in results.into_iter().zip(&wanted) {
+        grads.put(leaves[k].node, GradBuf { storage, layout });
     }
-    result
+    Ok(())
 }
 
 /// Appends to `ir` the adjoint of every node reachable from `root`, `seed` being the

@@ -4,16 +4,18 @@
 use std::any::TypeId;
 
 use super::fused::{IntoVar, IntoVarExpr};
-use super::tape::Var;
+use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
 use crate::contract::{self, dot_grads};
-use crate::engine::interp::{self, Program, Sink, Source};
+use crate::dispatch::{Input, Output, common_device, placed, run_outputs};
+use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
-use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp};
+use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotWith, HasAxis};
 use crate::num::Float;
+use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::{IndexElement, Tensor};
 
@@ -119,23 +121,21 @@ where
     Ix: IndexElement,
 {
     let logits = logits.into_var()?;
-    // Read through plain strides: padded views are materialised first.
     let x = &if logits.value().layout().is_padded() {
-        logits.value().contiguous()
+        logits.value().try_contiguous()?
     } else {
         logits.value().clone()
     };
     let labels = &if labels.layout().is_padded() {
-        labels.contiguous()
+        labels.try_contiguous()?
     } else {
         labels.clone()
     };
-    let ids = A::IDS;
-    let class = ids
-        .iter()
+    let rank = A::RANK;
+    let class = (A::IDS.iter())
         .position(|&id| id == TypeId::of::<C>())
         .expect("HasAxis<C>");
-    let rest: Vec<usize> = (0..A::RANK).filter(|&a| a != class).collect();
+    let rest: Vec<usize> = (0..rank).filter(|&a| a != class).collect();
     let rest_lens: Vec<usize> = rest.iter().map(|&a| x.lens()[a]).collect();
     let classes = x.lens()[class];
     for (p, &a) in rest.iter().enumerate() {
@@ -147,113 +147,141 @@ where
             });
         }
     }
-    // The gradient with respect to the logits, softmax - one_hot, row-major in A's order.
-    let d_layout = Layout::row_major(x.lens());
-    let mut d_logits = vec![T::zero(); x.element_count()];
-    let mut loss = vec![T::zero(); rest_lens.iter().product()];
-    let (xs, xl) = (x.storage().as_slice(), x.layout());
-    let (ls, ll) = (labels.storage().as_slice(), labels.layout());
-    let mut index = vec![0usize; rest.len()];
-    let mut row = vec![T::zero(); classes];
-    for out in loss.iter_mut() {
-        let base = |layout: &Layout, axes: &[usize]| -> isize {
-            layout.offset() as isize
-                + axes
-                    .iter()
-                    .zip(&index)
-                    .map(|(&a, &i)| layout.strides()[a] * i as isize)
-                    .sum::<isize>()
-        };
-        let x0 = base(xl, &rest);
-        let d0 = base(&d_layout, &rest) as usize;
-        let label_axes: Vec<usize> = (0..rest.len()).collect();
-        let label = ls[base(ll, &label_axes) as usize].to_index();
-        if label < 0 || label as usize >= classes {
-            return Err(Error::LabelOutOfRange {
-                axis: C::name().to_string(),
-                label,
-                len: classes,
-            });
-        }
-        let mut max = T::lowest();
-        for (c, r) in row.iter_mut().enumerate() {
-            *r = xs[(x0 + c as isize * xl.strides()[class]) as usize];
-            max = max.max(*r);
-        }
-        let mut total = T::zero();
-        for r in &mut row {
-            *r = r.sub(max).exp();
-            total = total.add(*r);
-        }
-        let label = label as usize;
-        let shifted_label = xs[(x0 + label as isize * xl.strides()[class]) as usize].sub(max);
-        *out = total.ln().sub(shifted_label);
-        let dc = d_layout.strides()[class] as usize;
-        for (c, &r) in row.iter().enumerate() {
-            let one_hot = if c == label { T::one() } else { T::zero() };
-            d_logits[d0 + c * dc] = r.div(total).sub(one_hot);
-        }
-        for axis in (0..index.len()).rev() {
-            index[axis] += 1;
-            if index[axis] < rest_lens[axis] {
-                break;
-            }
-            index[axis] = 0;
-        }
-    }
-    let value = Tensor::from_parts(Storage::new(loss), Layout::row_major(&rest_lens))
-        .expect("fresh buffer fits");
-    let d_logits = Storage::new(d_logits);
-    let (xid, lens) = (logits.id(), x.lens().to_vec());
-    let rest_ids: Vec<TypeId> = rest.iter().map(|&a| ids[a]).collect();
-    let all_ids = ids.to_vec();
+    let device = common_device([x.device(), labels.device()])?.unwrap_or(Device::Cpu);
+    check_labels::<C, Ix>(labels, classes)?;
+    // The class index along C, as a buffer on the logits' device.
+    let iota = placed(
+        (0..classes).map(|c| T::from_f64(c as f64)).collect(),
+        device,
+    )?;
+    let iota_layout = Layout::row_major(&[classes]);
+    let all: Vec<usize> = (0..rank).collect();
+    let lens = x.lens().to_vec();
+    // The shift: the maximum over C.
+    let mut ir = Ir::default();
+    let logit = ir.leaf();
+    let max = Output::<T>::new(logit, rest.clone(), ReduceOp::Max);
+    let x_in = || Input::new(x.storage(), x.layout(), &all, rank);
+    let (max, max_layout) = single(run_outputs(&ir, &lens, &[x_in()?], vec![max])?);
+    // The sum of exp(x - max) and the label's logit, in one pass.
+    let mut ir = Ir::default();
+    let (logit, shift) = (ir.leaf(), ir.leaf());
+    let is_label = label_test(&mut ir, T::DTYPE);
+    let shifted = ir.push(IrNode::Binary(BinaryOp::Sub, logit, shift));
+    let exp = ir.push(IrNode::Unary(UnaryOp::Exp, shifted));
+    let zero = ir.push(IrNode::Scalar(0.0));
+    let picked = ir.push(IrNode::Select(is_label, logit, zero));
+    let over_c = |root| Output::<T>::new(root, rest.clone(), ReduceOp::Sum);
+    let inputs = [
+        x_in()?,
+        Input::new(&max, &max_layout, &rest, rank)?,
+        Input::new(labels.storage(), labels.layout(), &rest, rank)?,
+        Input::new(&iota, &iota_layout, &[class], rank)?,
+    ];
+    let mut sums = run_outputs(&ir, &lens, &inputs, vec![over_c(exp), over_c(picked)])?;
+    let (picked, picked_layout) = sums.pop().expect("two results");
+    let (total, total_layout) = sums.pop().expect("two results");
+    // logsumexp = max + ln(total); the loss is logsumexp - logits[label].
+    let mut ir = Ir::default();
+    let (shift, total_leaf, picked_leaf) = (ir.leaf(), ir.leaf(), ir.leaf());
+    let ln = ir.push(IrNode::Unary(UnaryOp::Ln, total_leaf));
+    let lse = ir.push(IrNode::Binary(BinaryOp::Add, shift, ln));
+    let loss = ir.push(IrNode::Binary(BinaryOp::Sub, lse, picked_leaf));
+    let own: Vec<usize> = (0..rest.len()).collect();
+    let elementwise = |root| Output::<T>::new(root, own.clone(), ReduceOp::Sum);
+    let inputs = [
+        Input::new(&max, &max_layout, &own, own.len())?,
+        Input::new(&total, &total_layout, &own, own.len())?,
+        Input::new(&picked, &picked_layout, &own, own.len())?,
+    ];
+    let mut results = run_outputs(
+        &ir,
+        &rest_lens,
+        &inputs,
+        vec![elementwise(lse), elementwise(loss)],
+    )?;
+    drop(inputs);
+    let (loss, loss_layout) = results.pop().expect("two results");
+    let lse = results.pop().expect("two results");
+    let value = Tensor::from_parts(loss, loss_layout).expect("a job's result fits its layout");
+    let (x, labels) = (x.clone(), labels.clone());
+    let xid = logits.id();
     Ok(logits
         .tape()
         .record(value, logits.needs_grad(), move |grads, id| {
             let Some(upstream) = grads.buf(id) else {
                 return Ok(());
             };
-            // d logits = (softmax - one_hot) * upstream (broadcast along C), in one pass.
+            // d logits = (exp(x - logsumexp) - one_hot) * upstream, in one pass.
             let mut ir = Ir::default();
-            let (a, b) = (ir.leaf(), ir.leaf());
-            let root = ir.push(IrNode::Binary(BinaryOp::Mul, a, b));
-            let program = Program::compile_uniform(&ir, &[root], T::DTYPE)?;
-            let upstream_strides = all_ids
-                .iter()
-                .map(|id| {
-                    rest_ids
-                        .iter()
-                        .position(|r| r == id)
-                        .map_or(0, |p| upstream.layout.strides()[p])
-                })
-                .collect();
-            let sources = [
-                Source {
-                    data: T::elements(d_logits.as_slice()),
-                    offset: 0,
-                    strides: d_layout.strides().to_vec(),
-                },
-                Source {
-                    data: T::elements(upstream.storage.as_slice()),
-                    offset: upstream.layout.offset(),
-                    strides: upstream_strides,
-                },
+            let (logit, lse_leaf) = (ir.leaf(), ir.leaf());
+            let is_label = label_test(&mut ir, T::DTYPE);
+            let up = ir.leaf();
+            let shifted = ir.push(IrNode::Binary(BinaryOp::Sub, logit, lse_leaf));
+            let softmax = ir.push(IrNode::Unary(UnaryOp::Exp, shifted));
+            let (one, zero) = (ir.push(IrNode::Scalar(1.0)), ir.push(IrNode::Scalar(0.0)));
+            let one_hot = ir.push(IrNode::Select(is_label, one, zero));
+            let diff = ir.push(IrNode::Binary(BinaryOp::Sub, softmax, one_hot));
+            let root = ir.push(IrNode::Binary(BinaryOp::Mul, diff, up));
+            let inputs = [
+                Input::new(x.storage(), x.layout(), &all, rank)?,
+                Input::new(&lse.0, &lse.1, &rest, rank)?,
+                Input::new(labels.storage(), labels.layout(), &rest, rank)?,
+                Input::new(&iota, &iota_layout, &[class], rank)?,
+                Input::new(&upstream.storage, &upstream.layout, &rest, rank)?,
             ];
-            let mut buf = grads.take_for_write(xid, &lens);
-            let strides = buf.layout.strides().to_vec();
-            let offset = buf.layout.offset();
-            let result = interp::run(
-                &program,
-                &lens,
-                &sources,
-                &mut [Sink {
-                    data: T::elements_mut(buf.storage.make_mut()),
-                    offset,
-                    strides,
-                    combine: Some(ReduceOp::Sum),
-                }],
-            );
-            grads.put(xid, buf);
-            result
+            let output =
+                Output::new(root, all.clone(), ReduceOp::Sum).onto(grads.take_for_accumulate(xid)?);
+            let (storage, layout) = single(run_outputs(&ir, &lens, &inputs, vec![output])?);
+            grads.put(xid, GradBuf { storage, layout });
+            Ok(())
         }))
+}
+
+/// Appends to `ir` (whose leaves 0 and 1 are taken) the test `label == class`, compared as
+/// `dtype` (the logits' type; labels are checked to be below the class count first): leaf 2
+/// is the label, leaf 3 the class index along C.
+fn label_test(ir: &mut Ir, dtype: DType) -> usize {
+    let (label, index) = (ir.leaf(), ir.leaf());
+    let label = ir.push(IrNode::Cast(dtype, label));
+    ir.push(IrNode::Compare(CompareOp::Equal, label, index))
+}
+
+/// The one result of a job of one output.
+fn single<R>(mut results: Vec<R>) -> R {
+    results.pop().expect("a job returns one result per output")
+}
+
+/// An error naming the first label outside `0..classes`, found by one job (the smallest and
+/// largest label) on the labels' device.
+fn check_labels<C: Axis, Ix: IndexElement>(
+    labels: &Tensor<Ix, impl AxisSet>,
+    classes: usize,
+) -> Result<()> {
+    if labels.element_count() == 0 {
+        return Ok(());
+    }
+    let mut ir = Ir::default();
+    let label = ir.leaf();
+    let wide = ir.push(IrNode::Cast(DType::I64, label));
+    let axes: Vec<usize> = (0..labels.lens().len()).collect();
+    let input = Input::new(labels.storage(), labels.layout(), &axes, axes.len())?;
+    let bound = |reduce| Output::<i64>::new(wide, Vec::new(), reduce);
+    let bounds = run_outputs(
+        &ir,
+        labels.lens(),
+        &[input],
+        vec![bound(ReduceOp::Min), bound(ReduceOp::Max)],
+    )?;
+    let value = |(storage, _): &(Storage<i64>, Layout)| -> Result<i64> { Ok(storage.host()?[0]) };
+    let (lowest, highest) = (value(&bounds[0])?, value(&bounds[1])?);
+    let bad = if lowest < 0 { lowest } else { highest };
+    if lowest < 0 || highest >= classes as i64 {
+        return Err(Error::LabelOutOfRange {
+            axis: C::name().to_string(),
+            label: bad,
+            len: classes,
+        });
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
+use crate::dispatch::filled;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::layout::Layout;
@@ -297,7 +298,7 @@ impl<T: Float> Grads<T> {
         Ok(match self.tensor::<A>(var.id) {
             Some(t) => t,
             None => Tensor::from_parts(
-                Storage::new(vec![T::zero(); var.value.element_count()]),
+                filled(var.value.device(), var.value.element_count(), T::zero())?,
                 Layout::row_major(var.value.lens()),
             )
             .expect("a fresh buffer fits its row-major layout"),
@@ -352,29 +353,23 @@ impl<T: Float> Grads<T> {
         Ok(())
     }
 
-    /// Takes the gradient of node `id` out for writing in place: an injective, unpadded,
-    /// unshared buffer whose layout has `lens` (zeros when none reached it yet).
-    pub(crate) fn take_for_write(&mut self, id: usize, lens: &[usize]) -> GradBuf<T> {
-        match self.bufs[id].take() {
-            Some(buf) if buf.layout.is_injective() && !buf.layout.is_padded() => buf,
-            Some(buf) => {
-                let values = buf.storage.as_slice();
-                let data = (buf.layout.positions())
-                    .map(|p| p.map_or(T::zero(), |p| values[p]))
-                    .collect();
-                GradBuf {
-                    storage: Storage::new(data),
-                    layout: Layout::row_major(lens),
-                }
+    /// Takes the gradient of node `id` out, for a job to add to: a buffer with no padding
+    /// and no repeated positions (a view that has either is written out first), or `None`
+    /// when no gradient reached the node yet.
+    pub(crate) fn take_for_accumulate(
+        &mut self,
+        id: usize,
+    ) -> Result<Option<(Storage<T>, Layout)>> {
+        Ok(match self.bufs[id].take() {
+            None => None,
+            Some(buf) if buf.layout.is_injective() && !buf.layout.is_padded() => {
+                Some((buf.storage, buf.layout))
             }
-            None => GradBuf {
-                storage: Storage::new(vec![T::zero(); lens.iter().product()]),
-                layout: Layout::row_major(lens),
-            },
-        }
+            Some(buf) => Some(crate::dispatch::written_out(&buf.storage, &buf.layout)?),
+        })
     }
 
-    /// Puts back a buffer from [`Grads::take_for_write`].
+    /// Puts back a buffer from [`Grads::take_for_accumulate`].
     pub(crate) fn put(&mut self, id: usize, buf: GradBuf<T>) {
         self.bufs[id] = Some(buf);
     }

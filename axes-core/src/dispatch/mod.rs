@@ -31,9 +31,11 @@
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
 mod lower;
+mod outputs;
 mod transfer;
 
 pub(crate) use lower::{Work, combine, device_storage, run_expr, run_ir};
+pub(crate) use outputs::{Input, Output, filled, placed, run_outputs, written_out};
 
 use std::any::TypeId;
 use std::borrow::Cow;

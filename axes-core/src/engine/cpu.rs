@@ -24,11 +24,13 @@ use super::interp::{self, Block, Program, Sink, Source, with_block};
 use super::matmul::{HostMatrix, batched_matmul};
 use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
+use crate::ir::Ir;
 use crate::ir::ReduceOp;
 use crate::ir::ops::identity_of;
 use crate::num::Num;
 use crate::protocol::{
-    Backend, Device, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide, as_bytes, from_bytes,
+    Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, MatmulJob, MatrixSide, MultiJob,
+    as_bytes, from_bytes, row_major_strides,
 };
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
@@ -107,6 +109,22 @@ impl Block {
     }
 }
 
+/// Computes the nodes `roots` of `ir` (results of type `out`) over the iteration axes `lens`
+/// in one pass: root `r` goes into `sinks[r]`, which hold their starting values. What the CPU
+/// backend runs, for its own buffers and for tensors in host memory alike.
+pub(crate) fn run_host(
+    ir: &Ir,
+    roots: &[usize],
+    lens: &[usize],
+    out: DType,
+    sources: &[Source<'_>],
+    sinks: &mut [Sink<'_>],
+) -> Result<()> {
+    let leaf_types: Vec<DType> = sources.iter().map(|s| s.data.dtype()).collect();
+    let program = Program::compile(ir, roots, &leaf_types, out)?;
+    interp::run(&program, lens, sources, sinks)
+}
+
 /// The product of `lens`, or an error naming them.
 fn count_of(lens: &[usize]) -> Result<usize> {
     lens.iter()
@@ -114,6 +132,15 @@ fn count_of(lens: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::SizeOverflow {
             lengths: format!("{lens:?}"),
         })
+}
+
+/// The interpreter's view of a job's leaf, whose elements are `values`.
+fn source<'a>(leaf: &JobLeaf<'_>, values: &'a Block) -> Source<'a> {
+    Source {
+        data: values.elements(),
+        offset: leaf.offset,
+        strides: leaf.strides.clone(),
+    }
 }
 
 impl Backend for CpuBackend {
@@ -142,34 +169,26 @@ impl Backend for CpuBackend {
         let inputs = (job.leaves.iter())
             .map(|leaf| Block::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
-        let leaf_types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
         let Some(root) = job.ir.nodes.len().checked_sub(1) else {
             return Err(Error::Unsupported {
                 what: "an empty expression".into(),
             });
         };
-        let program = Program::compile(&job.ir, &[root], &leaf_types, job.out)?;
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let count = count_of(&job.kept)?;
         let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
         let mut out = Block::filled(job.out, count, reduce);
         // Row-major over the kept axes; 0 over the reduced ones, which combine.
-        let mut strides = vec![0isize; lens.len()];
-        let mut step = 1isize;
-        for (s, &len) in strides.iter_mut().zip(&job.kept).rev() {
-            *s = step;
-            step *= len as isize;
-        }
+        let mut strides = row_major_strides(&job.kept);
+        strides.resize(lens.len(), 0);
         let sources: Vec<Source<'_>> = (job.leaves.iter().zip(&inputs))
-            .map(|(leaf, values)| Source {
-                data: values.elements(),
-                offset: leaf.offset,
-                strides: leaf.strides.clone(),
-            })
+            .map(|(leaf, values)| source(leaf, values))
             .collect();
-        interp::run(
-            &program,
+        run_host(
+            &job.ir,
+            &[root],
             &lens,
+            job.out,
             &sources,
             &mut [Sink {
                 data: out.elements_mut(),
@@ -179,6 +198,64 @@ impl Backend for CpuBackend {
             }],
         )?;
         Ok(out.into_memory())
+    }
+
+    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+        let inputs = (job.leaves.iter())
+            .map(|leaf| Block::read(leaf.memory, leaf.dtype))
+            .collect::<Result<Vec<_>>>()?;
+        let counts = job.output_counts()?;
+        // Each result starts as its starting values (copied row-major over its kept axes) or
+        // the identity of its reduction.
+        let mut outs = Vec::with_capacity(counts.len());
+        for (output, &count) in job.outputs.iter().zip(&counts) {
+            let mut block = Block::filled(job.out, count, Some(output.reduce));
+            if let Some(start) = &output.start {
+                let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
+                let from = Block::read(start.memory, start.dtype)?;
+                let strides = output.kept.iter().map(|&a| start.strides[a]).collect();
+                interp::run(
+                    &Program::copy(start.dtype),
+                    &kept,
+                    &[Source {
+                        data: from.elements(),
+                        offset: start.offset,
+                        strides,
+                    }],
+                    &mut [Sink {
+                        data: block.elements_mut(),
+                        offset: 0,
+                        strides: row_major_strides(&kept),
+                        combine: None,
+                    }],
+                )?;
+            }
+            outs.push(block);
+        }
+        let sources: Vec<Source<'_>> = (job.leaves.iter().zip(&inputs))
+            .map(|(leaf, values)| source(leaf, values))
+            .collect();
+        let mut sinks: Vec<Sink<'_>> = (job.outputs.iter().zip(&mut outs))
+            .map(|(output, block)| {
+                let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
+                let row_major = row_major_strides(&kept);
+                let mut strides = vec![0isize; job.lens.len()];
+                for (&a, &s) in output.kept.iter().zip(&row_major) {
+                    strides[a] = s;
+                }
+                let accumulates = output.start.is_some() || kept.len() < job.lens.len();
+                Sink {
+                    data: block.elements_mut(),
+                    offset: 0,
+                    strides,
+                    combine: accumulates.then_some(output.reduce),
+                }
+            })
+            .collect();
+        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
+        run_host(&job.ir, &roots, &job.lens, job.out, &sources, &mut sinks)?;
+        drop(sinks);
+        Ok(outs.into_iter().map(Block::into_memory).collect())
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

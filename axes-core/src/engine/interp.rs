@@ -77,16 +77,6 @@ impl Program {
         }
         .compile(roots)
     }
-
-    /// [`Program::compile`] where every leaf and every root has the type `dtype`.
-    pub(crate) fn compile_uniform(ir: &Ir, roots: &[usize], dtype: DType) -> Result<Self> {
-        let leaves = ir.nodes.iter().filter_map(|node| match node {
-            IrNode::Leaf(k) => Some(k + 1),
-            _ => None,
-        });
-        let count = leaves.max().unwrap_or(0);
-        Program::compile(ir, roots, &vec![dtype; count], dtype)
-    }
 }
 
 /// The state of [`Program::compile`].
@@ -731,9 +721,9 @@ mod tests {
         let mut ir = Ir::default();
         let a = ir.leaf();
         let root = ir.push(IrNode::Unary(UnaryOp::Exp, a));
-        let err = Program::compile_uniform(&ir, &[root], DType::I32).unwrap_err();
+        let err = Program::compile(&ir, &[root], &[DType::I32], DType::I32).unwrap_err();
         assert!(err.to_string().contains("`exp` on i32"), "{err}");
-        let program = Program::compile_uniform(&ir, &[root], DType::F32).unwrap();
+        let program = Program::compile(&ir, &[root], &[DType::F32], DType::F32).unwrap();
         // Runs the program on one source over `len` elements into one f32.
         let run_on = |source: Elements<'_>, len: usize| {
             let mut out = [0f32];

@@ -117,6 +117,47 @@ impl Ir {
         live
     }
 
+    /// The expression of node `root` alone: the nodes it needs, in order, `root` last (leaf
+    /// numbers unchanged).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::ir::{Ir, IrNode, UnaryOp};
+    /// let mut ir = Ir::default();
+    /// let (x, y) = (ir.leaf(), ir.leaf());
+    /// let ex = ir.push(IrNode::Unary(UnaryOp::Exp, x));
+    /// ir.push(IrNode::Unary(UnaryOp::Neg, y));
+    /// assert_eq!(ir.pruned(ex).to_string(), "exp(leaf0)");
+    /// assert_eq!(ir.pruned(ex).nodes.len(), 2);
+    /// ```
+    pub fn pruned(&self, root: usize) -> Ir {
+        let live = self.live(&[root]);
+        let mut renumber = vec![usize::MAX; root + 1];
+        let mut nodes = Vec::new();
+        for (i, node) in self.nodes[..=root].iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            let n = |c: usize| renumber[c];
+            let node = match *node {
+                IrNode::Leaf(k) => IrNode::Leaf(k),
+                IrNode::Scalar(v) => IrNode::Scalar(v),
+                IrNode::Unary(op, a) => IrNode::Unary(op, n(a)),
+                IrNode::Binary(op, a, b) => IrNode::Binary(op, n(a), n(b)),
+                IrNode::Compare(op, a, b) => IrNode::Compare(op, n(a), n(b)),
+                IrNode::Select(c, a, b) => IrNode::Select(n(c), n(a), n(b)),
+                IrNode::Cast(to, a) => IrNode::Cast(to, n(a)),
+                IrNode::Map(a) => IrNode::Map(n(a)),
+            };
+            renumber[i] = nodes.len();
+            nodes.push(node);
+        }
+        Ir {
+            nodes,
+            leaves: self.leaves,
+        }
+    }
+
     /// Appends `other`'s nodes, its leaf `k` renamed `leaf_map[k]`; returns its root's new
     /// index.
     pub fn splice(&mut self, other: &Ir, leaf_map: &[usize]) -> usize {

@@ -1,6 +1,6 @@
 //! The trait every device's runtime implements.
 
-use super::{DeviceKind, DeviceMemory, Job, MatmulJob};
+use super::{DeviceKind, DeviceMemory, Job, MatmulJob, MultiJob, run_each_output};
 use crate::error::{Error, Result};
 
 /// A device's runtime, as the core drives it (implemented by the OpenCL and CUDA backends).
@@ -17,6 +17,13 @@ pub trait Backend: Send + Sync {
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>>;
     /// Runs `job` into a new buffer (row-major over the kept axes).
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory>;
+    /// Runs `job` into one new buffer per result (each row-major over its kept axes). The
+    /// default runs the results one by one with [`Backend::run`] ([`run_each_output`]); a
+    /// backend that computes them in one pass overrides it.
+    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+        run_each_output(self, job)
+    }
+
     /// Runs a matrix product into a new buffer (row-major `m`×`n`).
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let _ = job;
