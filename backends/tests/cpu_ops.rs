@@ -107,3 +107,56 @@ fn random_jobs_match_the_reference() {
     let ran = common::jobs::random_jobs(&CPU_BACKEND, 96);
     println!("{ran} random jobs matched on {}", device());
 }
+
+#[test]
+fn random_multi_jobs_match_the_reference() {
+    let ran = common::jobs::random_multi_jobs(&CPU_BACKEND, 96);
+    println!(
+        "{ran} random jobs of several results matched on {}",
+        device()
+    );
+}
+
+/// A backend that runs jobs of several results by the protocol's default (one job per
+/// result), so that path is tested on every machine.
+struct ResultByResult;
+
+impl axes::protocol::Backend for ResultByResult {
+    fn name(&self) -> String {
+        "result by result".into()
+    }
+    fn kind(&self) -> axes::DeviceKind {
+        axes::DeviceKind::Cpu
+    }
+    fn upload(&self, bytes: &[u8]) -> axes::Result<axes::protocol::DeviceMemory> {
+        CPU_BACKEND.upload(bytes)
+    }
+    fn download(&self, memory: &axes::protocol::DeviceMemory) -> axes::Result<Vec<u8>> {
+        CPU_BACKEND.download(memory)
+    }
+    fn run(&self, job: &axes::protocol::Job<'_>) -> axes::Result<axes::protocol::DeviceMemory> {
+        CPU_BACKEND.run(job)
+    }
+    fn matmul(
+        &self,
+        job: &axes::protocol::MatmulJob<'_>,
+    ) -> axes::Result<axes::protocol::DeviceMemory> {
+        CPU_BACKEND.matmul(job)
+    }
+}
+
+#[test]
+fn random_multi_jobs_match_the_reference_result_by_result() {
+    common::jobs::random_multi_jobs(&ResultByResult, 96);
+}
+
+#[test]
+fn gradients_match_the_cpu() {
+    common::ops::gradients(&device());
+}
+
+#[test]
+fn gradients_match_the_cpu_result_by_result() {
+    static BACKEND: ResultByResult = ResultByResult;
+    common::ops::gradients(&Device::Accelerator(&BACKEND));
+}

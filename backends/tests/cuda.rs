@@ -487,3 +487,19 @@ fn gpu_random_jobs_match_the_reference() {
         axes::Device::Accelerator(cuda)
     );
 }
+
+#[test]
+fn gpu_random_multi_jobs_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let ran = common::jobs::random_multi_jobs(cuda, 96);
+    println!(
+        "{ran} random jobs of several results matched on {}",
+        axes::Device::Accelerator(cuda)
+    );
+}
+
+#[test]
+fn gpu_gradients_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::gradients(&gpu);
+}

@@ -72,3 +72,21 @@ fn devices_parse_and_print() {
     let err = axes_backends::device("tpu:0").unwrap_err().to_string();
     assert!(err.contains("expected cpu, cuda"), "{err}");
 }
+
+#[test]
+fn random_multi_jobs_match_the_reference() {
+    let Some(cl) = common::opencl_device() else {
+        return;
+    };
+    let ran = common::jobs::random_multi_jobs(cl, 12);
+    println!(
+        "{ran} random jobs of several results matched on {}",
+        Device::Accelerator(cl)
+    );
+}
+
+#[test]
+fn gradients_match_the_cpu() {
+    let Some(device) = device() else { return };
+    common::ops::gradients(&device);
+}

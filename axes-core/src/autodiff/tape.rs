@@ -228,7 +228,7 @@ impl<T: Float> Var<T, ()> {
             return Ok(grads);
         }
         grads.bufs[self.id] = Some(GradBuf {
-            storage: Storage::new(vec![T::one()]),
+            storage: filled(self.value.device(), 1, T::one())?,
             layout: Layout::row_major(&[]),
         });
         for id in (0..=self.id).rev() {

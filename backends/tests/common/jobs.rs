@@ -3,8 +3,8 @@
 //! (permuted, reversed, broadcast, offset), element-wise and reducing over random axes.
 
 use axes::DType;
-use axes::ir::{Ir, ReduceOp};
-use axes::protocol::{Backend, DeviceMemory, Job, JobLeaf};
+use axes::ir::{Ir, IrNode, ReduceOp};
+use axes::protocol::{Backend, DeviceMemory, Job, JobLeaf, JobOutput, MultiJob};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -135,6 +135,141 @@ pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
                 dtype.name(),
                 got[at],
             );
+        }
+    }
+    cases
+}
+
+/// Combines `v` into `acc` with `reduce` (NaN wins, as on every backend).
+fn combine(acc: f64, v: f64, reduce: ReduceOp) -> f64 {
+    match reduce {
+        ReduceOp::Sum => acc + v,
+        _ if acc.is_nan() || v.is_nan() => f64::NAN,
+        ReduceOp::Max => acc.max(v),
+        _ => acc.min(v),
+    }
+}
+
+/// `cases` random jobs of several results on `backend`: each result a random node of one
+/// expression, kept over a random subset of the axes in a random order, combined over the
+/// rest (sum, max, min), half of them onto starting values read through random strides;
+/// every element checked against the plain reference. Returns how many ran.
+pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for case in 0..cases {
+        let dtype = if case % 2 == 0 {
+            DType::F32
+        } else {
+            DType::F64
+        };
+        let (round, tolerance): (fn(f64) -> f64, f64) = match dtype {
+            DType::F32 => (to_f32, 2e-4),
+            _ => (exact, 1e-9),
+        };
+        let rank = rng.random_range(0..=3);
+        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=4)).collect();
+        let leaves = rng.random_range(1..=3);
+        let ir = random_ir(&mut rng, leaves, 4);
+        let operands: Vec<Operand> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
+        struct Want {
+            root: usize,
+            kept: Vec<usize>,
+            reduce: ReduceOp,
+            start: Option<Operand>,
+        }
+        // Any node but a comparison (whose values are bools) can be a result.
+        let numeric: Vec<usize> = (0..ir.nodes.len())
+            .filter(|&i| !matches!(ir.nodes[i], IrNode::Compare(..)))
+            .collect();
+        let wants: Vec<Want> = (0..rng.random_range(1..=3))
+            .map(|_| {
+                let mut kept: Vec<usize> = (0..rank).filter(|_| rng.random_bool(0.6)).collect();
+                for i in (1..kept.len()).rev() {
+                    kept.swap(i, rng.random_range(0..=i));
+                }
+                let kept_lens: Vec<usize> = kept.iter().map(|&a| lens[a]).collect();
+                Want {
+                    root: numeric[rng.random_range(0..numeric.len())],
+                    reduce: [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][rng.random_range(0..3)],
+                    start: rng
+                        .random_bool(0.5)
+                        .then(|| random_operand(&mut rng, &kept_lens)),
+                    kept,
+                }
+            })
+            .collect();
+        let upload = |o: &Operand| backend.upload(&bytes_of(&o.data, dtype)).unwrap();
+        let memories: Vec<DeviceMemory> = operands.iter().map(upload).collect();
+        let starts: Vec<Option<DeviceMemory>> =
+            wants.iter().map(|w| w.start.as_ref().map(upload)).collect();
+        let leaf = |o: &Operand, memory, strides: Vec<isize>| JobLeaf {
+            dtype,
+            memory,
+            offset: o.offset as usize,
+            strides,
+        };
+        let job = MultiJob {
+            ir: ir.clone(),
+            leaves: (operands.iter().zip(&memories))
+                .map(|(o, m)| leaf(o, m, o.strides.iter().map(|&s| s as isize).collect()))
+                .collect(),
+            lens: lens.clone(),
+            out: dtype,
+            outputs: (wants.iter().zip(&starts))
+                .map(|(w, memory)| JobOutput {
+                    root: w.root,
+                    kept: w.kept.clone(),
+                    reduce: w.reduce,
+                    start: w.start.as_ref().map(|o| {
+                        let mut strides = vec![0isize; rank];
+                        for (&a, &s) in w.kept.iter().zip(&o.strides) {
+                            strides[a] = s as isize;
+                        }
+                        leaf(o, memory.as_ref().unwrap(), strides)
+                    }),
+                })
+                .collect(),
+        };
+        let results = backend.run_multi(&job).unwrap();
+        assert_eq!(results.len(), wants.len(), "case {case}: one result each");
+        for (k, (want, memory)) in wants.iter().zip(&results).enumerate() {
+            let got = values_of(&backend.download(memory).unwrap(), dtype);
+            let kept_lens: Vec<usize> = want.kept.iter().map(|&a| lens[a]).collect();
+            assert_eq!(
+                got.len(),
+                kept_lens.iter().product::<usize>(),
+                "case {case}"
+            );
+            let sub = ir.pruned(want.root);
+            for (at, kept_index) in indices(&kept_lens).iter().enumerate() {
+                let mut expected = want.start.as_ref().map(|o| round(o.at(kept_index)));
+                for index in indices(&lens) {
+                    if want
+                        .kept
+                        .iter()
+                        .zip(kept_index)
+                        .any(|(&a, &i)| index[a] != i)
+                    {
+                        continue;
+                    }
+                    let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+                    let v = eval(&sub, &values, round);
+                    expected = Some(expected.map_or(v, |e| combine(e, v, want.reduce)));
+                }
+                let expected = expected.expect("every length is at least 1");
+                assert!(
+                    close(got[at], expected, tolerance * 8.0),
+                    "case {case}, result {k} ({}, {:?} keeping {:?} of {lens:?}, start {}) at \
+                     {kept_index:?}: {} vs {expected}\nexpression {sub}",
+                    dtype.name(),
+                    want.reduce,
+                    want.kept,
+                    want.start.is_some(),
+                    got[at],
+                );
+            }
         }
     }
     cases

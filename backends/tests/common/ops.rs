@@ -485,3 +485,57 @@ pub fn errors(device: &Device) {
     assert_eq!(dev.p.to(&Device::Cpu).unwrap(), cpu.p);
     assert!(dev.p.to(device).unwrap().shares_storage_with(&dev.p));
 }
+
+/// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
+/// broadcast bias, tanh, softmax cross-entropy averaged over B, and penalties that use the
+/// input and the weight a second time (their gradients accumulate), over permuted and
+/// reversed inputs. Returns how many seeds ran.
+pub fn gradients(device: &Device) -> usize {
+    use axes::autodiff::{self, Tape, softmax_cross_entropy};
+    for seed in SEEDS {
+        let inputs = Inputs::new(seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed + 100);
+        let (nb, ni, nj) = (
+            inputs.x.len_of::<B>(),
+            inputs.x.len_of::<I>(),
+            rng.random_range(1..12),
+        );
+        let w =
+            Tensor::<f32, (J, I)>::from_fn((J.len(nj), I.len(ni)), |_| rng.random_range(-1.0..1.0))
+                .unwrap()
+                .axes_with_order::<(I, J)>();
+        let bias =
+            Tensor::<f32, (J,)>::from_fn(J.len(nj), |_| rng.random_range(-1.0..1.0)).unwrap();
+        let labels =
+            Tensor::<i64, (B,)>::from_fn(B.len(nb), |_| rng.random_range(0..nj as i64)).unwrap();
+        let run = |on: &Device| {
+            let tape = Tape::<f32>::new();
+            let x = tape.var(inputs.x.to(on).unwrap());
+            let w = tape.var(w.to(on).unwrap());
+            let bias = tape.var(bias.to(on).unwrap());
+            let labels = labels.to(on).unwrap();
+            let h = ((autodiff::dot(&x, &w).unwrap() + &bias).tanh() * 2.0)
+                .eval()
+                .unwrap();
+            let ce = softmax_cross_entropy::<J, _, _, _, _>(&h, &labels).unwrap();
+            let penalty =
+                (&w * &w).sum::<(I, J)>().unwrap() * 0.01 + (&x * &x).mean::<(B, I)>().unwrap();
+            let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
+            let grads = loss.backward().unwrap();
+            let cpu = Device::Cpu;
+            (
+                loss.value().to(&cpu).unwrap(),
+                grads.get(&x).unwrap().to(&cpu).unwrap(),
+                grads.get(&w).unwrap().to(&cpu).unwrap(),
+                grads.get(&bias).unwrap().to(&cpu).unwrap(),
+            )
+        };
+        let (here, there) = (run(&Device::Cpu), run(device));
+        assert_eq!(there.1.device(), Device::Cpu);
+        agree("loss", &here.0, &there.0, 1e-4);
+        agree("d x", &here.1, &there.1, 1e-4);
+        agree("d w", &here.2, &there.2, 1e-4);
+        agree("d bias", &here.3, &there.3, 1e-4);
+    }
+    SEEDS.count()
+}
