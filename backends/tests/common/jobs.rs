@@ -33,6 +33,16 @@ fn values_of(bytes: &[u8], dtype: DType) -> Vec<f64> {
     }
 }
 
+/// The element type of case `case` (f32 and f64 in turn), how values round to it, and the
+/// relative tolerance of one result.
+fn case_type(case: usize) -> (DType, fn(f64) -> f64, f64) {
+    if case.is_multiple_of(2) {
+        (DType::F32, to_f32, 2e-4)
+    } else {
+        (DType::F64, exact, 1e-9)
+    }
+}
+
 /// Runs `ir` over `operands` on `backend`: kept axes `kept`, then reduced ones `reduced`.
 fn run(
     backend: &dyn Backend,
@@ -72,15 +82,7 @@ fn run(
 pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for case in 0..cases {
-        let dtype = if case % 2 == 0 {
-            DType::F32
-        } else {
-            DType::F64
-        };
-        let (round, tolerance): (fn(f64) -> f64, f64) = match dtype {
-            DType::F32 => (to_f32, 2e-4),
-            _ => (exact, 1e-9),
-        };
+        let (dtype, round, tolerance) = case_type(case);
         let rank = rng.random_range(0..=4);
         let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
         let split = if case % 4 == 0 {
@@ -107,24 +109,7 @@ pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
                 let index: Vec<usize> = kept_index.iter().chain(&reduced_index).copied().collect();
                 let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
                 let v = eval(&ir, &values, round);
-                expected = Some(match (expected, reduce) {
-                    (None, _) => v,
-                    (Some(e), ReduceOp::Sum) => e + v,
-                    (Some(e), ReduceOp::Max) => {
-                        if e.is_nan() || v.is_nan() {
-                            f64::NAN
-                        } else {
-                            e.max(v)
-                        }
-                    }
-                    (Some(e), _) => {
-                        if e.is_nan() || v.is_nan() {
-                            f64::NAN
-                        } else {
-                            e.min(v)
-                        }
-                    }
-                });
+                expected = Some(expected.map_or(v, |e| combine(e, v, reduce)));
             }
             let expected = expected.expect("every reduced length is at least 1");
             // A sum over a few elements adds their rounding errors.
@@ -157,15 +142,7 @@ fn combine(acc: f64, v: f64, reduce: ReduceOp) -> f64 {
 pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     for case in 0..cases {
-        let dtype = if case % 2 == 0 {
-            DType::F32
-        } else {
-            DType::F64
-        };
-        let (round, tolerance): (fn(f64) -> f64, f64) = match dtype {
-            DType::F32 => (to_f32, 2e-4),
-            _ => (exact, 1e-9),
-        };
+        let (dtype, round, tolerance) = case_type(case);
         let rank = rng.random_range(0..=3);
         let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=4)).collect();
         let leaves = rng.random_range(1..=3);
