@@ -1,7 +1,7 @@
-//! Jobs with several results, from buffers: where autodiff's forward and backward steps and
-//! the optimizers' updates run. Each call goes to the device its buffers share — host memory
-//! to the CPU engine's one-pass interpreter (results written in place into their starting
-//! buffers), an accelerator to its backend as a [`MultiJob`].
+//! Jobs with several results, from buffers: where autodiff's fused forward and backward steps
+//! and its loss run. Each call goes to the device its buffers share — host memory to the CPU
+//! engine's one-pass interpreter (results written in place into their starting buffers), an
+//! accelerator to its backend as a [`MultiJob`].
 
 use crate::element::{DType, Element, Elements};
 use crate::engine::cpu::run_host;
