@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::tape::{GradBuf, Grads, Tape, Var};
-use crate::dispatch::{Input, Output, run_outputs};
+use crate::dispatch::{Input, Output, run_output, run_outputs};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
@@ -326,7 +326,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
             .map(|l| l.input(&ids))
             .collect::<Result<Vec<_>>>()?;
         let output = Output::new(self.root(), positions(&out_ids, &ids), ReduceOp::Sum);
-        let (storage, layout) = single(run_outputs(&self.ir, &lens, &inputs, vec![output])?);
+        let (storage, layout) = run_output(&self.ir, &lens, &inputs, output)?;
         drop(inputs);
         let value = Tensor::from_parts(storage, layout).expect("a job's result fits its layout");
         let needs_grad = self.leaves.iter().any(|l| l.needs_grad);
@@ -335,11 +335,6 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
             backward(&ir, &leaves, &ids, &out_ids, &lens, grads, id)
         }))
     }
-}
-
-/// The one result of a job of one output.
-fn single<R>(mut results: Vec<R>) -> R {
-    results.pop().expect("a job returns one result per output")
 }
 
 /// The backward pass of a fused node `id` with IR `ir` over `leaves`, in one pass: one job

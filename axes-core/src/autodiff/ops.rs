@@ -7,7 +7,7 @@ use super::fused::{IntoVar, IntoVarExpr};
 use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
 use crate::contract::{self, dot_grads};
-use crate::dispatch::{Input, Output, common_device, placed, run_outputs};
+use crate::dispatch::{Input, Output, common_device, placed, run_output, run_outputs};
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
@@ -162,7 +162,7 @@ where
     let logit = ir.leaf();
     let max = Output::<T>::new(logit, rest.clone(), ReduceOp::Max);
     let x_in = || Input::new(x.storage(), x.layout(), &all, rank);
-    let (max, max_layout) = single(run_outputs(&ir, &lens, &[x_in()?], vec![max])?);
+    let (max, max_layout) = run_output(&ir, &lens, &[x_in()?], max)?;
     // The sum of exp(x - max) and the label's logit, in one pass.
     let mut ir = Ir::default();
     let (logit, shift) = (ir.leaf(), ir.leaf());
@@ -232,7 +232,7 @@ where
             ];
             let output =
                 Output::new(root, all.clone(), ReduceOp::Sum).onto(grads.take_for_accumulate(xid)?);
-            let (storage, layout) = single(run_outputs(&ir, &lens, &inputs, vec![output])?);
+            let (storage, layout) = run_output(&ir, &lens, &inputs, output)?;
             grads.put(xid, GradBuf { storage, layout });
             Ok(())
         }))
@@ -245,11 +245,6 @@ fn label_test(ir: &mut Ir, dtype: DType) -> usize {
     let (label, index) = (ir.leaf(), ir.leaf());
     let label = ir.push(IrNode::Cast(dtype, label));
     ir.push(IrNode::Compare(CompareOp::Equal, label, index))
-}
-
-/// The one result of a job of one output.
-fn single<R>(mut results: Vec<R>) -> R {
-    results.pop().expect("a job returns one result per output")
 }
 
 /// An error naming the first label outside `0..classes`, found by one job (the smallest and

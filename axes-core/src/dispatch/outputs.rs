@@ -220,6 +220,17 @@ fn mismatch(left: Device, right: Device) -> Error {
     }
 }
 
+/// [`run_outputs`] for one result.
+pub(crate) fn run_output<T: Num>(
+    ir: &Ir,
+    lens: &[usize],
+    inputs: &[Input<'_>],
+    output: Output<T>,
+) -> Result<(Storage<T>, Layout)> {
+    let mut results = run_outputs(ir, lens, inputs, vec![output])?;
+    Ok(results.pop().expect("one result per output"))
+}
+
 /// [`run_outputs`] in host memory: one pass of the interpreter, each result written into its
 /// starting buffer (or a fresh one).
 fn on_host<T: Num>(
@@ -317,8 +328,7 @@ pub(crate) fn written_out<T: Num>(
     let axes: Vec<usize> = (0..layout.rank()).collect();
     let output = Output::new(root, axes.clone(), ReduceOp::Sum);
     let input = Input::new(storage, layout, &axes, axes.len())?;
-    let mut results = run_outputs(&ir, layout.lens(), &[input], vec![output])?;
-    Ok(results.pop().expect("one result per output"))
+    run_output(&ir, layout.lens(), &[input], output)
 }
 
 /// `values` in a buffer on `device` (copied there from the host).
