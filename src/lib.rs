@@ -53,7 +53,7 @@
 //!         let logits = layer.forward(&p, &tape.constant(xb))?;
 //!         let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb)?.mean::<(Batch,)>()?;
 //!         let grad = p.gradient(&loss.backward()?)?; // backward releases the tape's views
-//!         adam.step(&mut params, &grad)?;            // in place, one pass over the arena
+//!         adam.step(&mut params, &grad)?;            // one job over the whole arena
 //!     }
 //! }
 //! // Save, reload into a model declared again, and predict.

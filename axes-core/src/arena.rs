@@ -4,11 +4,14 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::dispatch::{copied_into, placed};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::named::NamedLengths;
+use crate::num::Num;
+use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
@@ -158,31 +161,6 @@ impl<T: Element> Arena<T> {
         )
     }
 
-    /// Copies `value` into the tensor behind `slot`; every axis must have the slot's length.
-    pub fn set<A: AxisSet, B: AxisSet + SameAxes<A>>(
-        &mut self,
-        slot: &Slot<A>,
-        value: &Tensor<T, B>,
-    ) -> Result<()> {
-        let layout = self.layout_of(slot)?;
-        let value = value.axes_with_order::<A>();
-        for (axis, (&mine, &theirs)) in layout.lens().iter().zip(value.lens()).enumerate() {
-            if mine != theirs {
-                return Err(Error::LengthMismatch {
-                    axis: A::names()[axis].to_string(),
-                    left: theirs,
-                    right: mine,
-                });
-            }
-        }
-        let values = value.to_vec();
-        let data = self.storage.make_mut();
-        for (pos, v) in layout.positions().zip(values) {
-            data[pos.expect("arena layouts are not padded")] = v;
-        }
-        Ok(())
-    }
-
     /// The layout (offset into [`Arena::flat`], lengths, strides) of every tensor, in the
     /// order they were added.
     pub fn layouts(&self) -> &[Layout] {
@@ -199,6 +177,43 @@ impl<T: Element> Arena<T> {
         self.storage.make_mut()
     }
 
+    /// The device holding the arena.
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    /// This arena on `device`: the same buffer when it is there already, else a copy (the
+    /// same tensors, reached with the same handles).
+    pub fn to(&self, device: &Device) -> Result<Arena<T>> {
+        let storage = if self.device() == *device {
+            self.storage.clone()
+        } else {
+            placed(self.storage.host()?.to_vec(), *device)?
+        };
+        Ok(Arena {
+            storage,
+            layouts: self.layouts.clone(),
+            builder: self.builder,
+        })
+    }
+
+    /// The buffer holding every tensor.
+    pub(crate) fn storage(&self) -> &Storage<T> {
+        &self.storage
+    }
+
+    /// Puts `storage` (as long as the arena's buffer) in place of the arena's buffer, which
+    /// it returns: how an optimizer writes the next values into a buffer of its own.
+    pub(crate) fn replace_storage(&mut self, storage: Storage<T>) -> Storage<T> {
+        debug_assert_eq!(storage.len(), self.storage.len());
+        std::mem::replace(&mut self.storage, storage)
+    }
+
+    /// Distinct for arenas built by different builders.
+    pub(crate) fn id(&self) -> u64 {
+        self.builder
+    }
+
     /// The number of elements in the buffer.
     pub fn len(&self) -> usize {
         self.storage.len()
@@ -207,5 +222,36 @@ impl<T: Element> Arena<T> {
     /// Whether the arena holds no elements.
     pub fn is_empty(&self) -> bool {
         self.storage.is_empty()
+    }
+}
+
+impl<T: Num> Arena<T> {
+    /// Copies `value` into the tensor behind `slot`, on the arena's device; every axis must
+    /// have the slot's length.
+    pub fn set<A: AxisSet, B: AxisSet + SameAxes<A>>(
+        &mut self,
+        slot: &Slot<A>,
+        value: &Tensor<T, B>,
+    ) -> Result<()> {
+        let layout = self.layout_of(slot)?;
+        let value = value.axes_with_order::<A>();
+        for (axis, (&mine, &theirs)) in layout.lens().iter().zip(value.lens()).enumerate() {
+            if mine != theirs {
+                return Err(Error::LengthMismatch {
+                    axis: A::names()[axis].to_string(),
+                    left: theirs,
+                    right: mine,
+                });
+            }
+        }
+        let value = if value.layout().is_padded() {
+            value.try_contiguous()?
+        } else {
+            value
+        };
+        let storage = std::mem::replace(&mut self.storage, Storage::new(Vec::new()));
+        let written = copied_into(value.storage(), value.layout(), storage, layout);
+        self.storage = written?.0;
+        Ok(())
     }
 }

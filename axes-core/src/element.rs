@@ -26,6 +26,16 @@ pub enum DType {
 }
 
 impl DType {
+    /// The size of one element in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
+            DType::U8 | DType::Bool => 1,
+        }
+    }
+
     /// The Rust name of the type.
     pub const fn name(self) -> &'static str {
         match self {

@@ -80,6 +80,12 @@ pub enum Error {
         /// The handle's position in its own arena.
         index: usize,
     },
+    /// An optimizer step given the gradient of other parameters.
+    #[error(
+        "the gradient belongs to other parameters: take it with `gradient` from the parameters \
+         this optimizer updates"
+    )]
+    ForeignGradient,
     /// `unflatten` on a composite axis whose part lengths are not known.
     #[error("the part lengths of axis `{axis}` are unknown: it did not come from `flatten`")]
     UnknownFlatParts {

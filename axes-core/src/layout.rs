@@ -91,45 +91,14 @@ impl Layout {
     /// Whether every stored element this layout reaches lies in `0..buffer_len` (a layout
     /// with nothing stored reaches nothing and always fits).
     pub fn fits(&self, buffer_len: usize) -> bool {
-        if self.stored_lens().contains(&0) {
-            return true;
-        }
-        let (mut low, mut high) = (self.offset as i128, self.offset as i128);
-        for axis in 0..self.rank {
-            let reach = (self.stored[axis] as i128 - 1) * self.strides[axis] as i128;
-            if reach < 0 {
-                low += reach;
-            } else {
-                high += reach;
-            }
-        }
-        low >= 0 && high < buffer_len as i128
+        within(self.offset, self.stored_lens(), self.strides(), buffer_len)
     }
 
     /// Whether no two indices reach one buffer position and nothing is padded: the layout
     /// can be written element by element in any order. (Checks a sufficient condition:
     /// sorted by |stride|, each axis steps past everything the inner ones reach.)
     pub fn is_injective(&self) -> bool {
-        if self.is_padded() {
-            return false;
-        }
-        let mut axes = [0usize; MAX_RANK];
-        let mut count = 0;
-        for a in (0..self.rank).filter(|&a| self.lens[a] > 1) {
-            axes[count] = a;
-            count += 1;
-        }
-        let axes = &mut axes[..count];
-        axes.sort_unstable_by_key(|&a| self.strides[a].unsigned_abs());
-        let mut reach = 0usize;
-        for &a in axes.iter() {
-            let stride = self.strides[a].unsigned_abs();
-            if stride <= reach {
-                return false;
-            }
-            reach += stride * (self.lens[a] - 1);
-        }
-        true
+        !self.is_padded() && injective(self.lens(), self.strides())
     }
 
     /// The number of axes.
@@ -407,6 +376,41 @@ impl Iterator for Positions {
 }
 
 impl ExactSizeIterator for Positions {}
+
+/// Whether no two indices over `lens` reach one position through `strides` (a sufficient
+/// condition: sorted by |stride|, each axis steps past everything the inner ones reach).
+pub(crate) fn injective(lens: &[usize], strides: &[isize]) -> bool {
+    let mut axes: smallvec::SmallVec<[usize; MAX_RANK]> =
+        (0..lens.len()).filter(|&a| lens[a] > 1).collect();
+    axes.sort_unstable_by_key(|&a| strides[a].unsigned_abs());
+    let mut reach = 0usize;
+    for &a in &axes {
+        let stride = strides[a].unsigned_abs();
+        if stride <= reach {
+            return false;
+        }
+        reach = reach.saturating_add(stride.saturating_mul(lens[a] - 1));
+    }
+    true
+}
+
+/// Whether every position `offset` + Σ iₐ·stridesₐ (iₐ < lensₐ) lies in `0..buffer_len`
+/// (nothing is reached, and so everything fits, when a length is 0).
+pub(crate) fn within(offset: usize, lens: &[usize], strides: &[isize], buffer_len: usize) -> bool {
+    if lens.contains(&0) {
+        return true;
+    }
+    let (mut low, mut high) = (offset as i128, offset as i128);
+    for (&len, &stride) in lens.iter().zip(strides) {
+        let reach = (len as i128 - 1) * stride as i128;
+        if reach < 0 {
+            low += reach;
+        } else {
+            high += reach;
+        }
+    }
+    low >= 0 && high < buffer_len as i128
+}
 
 #[cfg(test)]
 mod tests {

@@ -25,7 +25,7 @@
 //!     let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &labels)?.mean::<(Batch,)>()?;
 //!     losses.push(loss.value().to_vec()[0]);
 //!     let grads = p.gradient(&loss.backward()?)?; // backward releases the tape's views
-//!     adam.step(&mut params, &grads)?;       // in place, one pass over the whole arena
+//!     adam.step(&mut params, &grads)?;       // one job over the whole arena
 //! }
 //! assert!(losses[19] < losses[0]);
 //! # Ok::<(), axes::Error>(())
@@ -38,4 +38,4 @@ mod serialize;
 
 pub use data::minibatches;
 pub use layers::{Linear, Square};
-pub use params::{Bound, Init, Params, ParamsBuilder};
+pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};

@@ -123,6 +123,19 @@ impl<T: Element> Storage<T> {
         }
     }
 
+    /// The device buffer, for writing in place, when this handle is its only one (a host
+    /// copy read earlier is dropped: the buffer is about to change); `None` in host memory
+    /// or when the buffer is shared.
+    pub(crate) fn unique_memory(&mut self) -> Option<&mut DeviceMemory> {
+        match Arc::get_mut(&mut self.0)? {
+            Buffer::Device { memory, host, .. } => {
+                host.take();
+                Some(memory)
+            }
+            Buffer::Host(_) => None,
+        }
+    }
+
     /// Number of elements in the buffer.
     pub fn len(&self) -> usize {
         match &*self.0 {
@@ -134,6 +147,11 @@ impl<T: Element> Storage<T> {
     /// Whether the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether this is the buffer's only handle (nothing else views it).
+    pub(crate) fn is_unique(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && Arc::weak_count(&self.0) == 0
     }
 
     /// Whether two handles share one buffer.

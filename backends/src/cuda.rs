@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::DType;
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob, MatrixSide};
+use axes_core::protocol::{
+    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MatrixSide,
+};
 use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
@@ -22,7 +24,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
-use crate::{Index, JobPlan, Slot};
+use crate::{Destination, Index, JobPlan, Slot};
 
 fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Unsupported {
@@ -364,11 +366,42 @@ impl Cuda {
     }
 }
 
+/// The error for a buffer that another backend made.
+fn foreign() -> Error {
+    Error::Unsupported {
+        what: "CUDA: a buffer that another backend (or device) made".into(),
+    }
+}
+
 /// The backend's buffer inside `memory`, or an error when another backend made it.
 fn buffer_of(memory: &DeviceMemory) -> Result<&CudaSlice<u8>> {
-    memory.buffer().ok_or_else(|| Error::Unsupported {
-        what: "CUDA: a buffer that another backend (or device) made".into(),
-    })
+    memory.buffer().ok_or_else(foreign)
+}
+
+impl Cuda {
+    /// Queues `plan` (made for `job`), writing into `out`.
+    fn enqueue_plan(&self, plan: &JobPlan, job: &Job<'_>, out: &CudaSlice<u8>) -> Result<()> {
+        let inputs = (job.leaves.iter())
+            .map(|leaf| buffer_of(leaf.memory))
+            .collect::<Result<Vec<_>>>()?;
+        let args: Vec<CudaArg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => CudaArg::Index(v),
+                Slot::Out => CudaArg::U8(out),
+                Slot::Leaf(k) => CudaArg::U8(inputs[k]),
+            })
+            .collect();
+        let (blocks, threads) = if plan.reduction {
+            (plan.items.clamp(1, 65_535), REDUCE_GROUP)
+        } else {
+            (plan.items.div_ceil(256).clamp(1, 65_535), 256)
+        };
+        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
+        // and checked that every element each leaf reads lies in its buffer (its whole
+        // buffer on this device); `out` is a new buffer of `plan.out_bytes` or the target
+        // region the plan checked, held mutably, so no leaf reads it.
+        unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads) }
+    }
 }
 
 /// One operand as cuBLAS takes it (column-major): whether to transpose the stored matrix and
@@ -521,30 +554,11 @@ impl Backend for Cuda {
     }
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
-        let Some(plan) = JobPlan::new(job, Dialect::Cuda)? else {
+        let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? else {
             return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
         };
         let out = self.result_buffer(plan.out_bytes)?;
-        let inputs = (job.leaves.iter())
-            .map(|leaf| buffer_of(leaf.memory))
-            .collect::<Result<Vec<_>>>()?;
-        let args: Vec<CudaArg<'_>> = (plan.args.iter())
-            .map(|slot| match *slot {
-                Slot::Index(v) => CudaArg::Index(v),
-                Slot::Out => CudaArg::U8(&out),
-                Slot::Leaf(k) => CudaArg::U8(inputs[k]),
-            })
-            .collect();
-        let (blocks, threads) = if plan.reduction {
-            (plan.items.clamp(1, 65_535), REDUCE_GROUP)
-        } else {
-            (plan.items.div_ceil(256).clamp(1, 65_535), 256)
-        };
-        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
-        // each leaf's buffer is its tensor's whole buffer on this device, and the job's
-        // offsets and strides are the tensor's unpadded layout, inside that buffer; the
-        // output holds the result.
-        unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads)? };
+        self.enqueue_plan(&plan, job, &out)?;
         let out = DeviceMemory::new(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
@@ -552,7 +566,25 @@ impl Backend for Cuda {
         Ok(out)
     }
 
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+        let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Into(&target))? else {
+            return Ok(());
+        };
+        if plan.splits > 1 {
+            let partial = self.result_buffer(plan.out_bytes)?;
+            self.enqueue_plan(&plan, job, &partial)?;
+            let partial = DeviceMemory::new(partial, plan.out_bytes);
+            return self.run_into(&plan.combine(job, &partial), target);
+        }
+        let out = target
+            .memory
+            .buffer_mut::<CudaSlice<u8>>()
+            .ok_or_else(foreign)?;
+        self.enqueue_plan(&plan, job, out)
+    }
+
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        job.check_reach()?;
         if let Some(out) = self.blas_matmul(job)? {
             return Ok(out);
         }
@@ -568,8 +600,8 @@ impl Backend for Cuda {
             .collect();
         let tile = axes_kernels::MATMUL_TILE;
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
-        // side's buffer is its operand's whole buffer on this device, and its offset, batch
-        // stride and strides are the operand's matrix view, inside that buffer; the output
+        // side's buffer is its operand's whole buffer on this device, and every element its
+        // offset, batch stride and strides reach lies inside it (checked above); the output
         // holds batch×m×n elements.
         unsafe {
             self.enqueue(

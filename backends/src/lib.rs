@@ -73,7 +73,7 @@ pub mod opencl;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod plan;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
-pub(crate) use plan::{JobPlan, Slot};
+pub(crate) use plan::{Destination, JobPlan, Slot};
 
 /// Element types device buffers hold: plain numbers, for which every bit pattern a kernel may
 /// write is a valid value (so no `bool`: kernels write booleans as `u8`).

@@ -6,7 +6,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, MatmulJob};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob};
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -16,7 +16,7 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
-use crate::{Index, JobPlan, Plain, Slot};
+use crate::{Destination, Index, JobPlan, Plain, Slot};
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Unsupported {
@@ -284,11 +284,46 @@ impl<T> DeviceBuffer<T> {
     }
 }
 
+/// The error for a buffer that another backend made.
+fn foreign() -> Error {
+    Error::Unsupported {
+        what: "OpenCL: a buffer that another backend made".into(),
+    }
+}
+
 /// The backend's buffer inside `memory`, or an error when another backend made it.
 fn buffer_of(memory: &DeviceMemory) -> Result<&DeviceBuffer<u8>> {
-    memory.buffer().ok_or_else(|| Error::Unsupported {
-        what: "OpenCL: a buffer that another backend made".into(),
-    })
+    memory.buffer().ok_or_else(foreign)
+}
+
+impl OpenCl {
+    /// Launches `plan` (made for `job`), writing into `out`.
+    fn launch_plan(&self, plan: &JobPlan, job: &Job<'_>, out: &DeviceBuffer<u8>) -> Result<()> {
+        let inputs = (job.leaves.iter())
+            .map(|leaf| buffer_of(leaf.memory))
+            .collect::<Result<Vec<_>>>()?;
+        let args: Vec<Arg<'_>> = (plan.args.iter())
+            .map(|slot| match *slot {
+                Slot::Index(v) => Arg::Index(v),
+                Slot::Out => out.arg(),
+                Slot::Leaf(k) => inputs[k].arg(),
+            })
+            .collect();
+        let (global, local) = if plan.reduction {
+            self.check_reduction_group()?;
+            (
+                crate::global_size(plan.items, 1, 4096) * REDUCE_GROUP,
+                REDUCE_GROUP,
+            )
+        } else {
+            (crate::global_size(plan.items, 64, 4096), 64)
+        };
+        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
+        // and checked that every element each leaf reads lies in its buffer (its whole
+        // buffer on this device); `out` is a new buffer of `plan.out_bytes` or the target
+        // region the plan checked, held mutably, so no leaf reads it.
+        unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local) }
+    }
 }
 
 impl Backend for OpenCl {
@@ -309,34 +344,11 @@ impl Backend for OpenCl {
     }
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
-        let Some(plan) = JobPlan::new(job, Dialect::OpenCl)? else {
+        let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Fresh)? else {
             return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
         };
         let out = self.alloc::<u8>(plan.out_bytes)?;
-        let inputs = (job.leaves.iter())
-            .map(|leaf| buffer_of(leaf.memory))
-            .collect::<Result<Vec<_>>>()?;
-        let args: Vec<Arg<'_>> = (plan.args.iter())
-            .map(|slot| match *slot {
-                Slot::Index(v) => Arg::Index(v),
-                Slot::Out => out.arg(),
-                Slot::Leaf(k) => inputs[k].arg(),
-            })
-            .collect();
-        let (global, local) = if plan.reduction {
-            self.check_reduction_group()?;
-            (
-                crate::global_size(plan.items, 1, 4096) * REDUCE_GROUP,
-                REDUCE_GROUP,
-            )
-        } else {
-            (crate::global_size(plan.items, 64, 4096), 64)
-        };
-        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel;
-        // each leaf's buffer is its tensor's whole buffer on this device, and the job's
-        // offsets and strides are the tensor's unpadded layout, inside that buffer (the core
-        // checked it when the tensor was made); the output holds the result.
-        unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local)? };
+        self.launch_plan(&plan, job, &out)?;
         let out = DeviceMemory::new(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
@@ -344,7 +356,25 @@ impl Backend for OpenCl {
         Ok(out)
     }
 
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+        let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Into(&target))? else {
+            return Ok(());
+        };
+        if plan.splits > 1 {
+            let partial = self.alloc::<u8>(plan.out_bytes)?;
+            self.launch_plan(&plan, job, &partial)?;
+            let partial = DeviceMemory::new(partial, plan.out_bytes);
+            return self.run_into(&plan.combine(job, &partial), target);
+        }
+        let out = target
+            .memory
+            .buffer_mut::<DeviceBuffer<u8>>()
+            .ok_or_else(foreign)?;
+        self.launch_plan(&plan, job, out)
+    }
+
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        job.check_reach()?;
         let plan = JobPlan::matmul(job, Dialect::OpenCl)?;
         let out = self.alloc::<u8>(plan.out_bytes)?;
         let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
@@ -357,8 +387,8 @@ impl Backend for OpenCl {
             .collect();
         let group = MATMUL_TILE * MATMUL_TILE;
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
-        // side's buffer is its operand's whole buffer on this device, and its offset, batch
-        // stride and strides are the operand's matrix view, inside that buffer; the output
+        // side's buffer is its operand's whole buffer on this device, and every element its
+        // offset, batch stride and strides reach lies inside it (checked above); the output
         // holds batch×m×n elements.
         unsafe {
             self.launch(

@@ -29,6 +29,12 @@ pub(crate) struct JobPlan {
     pub(crate) splits: usize,
 }
 
+/// Where a planned job writes: a new buffer, or a region of an existing one.
+pub(crate) enum Destination<'a> {
+    Fresh,
+    Into(&'a axes_core::protocol::JobTarget<'a>),
+}
+
 /// Everything a generated elementwise or reduction kernel depends on.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct KernelKey {
@@ -89,25 +95,39 @@ fn splits(count: usize, reduced: usize) -> usize {
 }
 
 impl JobPlan {
-    /// The plan for `job` in `dialect`; `None` when the result is empty.
+    /// The plan for `job` in `dialect`, writing to `destination` (a region of an existing
+    /// buffer only when the job is not split: see [`JobPlan::splits`]); `None` when the
+    /// result is empty. An error when a leaf or the destination reaches outside its buffer.
     pub(crate) fn new(
         job: &axes_core::protocol::Job<'_>,
         dialect: axes_kernels::Dialect,
+        destination: Destination<'_>,
     ) -> axes_core::Result<Option<JobPlan>> {
         use axes_kernels::{CType, Spec};
         let out = CType::of(job.out)?;
         let types = (job.leaves.iter())
             .map(|leaf| CType::of(leaf.dtype))
             .collect::<axes_core::Result<Vec<_>>>()?;
+        let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
+        for leaf in &job.leaves {
+            leaf.check_reach(&lens)?;
+        }
+        if let Destination::Into(target) = destination {
+            target.check(job.out, &job.kept)?;
+        }
         let count: usize = job.kept.iter().product();
         let reduced: usize = job.reduced.iter().product();
         if count == 0 {
             return Ok(None);
         }
+        let target_len = match destination {
+            Destination::Into(target) => target.memory.bytes() / out.size(),
+            Destination::Fresh => 0,
+        };
         let largest = (job.leaves.iter())
             .zip(&types)
             .map(|(leaf, ty)| leaf.memory.bytes() / ty.size())
-            .chain([count.saturating_mul(reduced.max(1))])
+            .chain([count.saturating_mul(reduced.max(1)), target_len])
             .max()
             .unwrap_or(0);
         let spec = Spec {
@@ -130,13 +150,21 @@ impl JobPlan {
                 .chain(&job.reduced)
                 .map(|&l| Slot::Index(l as Index)),
         );
-        args.extend([Slot::Out, Slot::Index(0)]);
-        // The result is row-major over the kept axes, each result's parts side by side.
-        args.extend(
-            partial_strides(&job.kept, splits)
-                .into_iter()
-                .map(Slot::Index),
-        );
+        match destination {
+            Destination::Into(target) if splits == 1 => {
+                args.extend([Slot::Out, Slot::Index(target.offset as Index)]);
+                args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
+            }
+            _ => {
+                // A new buffer, row-major over the kept axes, each result's parts side by side.
+                args.extend([Slot::Out, Slot::Index(0)]);
+                args.extend(
+                    partial_strides(&job.kept, splits)
+                        .into_iter()
+                        .map(Slot::Index),
+                );
+            }
+        }
         if reduction {
             args.push(Slot::Index(if splits > 1 { 1 } else { 0 }));
         }

@@ -137,6 +137,13 @@ impl axes::protocol::Backend for ResultByResult {
     fn run(&self, job: &axes::protocol::Job<'_>) -> axes::Result<axes::protocol::DeviceMemory> {
         CPU_BACKEND.run(job)
     }
+    fn run_into(
+        &self,
+        job: &axes::protocol::Job<'_>,
+        target: axes::protocol::JobTarget<'_>,
+    ) -> axes::Result<()> {
+        CPU_BACKEND.run_into(job, target)
+    }
     fn matmul(
         &self,
         job: &axes::protocol::MatmulJob<'_>,
@@ -159,4 +166,16 @@ fn gradients_match_the_cpu() {
 fn gradients_match_the_cpu_result_by_result() {
     static BACKEND: ResultByResult = ResultByResult;
     common::ops::gradients(&Device::Accelerator(&BACKEND));
+}
+
+#[test]
+fn training_steps_match_the_cpu() {
+    let steps = common::ops::training_steps(&device());
+    println!("{steps} training steps matched on {}", device());
+}
+
+#[test]
+fn training_steps_match_the_cpu_result_by_result() {
+    static BACKEND: ResultByResult = ResultByResult;
+    common::ops::training_steps(&Device::Accelerator(&BACKEND));
 }

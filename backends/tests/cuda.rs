@@ -503,3 +503,10 @@ fn gpu_gradients_match_the_cpu() {
     let Some(gpu) = gpu() else { return };
     common::ops::gradients(&gpu);
 }
+
+#[test]
+fn gpu_training_steps_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let steps = common::ops::training_steps(&gpu);
+    println!("{steps} training steps matched on {gpu}");
+}

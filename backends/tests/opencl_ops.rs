@@ -90,3 +90,10 @@ fn gradients_match_the_cpu() {
     let Some(device) = device() else { return };
     common::ops::gradients(&device);
 }
+
+#[test]
+fn training_steps_match_the_cpu() {
+    let Some(device) = device() else { return };
+    let steps = common::ops::training_steps(&device);
+    println!("{steps} training steps matched on {device}");
+}

@@ -35,7 +35,9 @@ mod outputs;
 mod transfer;
 
 pub(crate) use lower::{Work, combine, device_storage, run_expr, run_ir};
-pub(crate) use outputs::{Input, Output, filled, placed, run_output, run_outputs, written_out};
+pub(crate) use outputs::{
+    Input, Output, copied_into, filled, placed, run_output, run_outputs, written_out,
+};
 
 use std::any::TypeId;
 use std::borrow::Cow;

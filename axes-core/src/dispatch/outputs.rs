@@ -11,7 +11,7 @@ use crate::ir::ops::identity_of;
 use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::num::Num;
-use crate::protocol::{Device, DeviceMemory, JobLeaf, JobOutput, MultiJob};
+use crate::protocol::{Backend, Device, DeviceMemory, JobLeaf, JobOutput, JobTarget, MultiJob};
 use crate::storage::Storage;
 
 use super::{common_device, lower::device_storage};
@@ -75,6 +75,10 @@ pub(crate) struct Output<T> {
     /// The values it starts from (lengths of `kept`, no padding, no repeated positions),
     /// else the identity of `reduce`. In host memory the result is written into it.
     pub(crate) start: Option<(Storage<T>, Layout)>,
+    /// A region of an existing buffer (lengths of `kept`, no padding, no repeated positions)
+    /// that the result overwrites, the rest of the buffer kept: in place when this is the
+    /// buffer's only handle, else in a copy (copy-on-write).
+    pub(crate) into: Option<(Storage<T>, Layout)>,
 }
 
 impl<T> Output<T> {
@@ -86,6 +90,7 @@ impl<T> Output<T> {
             kept,
             reduce,
             start: None,
+            into: None,
         }
     }
 
@@ -93,6 +98,17 @@ impl<T> Output<T> {
     pub(crate) fn onto(mut self, start: Option<(Storage<T>, Layout)>) -> Self {
         self.start = start;
         self
+    }
+
+    /// The result written over the region `layout` of `buffer` (see [`Output::into`]).
+    pub(crate) fn written_into(mut self, buffer: Storage<T>, layout: Layout) -> Self {
+        self.into = Some((buffer, layout));
+        self
+    }
+
+    /// Whether it combines over any of `rank` iteration axes.
+    fn reduces(&self, rank: usize) -> bool {
+        self.kept.len() < rank
     }
 }
 
@@ -116,82 +132,139 @@ pub(crate) fn run_outputs<T: Num>(
     outputs: Vec<Output<T>>,
 ) -> Result<Vec<(Storage<T>, Layout)>> {
     for output in &outputs {
-        if let Some((_, layout)) = &output.start
-            && (layout.is_padded() || !layout.is_injective())
-        {
+        let kept: Vec<usize> = output.kept.iter().map(|&a| lens[a]).collect();
+        if output.start.is_some() && output.into.is_some() {
             return Err(Error::Unsupported {
-                what: "accumulating into a view that repeats or skips elements".into(),
+                what: "a result both accumulated onto and written into a buffer".into(),
             });
+        }
+        for (storage, layout) in output.start.iter().chain(&output.into) {
+            if layout.is_padded() || !layout.is_injective() {
+                return Err(Error::Unsupported {
+                    what: "writing into a view that repeats or skips elements".into(),
+                });
+            }
+            if layout.lens() != kept || !layout.fits(storage.len()) {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "writing a result of lengths {kept:?} into a view of lengths {:?} of a \
+                         buffer of {} elements",
+                        layout.lens(),
+                        storage.len()
+                    ),
+                });
+            }
         }
     }
     let devices = (inputs.iter().map(Input::device)).chain(
-        outputs
-            .iter()
-            .filter_map(|o| o.start.as_ref())
+        (outputs.iter())
+            .filter_map(|o| o.start.as_ref().or(o.into.as_ref()))
             .map(|(s, _)| s.device()),
     );
     match common_device(devices)? {
         None | Some(Device::Cpu) => on_host(ir, lens, inputs, outputs),
-        Some(Device::Accelerator(backend)) => {
-            let device = Device::Accelerator(backend);
-            let leaf = |storage, offset, strides| device_leaf(storage, device, offset, strides);
-            let leaves = (inputs.iter())
-                .map(|input| match input.data {
-                    InputData::Device(_, dtype, memory) => Ok(JobLeaf {
-                        dtype,
-                        memory,
-                        offset: input.offset,
-                        strides: input.strides.clone(),
-                    }),
-                    InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
+        Some(Device::Accelerator(backend)) => on_device(backend, ir, lens, inputs, outputs),
+    }
+}
+
+/// [`run_outputs`] on `backend`'s device: the fresh results as one [`MultiJob`], each result
+/// written into a buffer as a job of its own.
+fn on_device<T: Num>(
+    backend: &'static dyn Backend,
+    ir: &Ir,
+    lens: &[usize],
+    inputs: &[Input<'_>],
+    outputs: Vec<Output<T>>,
+) -> Result<Vec<(Storage<T>, Layout)>> {
+    let device = Device::Accelerator(backend);
+    let leaves = (inputs.iter())
+        .map(|input| match input.data {
+            InputData::Device(_, dtype, memory) => Ok(JobLeaf {
+                dtype,
+                memory,
+                offset: input.offset,
+                strides: input.strides.clone(),
+            }),
+            InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (targets, outputs): (Vec<_>, Vec<_>) = (outputs.into_iter())
+        .map(|mut output| (output.into.take(), output))
+        .unzip();
+    let job_outputs = (outputs.iter())
+        .map(|output| {
+            let start = (output.start.as_ref())
+                .map(|(storage, layout)| {
+                    let strides = strides_over(layout, &output.kept, lens.len());
+                    device_leaf(storage, device, layout.offset(), strides)
                 })
-                .collect::<Result<Vec<_>>>()?;
-            let job_outputs = (outputs.iter())
-                .map(|output| {
-                    let start = (output.start.as_ref())
-                        .map(|(storage, layout)| {
-                            let strides = strides_over(layout, &output.kept, lens.len());
-                            leaf(storage, layout.offset(), strides)
-                        })
-                        .transpose()?;
-                    Ok(JobOutput {
-                        root: output.root,
-                        kept: output.kept.clone(),
-                        reduce: output.reduce,
-                        start,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let job = MultiJob {
-                ir: ir.clone(),
-                leaves,
-                lens: lens.to_vec(),
-                out: T::DTYPE,
-                outputs: job_outputs,
-            };
-            let counts = job.output_counts()?;
-            let results = backend.run_multi(&job)?;
-            if results.len() != counts.len() {
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "{} returned {} results for a job of {}",
-                        Device::Accelerator(backend),
-                        results.len(),
-                        counts.len()
-                    ),
-                });
+                .transpose()?;
+            Ok(JobOutput {
+                root: output.root,
+                kept: output.kept.clone(),
+                reduce: output.reduce,
+                start,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let job = MultiJob {
+        ir: ir.clone(),
+        leaves,
+        lens: lens.to_vec(),
+        out: T::DTYPE,
+        outputs: job_outputs,
+    };
+    let counts = job.output_counts()?;
+    let fresh: Vec<usize> = (0..targets.len())
+        .filter(|&k| targets[k].is_none())
+        .collect();
+    let mut fresh_results = if fresh.is_empty() {
+        Vec::new()
+    } else {
+        let fresh_job = MultiJob {
+            outputs: fresh.iter().map(|&k| job.outputs[k].clone()).collect(),
+            ..job.clone()
+        };
+        let results = backend.run_multi(&fresh_job)?;
+        if results.len() != fresh.len() {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{device} returned {} results for a job of {}",
+                    results.len(),
+                    fresh.len()
+                ),
+            });
+        }
+        results
+    }
+    .into_iter();
+    let mut results = Vec::with_capacity(targets.len());
+    for (k, target) in targets.into_iter().enumerate() {
+        match target {
+            None => {
+                let memory = fresh_results.next().expect("one result per fresh output");
+                let kept: Vec<usize> = job.outputs[k].kept.iter().map(|&a| lens[a]).collect();
+                let storage = device_storage(backend, memory, counts[k])?;
+                results.push((storage, Layout::row_major(&kept)));
             }
-            (results.into_iter().zip(&counts).zip(&job.outputs))
-                .map(|((memory, &count), output)| {
-                    let kept: Vec<usize> = output.kept.iter().map(|&a| lens[a]).collect();
-                    Ok((
-                        device_storage(backend, memory, count)?,
-                        Layout::row_major(&kept),
-                    ))
-                })
-                .collect()
+            Some((mut storage, layout)) => {
+                if storage.unique_memory().is_none() {
+                    // Copy-on-write: the region is written into a copy of the whole buffer.
+                    storage = written_out(&storage, &Layout::row_major(&[storage.len()]))?.0;
+                }
+                let memory = (storage.unique_memory()).expect("a fresh device buffer is unique");
+                let (single, _) = job.output_job(k);
+                let target = JobTarget {
+                    memory,
+                    offset: layout.offset(),
+                    strides: layout.strides().to_vec(),
+                };
+                backend.run_into(&single, target)?;
+                results.push((storage, layout));
+            }
         }
     }
+    Ok(results)
 }
 
 /// `storage`, on `device`, as a job's leaf.
@@ -243,13 +316,19 @@ fn on_host<T: Num>(
     let mut results = Vec::with_capacity(outputs.len());
     let mut combines = Vec::with_capacity(outputs.len());
     let mut roots = Vec::with_capacity(outputs.len());
-    for output in outputs {
+    // Reducing results meant for a region of a buffer: computed fresh, then copied there.
+    let mut copies = Vec::new();
+    for (k, mut output) in outputs.into_iter().enumerate() {
         let kept: Vec<usize> = output.kept.iter().map(|&a| lens[a]).collect();
-        let reduces = output.kept.len() < rank;
+        let reduces = output.reduces(rank);
         roots.push(output.root);
-        let (storage, layout, combine) = match output.start {
-            Some((storage, layout)) => (storage, layout, Some(output.reduce)),
-            None => {
+        if reduces && let Some(into) = output.into.take() {
+            copies.push((k, into));
+        }
+        let (storage, layout, combine) = match (output.start, output.into) {
+            (Some((storage, layout)), _) => (storage, layout, Some(output.reduce)),
+            (None, Some((storage, layout))) => (storage, layout, None),
+            (None, None) => {
                 let count = (kept.iter())
                     .try_fold(1usize, |n, &l| n.checked_mul(l))
                     .ok_or_else(|| Error::SizeOverflow {
@@ -284,7 +363,27 @@ fn on_host<T: Num>(
         .collect();
     run_host(ir, &roots, lens, T::DTYPE, &sources, &mut sinks)?;
     drop(sinks);
+    for (k, (buffer, layout)) in copies {
+        let (fresh, fresh_layout) = &results[k];
+        results[k] = copied_into(fresh, fresh_layout, buffer, layout)?;
+    }
     Ok(results)
+}
+
+/// `from` (viewed by `from_layout`) written over the region `layout` of `buffer`, on their
+/// device.
+pub(crate) fn copied_into<T: Num>(
+    from: &Storage<T>,
+    from_layout: &Layout,
+    buffer: Storage<T>,
+    layout: Layout,
+) -> Result<(Storage<T>, Layout)> {
+    let mut ir = Ir::default();
+    let root = ir.leaf();
+    let axes: Vec<usize> = (0..layout.rank()).collect();
+    let input = Input::new(from, from_layout, &axes, axes.len())?;
+    let output = Output::new(root, axes, ReduceOp::Sum).written_into(buffer, layout);
+    run_output(&ir, from_layout.lens(), &[input], output)
 }
 
 /// A buffer of `count` copies of `value` on `device`.

@@ -29,8 +29,8 @@ use crate::ir::ReduceOp;
 use crate::ir::ops::identity_of;
 use crate::num::Num;
 use crate::protocol::{
-    Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, MatmulJob, MatrixSide, MultiJob,
-    as_bytes, from_bytes, row_major_strides,
+    Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide,
+    MultiJob, as_bytes, from_bytes, row_major_strides,
 };
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
@@ -166,6 +166,10 @@ impl Backend for CpuBackend {
     }
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
+        let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
+        for leaf in &job.leaves {
+            leaf.check_reach(&lens)?;
+        }
         let inputs = (job.leaves.iter())
             .map(|leaf| Block::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
@@ -174,7 +178,6 @@ impl Backend for CpuBackend {
                 what: "an empty expression".into(),
             });
         };
-        let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let count = count_of(&job.kept)?;
         let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
         let mut out = Block::filled(job.out, count, reduce);
@@ -200,7 +203,35 @@ impl Backend for CpuBackend {
         Ok(out.into_memory())
     }
 
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+        target.check(job.out, &job.kept)?;
+        let fresh = self.run(job)?;
+        let fresh = Block::read(&fresh, job.out)?;
+        let mut block = Block::read(target.memory, job.out)?;
+        interp::run(
+            &Program::copy(job.out),
+            &job.kept,
+            &[Source {
+                data: fresh.elements(),
+                offset: 0,
+                strides: row_major_strides(&job.kept),
+            }],
+            &mut [Sink {
+                data: block.elements_mut(),
+                offset: target.offset,
+                strides: target.strides.clone(),
+                combine: None,
+            }],
+        )?;
+        *target.memory = block.into_memory();
+        Ok(())
+    }
+
     fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+        let starts = job.outputs.iter().filter_map(|o| o.start.as_ref());
+        for leaf in job.leaves.iter().chain(starts) {
+            leaf.check_reach(&job.lens)?;
+        }
         let inputs = (job.leaves.iter())
             .map(|leaf| Block::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;

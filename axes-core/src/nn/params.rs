@@ -6,13 +6,15 @@ use rand_distr::{Distribution, Normal};
 
 use crate::arena::{Arena, ArenaBuilder, Slot};
 use crate::autodiff::{Grads, Tape, Var};
-use crate::engine::interp::{self, Program, Sink, Source};
+use crate::dispatch::{Input, Output, filled, placed, run_output};
 use crate::error::{Error, Result};
-use crate::ir::ReduceOp;
+use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::named::NamedLengths;
 use crate::num::Float;
+use crate::protocol::Device;
+use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// How a parameter starts.
@@ -125,12 +127,26 @@ impl<T: Float> Params<T> {
         self.arena.tensor(slot)
     }
 
+    /// These parameters on `device`: the same values, names and handles (a copy unless they
+    /// are there already). Training runs where its parameters and data are.
+    pub fn to(&self, device: &Device) -> Result<Params<T>> {
+        Ok(Params {
+            arena: self.arena.to(device)?,
+            entries: self.entries.clone(),
+        })
+    }
+
+    /// The device holding the parameters.
+    pub fn device(&self) -> Device {
+        self.arena.device()
+    }
+
     /// The arena holding every parameter.
     pub fn arena(&self) -> &Arena<T> {
         &self.arena
     }
 
-    /// The arena, for an update in place.
+    /// The arena, for writing (see [`Arena::set`]).
     pub fn arena_mut(&mut self) -> &mut Arena<T> {
         &mut self.arena
     }
@@ -150,9 +166,8 @@ impl<T: Float> Params<T> {
     }
 
     /// Records every parameter on `tape` as a variable; layers take theirs from the result.
-    /// The optimizer then updates the arena in place once [`Var::backward`] has run (it
-    /// releases the tape's views of the arena) and [`Bound::gradient`] has consumed the
-    /// binding; a parameter variable still held elsewhere makes the update copy the arena.
+    /// [`Bound::gradient`] consumes the binding, so an optimizer's step may follow at once;
+    /// variables and tensors still held keep the values they were recorded with.
     pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
         let nodes = (0..self.entries.len()).map(|_| tape.push_leaf()).collect();
         Bound {
@@ -189,42 +204,88 @@ impl<T: Float> Bound<'_, T> {
     }
 
     /// The gradient of every parameter, each at its parameter's offset of a buffer laid out
-    /// like the arena (zeros where none flowed), ready for an optimizer's step. An error if
-    /// `grads` come from another tape or a result recorded before the parameters were bound.
-    /// Consumes the binding, so the parameters are free to update right after.
-    pub fn gradient(self, grads: &Grads<T>) -> Result<Vec<T>> {
+    /// like the arena (zeros where none flowed), on the parameters' device, ready for an
+    /// optimizer's step. An error if `grads` come from another tape or a result recorded
+    /// before the parameters were bound. Consumes the binding, so the parameters are free to
+    /// update right after.
+    pub fn gradient(self, grads: &Grads<T>) -> Result<Gradient<T>> {
         if let Some(&last) = self.nodes.last() {
             grads.check(&self.tape, last)?;
         }
-        let layouts = self.params.arena.layouts();
-        let mut flat = vec![T::zero(); self.params.arena.len()];
-        let add = Program::copy(T::DTYPE);
-        for (layout, &node) in layouts.iter().zip(&self.nodes) {
+        let arena = &self.params.arena;
+        let mut flat = filled(arena.device(), arena.len(), T::zero())?;
+        let mut copy = Ir::default();
+        let root = copy.leaf();
+        for (layout, &node) in arena.layouts().iter().zip(&self.nodes) {
             let Some(buf) = grads.buf(node) else {
                 continue;
             };
-            let values = buf.storage.as_slice();
-            if buf.layout.is_padded() {
-                for (to, from) in layout.positions().zip(buf.layout.positions()) {
-                    let to = to.expect("arena layouts are not padded");
-                    flat[to] = flat[to].add(from.map_or(T::zero(), |p| values[p]));
-                }
-                continue;
-            }
-            let source = Source {
-                data: T::elements(values),
-                offset: buf.layout.offset(),
-                strides: buf.layout.strides().to_vec(),
-            };
-            let sink = Sink {
-                data: T::elements_mut(&mut flat),
-                offset: layout.offset(),
-                strides: layout.strides().to_vec(),
-                combine: Some(ReduceOp::Sum),
-            };
-            interp::run(&add, layout.lens(), &[source], &mut [sink])
-                .expect("a gradient has its parameter's lengths");
+            let axes: Vec<usize> = (0..layout.rank()).collect();
+            let input = Input::new(&buf.storage, &buf.layout, &axes, axes.len())?;
+            let output = Output::new(root, axes, ReduceOp::Sum).written_into(flat, *layout);
+            flat = run_output(&copy, layout.lens(), &[input], output)?.0;
         }
-        Ok(flat)
+        Ok(Gradient {
+            storage: flat,
+            arena: arena.id(),
+        })
+    }
+}
+
+/// The gradient of every parameter of a [`Params`], each at its parameter's offset of one
+/// buffer laid out like the arena, on the parameters' device: what an optimizer's step
+/// takes. [`Bound::gradient`] makes one from a backward pass; [`Gradient::from_vec`] from
+/// values.
+pub struct Gradient<T: Float> {
+    storage: Storage<T>,
+    /// The arena it is laid out like.
+    arena: u64,
+}
+
+impl<T: Float> Gradient<T> {
+    /// A gradient for `params` from `values`, laid out like the arena (see
+    /// [`crate::arena::Arena::layouts`]), placed on the parameters' device; an error unless
+    /// there is one value per element of the arena.
+    pub fn from_vec(params: &Params<T>, values: Vec<T>) -> Result<Self> {
+        let arena = params.arena();
+        if values.len() != arena.len() {
+            return Err(Error::ElementCount {
+                lengths: "the parameter arena".into(),
+                expected: arena.len(),
+                got: values.len(),
+            });
+        }
+        Ok(Gradient {
+            storage: placed(values, arena.device())?,
+            arena: arena.id(),
+        })
+    }
+
+    /// The number of elements (the arena's, gaps included).
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.storage.is_empty()
+    }
+
+    /// The device holding the gradient.
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    /// The values, copied to the host; an error when the device fails.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.storage.host()?.to_vec())
+    }
+
+    /// The buffer, checked to be laid out like `arena`.
+    pub(crate) fn storage_for(&self, arena: &Arena<T>) -> Result<&Storage<T>> {
+        if self.arena != arena.id() || self.storage.len() != arena.len() {
+            return Err(Error::ForeignGradient);
+        }
+        Ok(&self.storage)
     }
 }

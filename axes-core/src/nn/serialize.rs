@@ -8,6 +8,7 @@ use std::path::Path;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
 use super::params::Params;
+use crate::dispatch::placed;
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::num::Float;
@@ -64,7 +65,7 @@ impl<T: Float> Params<T> {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let dtype = dtype_of::<T>()?;
-        let flat = self.arena.flat();
+        let flat = self.arena.storage().host()?;
         let buffers: Vec<(String, Vec<usize>, Vec<u8>)> = self
             .entries
             .iter()
@@ -146,13 +147,15 @@ impl<T: Float> Params<T> {
             }
             values.push(from_bytes::<T>(view.data(), view.dtype()));
         }
-        let layouts = self.arena.layouts().to_vec();
-        let flat = self.arena.flat_mut();
-        for (layout, values) in layouts.iter().zip(values) {
+        // Read from a file, assembled in host memory, then placed where the arena lives.
+        let mut flat = self.arena.storage().host()?.to_vec();
+        for (layout, values) in self.arena.layouts().iter().zip(values) {
             for (pos, v) in layout.positions().zip(values) {
                 flat[pos.expect("not padded")] = v;
             }
         }
+        let flat = placed(flat, self.arena.device())?;
+        self.arena.replace_storage(flat);
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! The trait every device's runtime implements.
 
-use super::{DeviceKind, DeviceMemory, Job, MatmulJob, MultiJob, run_each_output};
+use super::{DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob, run_each_output};
 use crate::error::{Error, Result};
 
 /// A device's runtime, as the core drives it (implemented by the OpenCL and CUDA backends).
@@ -17,6 +17,16 @@ pub trait Backend: Send + Sync {
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>>;
     /// Runs `job` into a new buffer (row-major over the kept axes).
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory>;
+    /// Runs `job` into `target`, a region of an existing buffer (overwritten in place, the
+    /// rest of the buffer unchanged): how an optimizer writes a model's next parameters into a
+    /// buffer it keeps, and how gradients are gathered into one buffer. The default refuses.
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+        let _ = (job, target);
+        Err(Error::Unsupported {
+            what: format!("writing into an existing buffer on {}", self.name()),
+        })
+    }
+
     /// Runs `job` into one new buffer per result (each row-major over its kept axes). The
     /// default runs the results one by one with [`Backend::run`] ([`run_each_output`]); a
     /// backend that computes them in one pass overrides it.

@@ -19,6 +19,81 @@ pub struct JobLeaf<'a> {
     pub strides: Vec<isize>,
 }
 
+impl JobLeaf<'_> {
+    /// An error unless every element the leaf reads over `lens` (one per stride) lies in its
+    /// buffer: backends check this before a kernel reads device memory.
+    pub fn check_reach(&self, lens: &[usize]) -> Result<()> {
+        check_reach(
+            "an operand",
+            self.dtype,
+            self.memory,
+            self.offset,
+            &self.strides,
+            lens,
+        )
+    }
+}
+
+/// Where a [`Job`]'s result goes instead of a new buffer: a region of an existing buffer,
+/// overwritten in place (the rest of the buffer keeps its values). Held mutably, so no leaf
+/// of the job reads it.
+#[derive(Debug)]
+pub struct JobTarget<'a> {
+    /// The buffer, on the job's device.
+    pub memory: &'a mut DeviceMemory,
+    /// The position of the result's element at index 0 on every kept axis.
+    pub offset: usize,
+    /// One stride per kept axis, in elements; no two indices may reach one position.
+    pub strides: Vec<isize>,
+}
+
+impl JobTarget<'_> {
+    /// An error unless the region over `kept` lengths lies in the buffer, one element of
+    /// `dtype` per position, and no two of its indices reach one position.
+    pub fn check(&self, dtype: DType, kept: &[usize]) -> Result<()> {
+        check_reach(
+            "a result",
+            dtype,
+            self.memory,
+            self.offset,
+            &self.strides,
+            kept,
+        )?;
+        if !crate::layout::injective(kept, &self.strides) {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "writing a result of lengths {kept:?} through strides {:?}, which reach one \
+                     position twice",
+                    self.strides
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// An error unless `offset` + Σ iₐ·stridesₐ over `lens` lies in `memory`, read as `dtype`.
+fn check_reach(
+    what: &str,
+    dtype: DType,
+    memory: &DeviceMemory,
+    offset: usize,
+    strides: &[isize],
+    lens: &[usize],
+) -> Result<()> {
+    let len = memory.bytes() / dtype.size();
+    if strides.len() != lens.len() || !crate::layout::within(offset, lens, strides, len) {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{what} at offset {offset} with strides {strides:?} over lengths {lens:?}, \
+                 outside its buffer of {len} {} elements",
+                dtype.name()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Work for a device: compute `ir` over the kept axes (row-major result of `out` elements),
 /// combining over the reduced axes with `reduce` when there are any.
 #[derive(Clone, Debug)]
@@ -72,6 +147,29 @@ pub struct MatmulJob<'a> {
     pub rhs: MatrixSide<'a>,
 }
 
+impl MatmulJob<'_> {
+    /// An error unless every element either operand reads lies in its buffer: backends check
+    /// this before a kernel or library reads device memory.
+    pub fn check_reach(&self) -> Result<()> {
+        let sides = [
+            (self.lhs, [self.batch, self.m, self.k]),
+            (self.rhs, [self.batch, self.k, self.n]),
+        ];
+        for (side, lens) in sides {
+            let strides = [side.batch_stride, side.row_stride, side.col_stride];
+            check_reach(
+                "a matrix",
+                self.dtype,
+                side.memory,
+                side.offset,
+                &strides,
+                &lens,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Work with several results over one iteration space: each result is a node of one
 /// expression, kept over some of the iteration axes (row-major, in its own order) and
 /// combined over the others, optionally onto existing values. Autodiff's backward is one:
@@ -121,21 +219,57 @@ impl MultiJob<'_> {
     }
 }
 
-/// Runs `job` on `backend` one result at a time, each as a [`Job`]: the expression pruned to
-/// that result's node, the iteration axes ordered kept-then-reduced, and its starting values
-/// combined in (inside the same kernel when nothing is reduced, else by a second job).
+/// Runs `job` on `backend` one result at a time, each as a [`Job`] (see
+/// [`MultiJob::output_job`]), its starting values combined in by a second job when the
+/// first reduces.
 pub fn run_each_output<B: Backend + ?Sized>(
     backend: &B,
     job: &MultiJob<'_>,
 ) -> Result<Vec<DeviceMemory>> {
     job.output_counts()?;
     let mut results = Vec::with_capacity(job.outputs.len());
-    for output in &job.outputs {
-        let rest = (0..job.lens.len()).filter(|a| !output.kept.contains(a));
+    for k in 0..job.outputs.len() {
+        let (single, start) = job.output_job(k);
+        let memory = backend.run(&single)?;
+        let memory = match start {
+            Some(start) => {
+                let mut ir = Ir::default();
+                let (from, fresh) = (ir.leaf(), ir.leaf());
+                ir.push(IrNode::Binary(single.reduce.combine_op(), from, fresh));
+                let fresh_leaf = JobLeaf {
+                    dtype: job.out,
+                    memory: &memory,
+                    offset: 0,
+                    strides: row_major_strides(&single.kept),
+                };
+                backend.run(&Job {
+                    ir,
+                    leaves: vec![start, fresh_leaf],
+                    kept: single.kept,
+                    reduced: Vec::new(),
+                    reduce: single.reduce,
+                    out: job.out,
+                })?
+            }
+            None => memory,
+        };
+        results.push(memory);
+    }
+    Ok(results)
+}
+
+impl<'a> MultiJob<'a> {
+    /// Result `k` as a [`Job`]: the expression pruned to its node, the iteration axes ordered
+    /// kept-then-reduced, and its starting values combined in inside the job when nothing is
+    /// reduced; otherwise the starting values are returned (over the kept axes) to combine
+    /// with the job's result.
+    pub fn output_job(&self, k: usize) -> (Job<'a>, Option<JobLeaf<'a>>) {
+        let output = &self.outputs[k];
+        let rest = (0..self.lens.len()).filter(|a| !output.kept.contains(a));
         let order: Vec<usize> = output.kept.iter().copied().chain(rest).collect();
         let permute = |strides: &[isize]| order.iter().map(|&a| strides[a]).collect::<Vec<_>>();
-        let mut ir = job.ir.pruned(output.root);
-        let mut leaves: Vec<JobLeaf<'_>> = (job.leaves.iter())
+        let mut ir = self.ir.pruned(output.root);
+        let mut leaves: Vec<JobLeaf<'a>> = (self.leaves.iter())
             .map(|leaf| JobLeaf {
                 strides: permute(&leaf.strides),
                 ..leaf.clone()
@@ -143,57 +277,31 @@ pub fn run_each_output<B: Backend + ?Sized>(
             .collect();
         let reduced: Vec<usize> = order[output.kept.len()..]
             .iter()
-            .map(|&a| job.lens[a])
+            .map(|&a| self.lens[a])
             .collect();
-        let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
-        let start = output.start.as_ref().map(|start| JobLeaf {
+        let kept: Vec<usize> = output.kept.iter().map(|&a| self.lens[a]).collect();
+        let mut start = output.start.as_ref().map(|start| JobLeaf {
             strides: permute(&start.strides)[..kept.len()].to_vec(),
             ..start.clone()
         });
-        let combine = output.reduce.combine_op();
-        let fused_start = reduced.is_empty() && start.is_some();
-        if let (true, Some(start)) = (fused_start, &start) {
+        if reduced.is_empty()
+            && let Some(fused) = start.take()
+        {
             let root = ir.nodes.len() - 1;
             let from = ir.push(IrNode::Leaf(leaves.len()));
-            ir.push(IrNode::Binary(combine, from, root));
-            leaves.push(JobLeaf {
-                strides: start.strides.clone(),
-                ..start.clone()
-            });
+            ir.push(IrNode::Binary(output.reduce.combine_op(), from, root));
+            leaves.push(fused);
         }
-        let memory = backend.run(&Job {
+        let job = Job {
             ir,
             leaves,
-            kept: kept.clone(),
+            kept,
             reduced,
             reduce: output.reduce,
-            out: job.out,
-        })?;
-        let memory = match start {
-            Some(start) if !fused_start => {
-                let mut ir = Ir::default();
-                let (from, fresh) = (ir.leaf(), ir.leaf());
-                ir.push(IrNode::Binary(combine, from, fresh));
-                let fresh_leaf = JobLeaf {
-                    dtype: job.out,
-                    memory: &memory,
-                    offset: 0,
-                    strides: row_major_strides(&kept),
-                };
-                backend.run(&Job {
-                    ir,
-                    leaves: vec![start, fresh_leaf],
-                    kept,
-                    reduced: Vec::new(),
-                    reduce: output.reduce,
-                    out: job.out,
-                })?
-            }
-            _ => memory,
+            out: self.out,
         };
-        results.push(memory);
+        (job, start)
     }
-    Ok(results)
 }
 
 /// Row-major strides (in elements) over `lens`.

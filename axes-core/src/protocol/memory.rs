@@ -31,6 +31,11 @@ impl DeviceMemory {
     pub fn buffer<B: Any>(&self) -> Option<&B> {
         self.buffer.downcast_ref()
     }
+
+    /// The backend's buffer for writing, if it is a `B`.
+    pub fn buffer_mut<B: Any>(&mut self) -> Option<&mut B> {
+        self.buffer.downcast_mut()
+    }
 }
 
 impl fmt::Debug for DeviceMemory {

@@ -15,7 +15,8 @@ mod memory;
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};
 pub use job::{
-    Job, JobLeaf, JobOutput, MatmulJob, MatrixSide, MultiJob, row_major_strides, run_each_output,
+    Job, JobLeaf, JobOutput, JobTarget, MatmulJob, MatrixSide, MultiJob, row_major_strides,
+    run_each_output,
 };
 pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer};
 pub(crate) use memory::{as_bytes, from_bytes};

@@ -4,11 +4,13 @@
 
 use axes::DType;
 use axes::ir::{Ir, IrNode, ReduceOp};
-use axes::protocol::{Backend, DeviceMemory, Job, JobLeaf, JobOutput, MultiJob};
+use axes::protocol::{Backend, DeviceMemory, Job, JobLeaf, JobOutput, JobTarget, MultiJob};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Operand, close, eval, exact, indices, random_ir, random_operand, to_f32};
+use super::{
+    Operand, close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
+};
 
 /// The bytes of `values` as `dtype` (f32 or f64).
 fn bytes_of(values: &[f64], dtype: DType) -> Vec<u8> {
@@ -43,7 +45,35 @@ fn case_type(case: usize) -> (DType, fn(f64) -> f64, f64) {
     }
 }
 
-/// Runs `ir` over `operands` on `backend`: kept axes `kept`, then reduced ones `reduced`.
+/// A region of an existing buffer a job writes into: the buffer's values before, and where
+/// the result's elements go.
+struct Region {
+    before: Vec<f64>,
+    offset: i64,
+    strides: Vec<i64>,
+}
+
+impl Region {
+    /// A random region over `kept` lengths (its axes in a random storage order, at a random
+    /// offset of a larger buffer of random values).
+    fn random(rng: &mut ChaCha8Rng, kept: &[usize]) -> Region {
+        let strides = random_dense(rng, kept);
+        let count: usize = kept.iter().product();
+        let offset = rng.random_range(0..3i64);
+        let before = (0..count + offset as usize + rng.random_range(0..3))
+            .map(|_| rng.random_range(-2.0..2.0))
+            .collect();
+        Region {
+            before,
+            offset,
+            strides,
+        }
+    }
+}
+
+/// Runs `ir` over `operands` on `backend`: kept axes `kept`, then reduced ones `reduced`;
+/// into a new buffer, or into `region` (whose other elements must keep their values). The
+/// result, row-major.
 fn run(
     backend: &dyn Backend,
     ir: &Ir,
@@ -51,6 +81,7 @@ fn run(
     operands: &[Operand],
     (kept, reduced): (&[usize], &[usize]),
     reduce: ReduceOp,
+    region: Option<&Region>,
 ) -> Vec<f64> {
     let memories: Vec<DeviceMemory> = (operands.iter())
         .map(|o| backend.upload(&bytes_of(&o.data, dtype)).unwrap())
@@ -71,14 +102,41 @@ fn run(
         reduce,
         out: dtype,
     };
-    values_of(
-        &backend.download(&backend.run(&job).unwrap()).unwrap(),
-        dtype,
-    )
+    let Some(region) = region else {
+        let memory = backend.run(&job).unwrap();
+        return values_of(&backend.download(&memory).unwrap(), dtype);
+    };
+    let mut memory = backend.upload(&bytes_of(&region.before, dtype)).unwrap();
+    let target = JobTarget {
+        memory: &mut memory,
+        offset: region.offset as usize,
+        strides: region.strides.iter().map(|&s| s as isize).collect(),
+    };
+    backend.run_into(&job, target).unwrap();
+    let mut after = values_of(&backend.download(&memory).unwrap(), dtype);
+    let positions: Vec<usize> = (indices(kept).iter())
+        .map(|index| {
+            let at = index.iter().zip(&region.strides);
+            (region.offset + at.map(|(&i, &s)| i as i64 * s).sum::<i64>()) as usize
+        })
+        .collect();
+    let got = positions.iter().map(|&p| after[p]).collect();
+    let before: Vec<f64> = region.before.iter().map(|&v| round_to(v, dtype)).collect();
+    for &p in &positions {
+        after[p] = before[p];
+    }
+    assert_eq!(after, before, "elements outside the region changed");
+    got
+}
+
+/// `v` as stored in `dtype` (f32 or f64).
+fn round_to(v: f64, dtype: DType) -> f64 {
+    if dtype == DType::F32 { to_f32(v) } else { v }
 }
 
 /// `cases` random jobs on `backend`, element-wise and reducing (sum, max, min), in f32 and
-/// f64, each result checked element by element; returns how many ran.
+/// f64, a third of them written into a region of an existing buffer, each result checked
+/// element by element; then [`split_reduction_into`]. Returns how many random jobs ran.
 pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for case in 0..cases {
@@ -97,7 +155,18 @@ pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
         let operands: Vec<Operand> = (0..leaves)
             .map(|_| random_operand(&mut rng, &lens))
             .collect();
-        let got = run(backend, &ir, dtype, &operands, (kept, reduced), reduce);
+        // A third of the jobs write into a region of an existing buffer.
+        let region = (case % 3 == 1).then(|| Region::random(&mut rng, kept));
+        let sides = (kept, reduced);
+        let got = run(
+            backend,
+            &ir,
+            dtype,
+            &operands,
+            sides,
+            reduce,
+            region.as_ref(),
+        );
         assert_eq!(
             got.len(),
             kept.iter().product::<usize>(),
@@ -122,7 +191,41 @@ pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
             );
         }
     }
+    split_reduction_into(backend);
     cases
+}
+
+/// A reduction large enough that backends split it into parts, written into a region of an
+/// existing buffer, in f32 and f64: each sum checked against the plain one.
+fn split_reduction_into(backend: &dyn Backend) {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let (kept, reduced) = ([3], [20_000]);
+    for (dtype, tolerance) in [(DType::F32, 1e-4), (DType::F64, 1e-9)] {
+        let operand = random_operand(&mut rng, &[kept[0], reduced[0]]);
+        let mut ir = Ir::default();
+        let x = ir.leaf();
+        ir.push(IrNode::Binary(axes::ir::BinaryOp::Mul, x, x));
+        let region = Region::random(&mut rng, &kept);
+        let got = run(
+            backend,
+            &ir,
+            dtype,
+            std::slice::from_ref(&operand),
+            (&kept, &reduced),
+            ReduceOp::Sum,
+            Some(&region),
+        );
+        for (i, &got) in got.iter().enumerate() {
+            let expected: f64 = (0..reduced[0])
+                .map(|j| round_to(operand.at(&[i, j]), dtype).powi(2))
+                .sum();
+            assert!(
+                close(got, expected, tolerance),
+                "{} sum {i}: {got} vs {expected}",
+                dtype.name()
+            );
+        }
+    }
 }
 
 /// Combines `v` into `acc` with `reduce` (NaN wins, as on every backend).

@@ -539,3 +539,75 @@ pub fn gradients(device: &Device) -> usize {
     }
     SEEDS.count()
 }
+
+/// A small model trained for a few steps on `device` agrees with the same steps on the CPU:
+/// two layers, softmax cross-entropy, the gradient gathered into the arena's layout, and
+/// Adam (with weight decay) or SGD (with momentum) updating every parameter in one job;
+/// the arena compared after every step. Returns how many steps ran.
+pub fn training_steps(device: &Device) -> usize {
+    use axes::autodiff::{Tape, softmax_cross_entropy};
+    use axes::nn::{Init, Linear, Params, ParamsBuilder};
+    use axes::optim::{Adam, Sgd};
+    let mut builder = ParamsBuilder::new();
+    let hidden = Linear::<I, J>::new(&mut builder, "h", I.len(5), J.len(7), Init::He).unwrap();
+    let out = Linear::<J, I>::new(&mut builder, "o", J.len(7), I.len(5), Init::Glorot).unwrap();
+    let start = builder.build::<f32>(3).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let x = Tensor::<f32, (B, I)>::from_fn((B.len(6), I.len(5)), |_| rng.random_range(-1.0..1.0))
+        .unwrap();
+    let labels = Tensor::<i64, (B,)>::from_fn(B.len(6), |_| rng.random_range(0..5)).unwrap();
+    let step = |params: &Params<f32>, on: &Device| {
+        let tape = Tape::new();
+        let p = params.bind(&tape);
+        let x = tape.constant(x.to(on).unwrap());
+        let h = hidden.forward(&p, &x).unwrap().tanh();
+        let logits = out.forward(&p, h).unwrap();
+        let labels = labels.to(on).unwrap();
+        let loss = softmax_cross_entropy::<I, _, _, _, _>(logits, &labels)
+            .unwrap()
+            .mean::<(B,)>()
+            .unwrap();
+        p.gradient(&loss.backward().unwrap()).unwrap()
+    };
+    let compare = |what: &str, here: &[f32], there: &[f32]| {
+        assert_eq!(here.len(), there.len());
+        for (k, (a, b)) in here.iter().zip(there).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * (1.0 + a.abs()),
+                "{what} element {k}: {a} on the CPU, {b} on {device}"
+            );
+        }
+    };
+    let mut steps = 0;
+    for adam in [true, false] {
+        let (mut here, mut there) = (start.to(&Device::Cpu).unwrap(), start.to(device).unwrap());
+        assert_eq!(there.device(), *device);
+        let (mut adam_here, mut adam_there) = (Adam::new(0.05), Adam::new(0.05));
+        let (mut sgd_here, mut sgd_there) = (Sgd::new(0.1, 0.9), Sgd::new(0.1, 0.9));
+        if adam {
+            adam_here = adam_here.with_weight_decay(0.01);
+            adam_there = adam_there.with_weight_decay(0.01);
+        }
+        for _ in 0..3 {
+            let (g_here, g_there) = (step(&here, &Device::Cpu), step(&there, device));
+            assert_eq!(g_there.device(), *device);
+            compare(
+                "gradient",
+                &g_here.to_vec().unwrap(),
+                &g_there.to_vec().unwrap(),
+            );
+            if adam {
+                adam_here.step(&mut here, &g_here).unwrap();
+                adam_there.step(&mut there, &g_there).unwrap();
+            } else {
+                sgd_here.step(&mut here, &g_here).unwrap();
+                sgd_there.step(&mut there, &g_there).unwrap();
+            }
+            assert_eq!(there.device(), *device);
+            let values = there.to(&Device::Cpu).unwrap();
+            compare("parameters", here.arena().flat(), values.arena().flat());
+            steps += 1;
+        }
+    }
+    steps
+}
