@@ -95,9 +95,11 @@ fn splits(count: usize, reduced: usize) -> usize {
 }
 
 impl JobPlan {
-    /// The plan for `job` in `dialect`, writing to `destination` (a region of an existing
-    /// buffer only when the job is not split: see [`JobPlan::splits`]); `None` when the
-    /// result is empty. An error when a leaf or the destination reaches outside its buffer.
+    /// The plan for `job` in `dialect` over its merged axes
+    /// ([`axes_core::protocol::Job::merged`]), writing to
+    /// `destination` (a region of an existing buffer only when the job is not split: see
+    /// [`JobPlan::splits`]); `None` when the result is empty. An error when a leaf or the
+    /// destination reaches outside its buffer.
     pub(crate) fn new(
         job: &axes_core::protocol::Job<'_>,
         dialect: axes_kernels::Dialect,
@@ -115,6 +117,11 @@ impl JobPlan {
         if let Destination::Into(target) = destination {
             target.check(job.out, &job.kept)?;
         }
+        let (job, target_strides) = job.merged(match destination {
+            Destination::Into(target) => Some(&target.strides),
+            Destination::Fresh => None,
+        });
+        let job = &job;
         let count: usize = job.kept.iter().product();
         let reduced: usize = job.reduced.iter().product();
         if count == 0 {
@@ -153,7 +160,8 @@ impl JobPlan {
         match destination {
             Destination::Into(target) if splits == 1 => {
                 args.extend([Slot::Out, Slot::Index(target.offset as Index)]);
-                args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
+                let strides = target_strides.expect("merged with the target");
+                args.extend(strides.iter().map(|&s| Slot::Index(s as Index)));
             }
             _ => {
                 // A new buffer, row-major over the kept axes, each result's parts side by side.

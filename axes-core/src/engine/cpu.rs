@@ -170,6 +170,10 @@ impl Backend for CpuBackend {
         for leaf in &job.leaves {
             leaf.check_reach(&lens)?;
         }
+        // Over merged axes, as the device backends run it (the result's layout is the same).
+        let (job, _) = job.merged(None);
+        let job = &job;
+        let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let inputs = (job.leaves.iter())
             .map(|leaf| Block::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;

@@ -112,6 +112,72 @@ pub struct Job<'a> {
     pub out: DType,
 }
 
+impl<'a> Job<'a> {
+    /// The same work over as few axes as its strides allow, and `target`'s strides (one per
+    /// kept axis) to match: length-1 axes dropped, and each kept (or reduced) axis merged
+    /// into the next one where every leaf — and the target, for kept axes — steps over the
+    /// inner axis exactly into the outer one. A contiguous operand of any rank becomes one
+    /// axis, so a kernel pays one index division per element instead of one per axis.
+    pub fn merged(&self, target: Option<&[isize]>) -> (Job<'a>, Option<Vec<isize>>) {
+        let lens: Vec<usize> = self.kept.iter().chain(&self.reduced).copied().collect();
+        if lens.contains(&0) {
+            return (self.clone(), target.map(<[isize]>::to_vec));
+        }
+        let mut job = Job {
+            leaves: (self.leaves.iter())
+                .map(|leaf| JobLeaf {
+                    strides: Vec::new(),
+                    ..leaf.clone()
+                })
+                .collect(),
+            kept: Vec::new(),
+            reduced: Vec::new(),
+            ..self.clone()
+        };
+        let mut merged_target = target.map(|_| Vec::new());
+        // The last axis pushed, as (whether it is kept, its original index).
+        let mut last: Option<(bool, usize)> = None;
+        for (a, &len) in lens.iter().enumerate().filter(|&(_, &len)| len != 1) {
+            let kept = a < self.kept.len();
+            let steps_into = |strides: &[isize], outer: usize| {
+                strides[outer] == strides[a].wrapping_mul(len as isize)
+            };
+            let mergeable = last.is_some_and(|(last_kept, outer)| {
+                last_kept == kept
+                    && self
+                        .leaves
+                        .iter()
+                        .all(|leaf| steps_into(&leaf.strides, outer))
+                    && (!kept || target.is_none_or(|t| steps_into(t, outer)))
+            });
+            let group = if kept {
+                &mut job.kept
+            } else {
+                &mut job.reduced
+            };
+            if mergeable {
+                *group.last_mut().expect("merged into the last axis") *= len;
+                for (to, from) in job.leaves.iter_mut().zip(&self.leaves) {
+                    *to.strides.last_mut().expect("one stride per axis") = from.strides[a];
+                }
+                if let (true, Some(to), Some(from)) = (kept, &mut merged_target, target) {
+                    *to.last_mut().expect("one stride per kept axis") = from[a];
+                }
+            } else {
+                group.push(len);
+                for (to, from) in job.leaves.iter_mut().zip(&self.leaves) {
+                    to.strides.push(from.strides[a]);
+                }
+                if let (true, Some(to), Some(from)) = (kept, &mut merged_target, target) {
+                    to.push(from[a]);
+                }
+            }
+            last = Some((kept, a));
+        }
+        (job, merged_target)
+    }
+}
+
 /// One operand of a [`MatmulJob`]: its device buffer and the strides of its two dimensions.
 #[derive(Clone, Copy, Debug)]
 pub struct MatrixSide<'a> {
@@ -313,4 +379,56 @@ pub fn row_major_strides(lens: &[usize]) -> Vec<isize> {
         step = step.saturating_mul(len as isize);
     }
     strides
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job<'a>(memory: &'a DeviceMemory, strides: &[&[isize]], kept: &[usize]) -> Job<'a> {
+        let mut ir = Ir::default();
+        let leaves = strides.iter().map(|s| {
+            ir.leaf();
+            JobLeaf {
+                dtype: DType::F32,
+                memory,
+                offset: 0,
+                strides: s.to_vec(),
+            }
+        });
+        let leaves: Vec<JobLeaf<'a>> = leaves.collect();
+        Job {
+            ir,
+            leaves,
+            kept: kept.to_vec(),
+            reduced: Vec::new(),
+            reduce: ReduceOp::Sum,
+            out: DType::F32,
+        }
+    }
+
+    #[test]
+    fn contiguous_axes_merge_and_others_stay() {
+        let memory = DeviceMemory::new((), 0);
+        // A contiguous rank-4 operand (one length-1 axis) is one axis of 60.
+        let dense = job(&memory, &[&[20, 5, 5, 1]], &[3, 4, 1, 5]);
+        let (merged, _) = dense.merged(None);
+        assert_eq!(
+            (merged.kept, merged.leaves[0].strides.clone()),
+            (vec![60], vec![1])
+        );
+        // A transposed second operand keeps the axes apart.
+        let mixed = job(&memory, &[&[4, 1], &[1, 3]], &[3, 4]);
+        assert_eq!(mixed.merged(None).0.kept, [3, 4]);
+        // So does a target that is not row-major, though every leaf is.
+        let (into, target) = dense.merged(Some(&[5, 15, 0, 1]));
+        assert_eq!((into.kept, target), (vec![3, 4, 5], Some(vec![5, 15, 1])));
+        // Kept and reduced axes never merge with each other; reduced ones merge among
+        // themselves.
+        let mut reduce = job(&memory, &[&[12, 4, 1]], &[3]);
+        reduce.reduced = vec![3, 4];
+        let (merged, _) = reduce.merged(None);
+        assert_eq!((merged.kept, merged.reduced), (vec![3], vec![12]));
+        assert_eq!(merged.leaves[0].strides, [12, 1]);
+    }
 }
