@@ -1,17 +1,22 @@
-//! Optimizers: each updates every parameter of a [`Params`] arena with one job over the flat
-//! buffer (parameters, gradient and optimizer state side by side), on the parameters' device.
+//! Optimizers: each updates every parameter of a [`Params`] arena with a few fused passes over
+//! the flat buffers (parameters, gradient and optimizer state side by side), evaluated where
+//! the parameters live (the CPU's typed loop engine, or kernels on a device).
 //!
 //! A step writes the next parameters and state into buffers the optimizer keeps — those the
 //! previous step replaced — so nothing is allocated once training runs, and tensors taken
 //! out of the arena earlier keep the values they had.
 
-use crate::dispatch::{Input, Output, filled, placed, run_outputs};
+use axes_macros::Axis;
+
+use crate::dispatch::{filled, placed};
 use crate::error::{Error, Result};
-use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
+use crate::eval::ExprExt;
+use crate::expr::{Expr, IntoExpr};
 use crate::layout::Layout;
 use crate::nn::{Gradient, Params};
 use crate::num::Float;
 use crate::storage::Storage;
+use crate::tensor::Tensor;
 
 /// Stochastic gradient descent with momentum: `v = μ v + g; p -= lr v`.
 #[derive(Clone, Debug)]
@@ -33,20 +38,15 @@ impl<T: Float> Sgd<T> {
         }
     }
 
-    /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]) in one job.
+    /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
+    /// passes over the arena, on its device.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         self.buffers.prepare(params, 1)?;
-        // Leaves: parameters, gradient, velocity, then the constants μ and lr.
-        let mut ir = Ir::default();
-        let [p, g, v, mu, lr] = [(); 5].map(|()| ir.leaf());
-        let mut op = |op, a, b| ir.push(IrNode::Binary(op, a, b));
-        let momentum = op(BinaryOp::Mul, mu, v);
-        let v = op(BinaryOp::Add, momentum, g);
-        let change = op(BinaryOp::Mul, lr, v);
-        let p = op(BinaryOp::Sub, p, change);
-        let constants = [self.momentum, self.lr];
-        self.buffers
-            .update(params, grad, &ir, &[p, v], &constants.map(T::from_f64))
+        let [mu, lr] = self.buffers.constants(params, [self.momentum, self.lr])?;
+        let (p, g) = self.buffers.views(params, grad)?;
+        let v = self.buffers.write(1, &self.buffers.state(0) * &mu + &g)?;
+        let p = self.buffers.write(0, &p - &v * &lr)?;
+        self.buffers.finish(params, p, [v])
     }
 }
 
@@ -93,7 +93,8 @@ impl<T: Float> Adam<T> {
         self.steps
     }
 
-    /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]) in one job.
+    /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
+    /// passes over the arena (the two moments, then the parameters), on its device.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         if self.buffers.prepare(params, 2)? {
             self.steps = 0;
@@ -103,34 +104,26 @@ impl<T: Float> Adam<T> {
         // Bias corrections folded into the step size and epsilon.
         let c1 = 1.0 - b1.powi(self.steps);
         let c2 = 1.0 - b2.powi(self.steps);
-        let constants = [
-            b1,
-            1.0 - b1,
-            b2,
-            1.0 - b2,
-            1.0 - self.lr * self.weight_decay,
-            self.lr * c2.sqrt() / c1,
-            self.eps * c2.sqrt(),
-        ];
-        // Leaves: parameters, gradient, first and second moments, then the constants.
-        let mut ir = Ir::default();
-        let [p, g, m, v] = [(); 4].map(|()| ir.leaf());
-        let [b1, a1, b2, a2, keep, step, eps] = [(); 7].map(|()| ir.leaf());
-        let mut op = |op, a, b| ir.push(IrNode::Binary(op, a, b));
-        let (kept, added) = (op(BinaryOp::Mul, b1, m), op(BinaryOp::Mul, a1, g));
-        let m = op(BinaryOp::Add, kept, added);
-        let g2 = op(BinaryOp::Mul, g, g);
-        let (kept, added) = (op(BinaryOp::Mul, b2, v), op(BinaryOp::Mul, a2, g2));
-        let v = op(BinaryOp::Add, kept, added);
-        let root = ir.push(IrNode::Unary(UnaryOp::Sqrt, v));
-        let mut op = |op, a, b| ir.push(IrNode::Binary(op, a, b));
-        let denominator = op(BinaryOp::Add, root, eps);
-        let ratio = op(BinaryOp::Div, m, denominator);
-        let change = op(BinaryOp::Mul, step, ratio);
-        let decayed = op(BinaryOp::Mul, keep, p);
-        let p = op(BinaryOp::Sub, decayed, change);
-        self.buffers
-            .update(params, grad, &ir, &[p, m, v], &constants.map(T::from_f64))
+        let [b1, a1, b2, a2, keep, step, eps] = self.buffers.constants(
+            params,
+            [
+                b1,
+                1.0 - b1,
+                b2,
+                1.0 - b2,
+                1.0 - self.lr * self.weight_decay,
+                self.lr * c2.sqrt() / c1,
+                self.eps * c2.sqrt(),
+            ],
+        )?;
+        let (p, g) = self.buffers.views(params, grad)?;
+        let (m, v) = (self.buffers.state(0), self.buffers.state(1));
+        let m = self.buffers.write(1, &m * &b1 + &g * &a1)?;
+        let v = self.buffers.write(2, &v * &b2 + (&g * &g) * &a2)?;
+        let p = self
+            .buffers
+            .write(0, &p * &keep - &m * &step / (v.sqrt() + &eps))?;
+        self.buffers.finish(params, p, [m, v])
     }
 }
 
@@ -168,54 +161,82 @@ impl<T: Float> Buffers<T> {
         Ok(true)
     }
 
-    /// Runs `ir` over the arena — leaf 0 the parameters, 1 the gradient, then the state
-    /// buffers, then one leaf per constant — and puts result `roots[0]` in place of the
-    /// parameters and `roots[1 + k]` in place of state `k`.
-    fn update(
-        &mut self,
-        params: &mut Params<T>,
-        grad: &Gradient<T>,
-        ir: &Ir,
-        roots: &[usize],
-        constants: &[T],
-    ) -> Result<()> {
+    /// `values` as tensors of no axes, on the parameters' device (one buffer for all):
+    /// operands that change between steps without changing the kernels that read them.
+    fn constants<const N: usize>(
+        &self,
+        params: &Params<T>,
+        values: [f64; N],
+    ) -> Result<[Tensor<T, ()>; N]> {
+        let storage = placed(values.map(T::from_f64).to_vec(), params.device())?;
+        Ok(std::array::from_fn(|k| {
+            let at = Layout::new(&[], &[], k, N).expect("inside the buffer");
+            Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")
+        }))
+    }
+
+    /// The parameters and the gradient, as flat tensors.
+    fn views(&self, params: &Params<T>, grad: &Gradient<T>) -> Result<(Flat<T>, Flat<T>)> {
         let arena = params.arena();
-        let (len, device) = (arena.len(), arena.device());
         let grad = grad.storage_for(arena)?;
-        if grad.device() != device {
+        if grad.device() != arena.device() {
             return Err(Error::DeviceMismatch {
-                left: device.to_string(),
+                left: arena.device().to_string(),
                 right: grad.device().to_string(),
             });
         }
-        let constants = placed(constants.to_vec(), device)?;
-        let flat = Layout::row_major(&[len]);
-        let buffers = [arena.storage(), grad].into_iter().chain(&self.state);
-        let mut inputs = buffers
-            .map(|storage| Input::new(storage, &flat, &[0], 1))
-            .collect::<Result<Vec<_>>>()?;
-        for c in 0..constants.len() {
-            let every = Layout::new(&[len], &[0], c, constants.len()).expect("inside");
-            inputs.push(Input::new(&constants, &every, &[0], 1)?);
+        Ok((flat(arena.storage().clone()), flat(grad.clone())))
+    }
+
+    /// State buffer `k`, as a flat tensor.
+    fn state(&self, k: usize) -> Flat<T> {
+        flat(self.state[k].clone())
+    }
+
+    /// `expr` evaluated into spare buffer `k` (the parameters' first, then each state's)
+    /// when nothing else holds it, else into a new buffer.
+    fn write<E>(&mut self, k: usize, expr: E) -> Result<Flat<T>>
+    where
+        E: IntoExpr,
+        E::Expr: Expr<Elem = T, Axes = (ArenaElement,)>,
+    {
+        match self.spare[k].take().filter(Storage::is_unique) {
+            Some(buffer) => {
+                let mut into = flat(buffer);
+                into.assign(expr)?;
+                Ok(into)
+            }
+            None => expr.into_expr().eval(),
         }
-        let outputs = (roots.iter().zip(&mut self.spare))
-            .map(|(&root, spare)| {
-                let output = Output::new(root, vec![0], ReduceOp::Sum);
-                // A buffer something else still views is left to it; the result gets a new one.
-                match spare.take().filter(Storage::is_unique) {
-                    Some(buffer) => output.written_into(buffer, flat),
-                    None => output,
-                }
-            })
-            .collect();
-        let results = run_outputs(ir, &[len], &inputs, outputs)?;
-        drop(inputs);
-        let mut results = results.into_iter().map(|(storage, _)| storage);
-        let next = results.next().expect("one result per root");
-        self.spare[0] = Some(params.arena_mut().replace_storage(next));
-        for (k, next) in results.enumerate() {
+    }
+
+    /// Puts `p` in place of the parameters and `state` in place of the state, keeping the
+    /// buffers they replace for the next step.
+    fn finish<const N: usize>(
+        &mut self,
+        params: &mut Params<T>,
+        p: Flat<T>,
+        state: [Flat<T>; N],
+    ) -> Result<()> {
+        let p = p.storage().clone();
+        self.spare[0] = Some(params.arena_mut().replace_storage(p));
+        for (k, next) in state.into_iter().enumerate() {
+            let next = next.storage().clone();
             self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
         }
         Ok(())
     }
+}
+
+/// One element of a parameter arena: the axis an optimizer's passes run along.
+#[derive(Axis)]
+struct ArenaElement;
+
+/// A buffer laid out like a parameter arena, as a tensor.
+type Flat<T> = Tensor<T, (ArenaElement,)>;
+
+/// `storage`, as a flat tensor over all its elements.
+fn flat<T: Float>(storage: Storage<T>) -> Flat<T> {
+    let layout = Layout::row_major(&[storage.len()]);
+    Tensor::from_parts(storage, layout).expect("a buffer fits itself")
 }

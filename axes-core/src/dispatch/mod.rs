@@ -34,7 +34,7 @@ mod lower;
 mod outputs;
 mod transfer;
 
-pub(crate) use lower::{Work, combine, device_storage, run_expr, run_ir};
+pub(crate) use lower::{combine, device_storage, run_expr};
 pub(crate) use outputs::{
     Input, Output, copied_into, filled, placed, run_output, run_outputs, written_out,
 };

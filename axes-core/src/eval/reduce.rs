@@ -5,10 +5,10 @@ use std::any::TypeId;
 
 use super::ExprExt;
 use crate::axis::Axis;
-use crate::dispatch::{Work, evaluate, evaluate_parts, run_ir};
-use crate::element::{DType, Element};
+use crate::dispatch::{Input, Output, evaluate, evaluate_parts, placed, run_output};
+use crate::element::Element;
 use crate::engine::exec::Reduce;
-use crate::engine::plan::{LeafLayout, Leaves};
+use crate::engine::plan::Leaves;
 use crate::error::{Error, Result};
 use crate::expr::{Expr, Reduced, Reducible, Scalar, select};
 use crate::ir::binary;
@@ -18,7 +18,6 @@ use crate::ir::{Ir, IrNode};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK};
 use crate::num::{Float, Num};
-use crate::protocol::{Backend, BufferRef, Buffers, Device, LeafBuffer};
 use crate::tensor::Tensor;
 
 pub(crate) fn sum_sink() -> Reduce<SumOp> {
@@ -237,63 +236,9 @@ where
     arg_best(x, false)
 }
 
-/// [`argmax`] (`maximum`) or [`argmin`] on `backend`, where `x` is, as expressions: the best
-/// value along `X` kept with stride 0, then the smallest position whose element equals it or
-/// is NaN (a NaN makes the best NaN, which equals nothing, so the first NaN wins).
-fn arg_best_on<T: Num, A, X>(
-    x: &Tensor<T, A>,
-    backend: &'static dyn Backend,
-    maximum: bool,
-) -> Result<Tensor<i64, Difference<A, (X,)>>>
-where
-    X: Axis,
-    A: AxisSet + HasAxis<X> + DifferenceWith<(X,)>,
-{
-    let over = [TypeId::of::<X>()];
-    let best = if maximum {
-        reduce_keep(x, &over, max_sink())?
-    } else {
-        reduce_keep(x, &over, min_sink())?
-    };
-    let len = x.lens()[<A as HasAxis<X>>::POS];
-    // The positions along X, 0..len, as a leaf over X alone.
-    let steps: Vec<i64> = (0..len as i64).collect();
-    let positions = backend.upload(crate::protocol::as_bytes(&steps))?;
-    let (position_ids, position_layout) = ([TypeId::of::<X>()], Layout::row_major(&[len]));
-    let mut ir = Ir::default();
-    let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
-    let is_best = ir.push(IrNode::Compare(CompareOp::Equal, value, best_value));
-    let is_number = ir.push(IrNode::Compare(CompareOp::Equal, value, value));
-    let past_end = ir.push(IrNode::Scalar(len as f64));
-    let nan_or_end = ir.push(IrNode::Select(is_number, past_end, position));
-    ir.push(IrNode::Select(is_best, position, nan_or_end));
-    let (mut layouts, mut buffers) = (Leaves::new(), Buffers::new());
-    x.operands(&mut layouts);
-    x.buffers(&mut buffers);
-    best.operands(&mut layouts);
-    best.buffers(&mut buffers);
-    layouts.push(LeafLayout {
-        ids: &position_ids,
-        layout: &position_layout,
-        names: || vec![X::name()],
-    });
-    buffers.push(LeafBuffer {
-        dtype: DType::I64,
-        data: BufferRef::Device(backend, &positions),
-    });
-    type Kept<A, X> = Difference<A, (X,)>;
-    let ids = Kept::<A, X>::IDS;
-    let work = Work {
-        kept: ids,
-        names: &Kept::<A, X>::names,
-        reduced: &over,
-        reduce: ReduceOp::Min,
-        dest: None,
-    };
-    let (storage, layout) = run_ir::<i64>(ir, &layouts, &buffers, backend, &work)?;
-    Ok(Tensor::from_parts(storage, layout).expect("a fresh result fits"))
-}
-
+/// [`argmax`] (`maximum`) or [`argmin`] as one job on `x`'s device: the best value along
+/// `X` (kept with stride 0), then the smallest position whose element equals it or is NaN
+/// (a NaN makes the best NaN, which equals nothing, so the first NaN wins).
 fn arg_best<T: Num, A, X>(
     x: &Tensor<T, A>,
     maximum: bool,
@@ -309,41 +254,34 @@ where
             axis: X::name().into_owned(),
         });
     }
-    if let Device::Accelerator(backend) = x.device() {
-        return arg_best_on::<T, A, X>(x, backend, maximum);
-    }
-    let better: fn(T, T) -> bool = if maximum {
-        |candidate, best| candidate > best
+    let x = if x.layout().is_padded() {
+        x.try_contiguous()?
     } else {
-        |candidate, best| candidate < best
+        x.clone()
     };
-    let is_nan = |v: T| v.partial_cmp(&v).is_none();
-    let mut lens = x.lens().to_vec();
-    lens.remove(axis);
-    let out = Tensor::<i64, Difference<A, (X,)>>::from_index_fn(&lens, |index| {
-        let mut full = [0usize; MAX_RANK];
-        let mut k = 0;
-        for (a, slot) in full.iter_mut().enumerate().take(A::RANK) {
-            if a != axis {
-                *slot = index[k];
-                k += 1;
-            }
-        }
-        let mut best_at = 0;
-        full[axis] = 0;
-        let mut best = x.element_at(&full[..A::RANK]);
-        for i in 1..len {
-            if is_nan(best) {
-                break;
-            }
-            full[axis] = i;
-            let v = x.element_at(&full[..A::RANK]);
-            if is_nan(v) || better(v, best) {
-                best = v;
-                best_at = i;
-            }
-        }
-        best_at as i64
-    });
-    Ok(out)
+    let over = [TypeId::of::<X>()];
+    let best = if maximum {
+        reduce_keep(&x, &over, max_sink())?
+    } else {
+        reduce_keep(&x, &over, min_sink())?
+    };
+    // The positions along X, 0..len, as a leaf over X alone.
+    let positions = placed((0..len as i64).collect(), x.device())?;
+    let mut ir = Ir::default();
+    let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
+    let is_best = ir.push(IrNode::Compare(CompareOp::Equal, value, best_value));
+    let is_number = ir.push(IrNode::Compare(CompareOp::Equal, value, value));
+    let past_end = ir.push(IrNode::Scalar(len as f64));
+    let nan_or_end = ir.push(IrNode::Select(is_number, past_end, position));
+    let root = ir.push(IrNode::Select(is_best, position, nan_or_end));
+    let axes: Vec<usize> = (0..A::RANK).collect();
+    let inputs = [
+        Input::new(x.storage(), x.layout(), &axes, A::RANK)?,
+        Input::new(best.storage(), best.layout(), &axes, A::RANK)?,
+        Input::new(&positions, &Layout::row_major(&[len]), &[axis], A::RANK)?,
+    ];
+    let kept = axes.iter().copied().filter(|&a| a != axis).collect();
+    let output = Output::new(root, kept, ReduceOp::Min);
+    let (storage, layout) = run_output::<i64>(&ir, x.lens(), &inputs, output)?;
+    Ok(Tensor::from_parts(storage, layout).expect("a fresh result fits"))
 }

@@ -83,13 +83,6 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(())
     }
 
-    /// The element at `index` (in `A`'s order, each in range).
-    pub(crate) fn element_at(&self, index: &[usize]) -> T {
-        self.layout
-            .position(index)
-            .map_or(T::zero(), |p| self.storage.as_slice()[p])
-    }
-
     /// A fresh row-major tensor of `lens` (in `A`'s order, already checked) whose element at
     /// each index is `f(index)`.
     pub(crate) fn from_index_fn(lens: &[usize], mut f: impl FnMut(&[usize]) -> T) -> Self {
