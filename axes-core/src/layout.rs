@@ -379,6 +379,7 @@ impl ExactSizeIterator for Positions {}
 
 /// Whether no two indices over `lens` reach one position through `strides` (a sufficient
 /// condition: sorted by |stride|, each axis steps past everything the inner ones reach).
+#[inline]
 pub(crate) fn injective(lens: &[usize], strides: &[isize]) -> bool {
     let mut axes: smallvec::SmallVec<[usize; MAX_RANK]> =
         (0..lens.len()).filter(|&a| lens[a] > 1).collect();
@@ -396,6 +397,7 @@ pub(crate) fn injective(lens: &[usize], strides: &[isize]) -> bool {
 
 /// Whether every position `offset` + Σ iₐ·stridesₐ (iₐ < lensₐ) lies in `0..buffer_len`
 /// (nothing is reached, and so everything fits, when a length is 0).
+#[inline]
 pub(crate) fn within(offset: usize, lens: &[usize], strides: &[isize], buffer_len: usize) -> bool {
     if lens.contains(&0) {
         return true;
