@@ -155,10 +155,11 @@ impl<T: Element> Arena<T> {
 
     /// A view of the tensor behind `slot` (no copy).
     pub fn tensor<A: AxisSet>(&self, slot: &Slot<A>) -> Result<Tensor<T, A>> {
-        Ok(
-            Tensor::from_parts(self.storage.clone(), self.layout_of(slot)?)
-                .expect("arena layouts fit the arena buffer and match their slot's rank"),
-        )
+        Tensor::from_parts(self.storage.clone(), self.layout_of(slot)?).ok_or_else(|| {
+            Error::Unsupported {
+                what: "a tensor of an arena whose buffer a failed device copy lost".into(),
+            }
+        })
     }
 
     /// The layout (offset into [`Arena::flat`], lengths, strides) of every tensor, in the
@@ -244,11 +245,20 @@ impl<T: Num> Arena<T> {
                 });
             }
         }
+        if value.device() != self.device() {
+            return Err(Error::DeviceMismatch {
+                left: self.device().to_string(),
+                right: value.device().to_string(),
+            });
+        }
         let value = if value.layout().is_padded() {
             value.try_contiguous()?
         } else {
             value
         };
+        // Checked above, the copy can fail only with the device itself (then the arena is
+        // left empty, and `tensor` says so); the buffer goes into the job so that it is
+        // written in place when nothing else holds it.
         let storage = std::mem::replace(&mut self.storage, Storage::new(Vec::new()));
         let written = copied_into(value.storage(), value.layout(), storage, layout);
         self.storage = written?.0;
