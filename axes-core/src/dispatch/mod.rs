@@ -36,7 +36,7 @@ mod transfer;
 
 pub(crate) use lower::{combine, device_storage, run_expr};
 pub(crate) use outputs::{
-    Input, Output, copied_into, filled, placed, run_output, run_outputs, written_out,
+    Input, Output, assembled, copied_into, filled, placed, run_output, run_outputs, written_out,
 };
 
 use std::any::TypeId;

@@ -386,6 +386,50 @@ pub(crate) fn copied_into<T: Num>(
     run_output(&ir, from_layout.lens(), &[input], output)
 }
 
+/// A buffer of `len` elements on `device` holding each part (a buffer, how to read it, and
+/// the region of the result it goes to, of the same lengths), zeros elsewhere: how a model's
+/// gradients are gathered into its arena's layout. In host memory, regions laid out
+/// row-major in increasing order are filled in one pass; otherwise, and on a device, each
+/// part is one copy job into a buffer of zeros.
+pub(crate) fn assembled<T: Num>(
+    device: Device,
+    len: usize,
+    parts: &[(Storage<T>, Layout, Layout)],
+) -> Result<Storage<T>> {
+    let row_major = |l: &Layout| l.strides() == Layout::row_major(l.lens()).strides();
+    let mut end = 0;
+    let in_order = parts.iter().all(|(_, from, to)| {
+        let starts_after = to.offset() >= end;
+        end = to.offset() + to.element_count().unwrap_or(0);
+        starts_after && row_major(to) && from.lens() == to.lens() && !from.is_padded() && end <= len
+    });
+    if device.is_cpu() && in_order {
+        let mut values = Vec::with_capacity(len);
+        for (storage, from, to) in parts {
+            let data = storage.host()?;
+            values.resize(to.offset(), T::zero());
+            match from.element_count() {
+                Some(count) if row_major(from) => {
+                    values.extend_from_slice(&data[from.offset()..from.offset() + count]);
+                }
+                _ => values.extend(from.positions().map(|p| p.map_or(T::zero(), |p| data[p]))),
+            }
+        }
+        values.resize(len, T::zero());
+        return Ok(Storage::new(values));
+    }
+    let mut copy = Ir::default();
+    let root = copy.leaf();
+    let mut flat = filled(device, len, T::zero())?;
+    for (storage, from, to) in parts {
+        let axes: Vec<usize> = (0..to.rank()).collect();
+        let input = Input::new(storage, from, &axes, axes.len())?;
+        let output = Output::new(root, axes, ReduceOp::Sum).written_into(flat, *to);
+        flat = run_output(&copy, to.lens(), &[input], output)?.0;
+    }
+    Ok(flat)
+}
+
 /// A buffer of `count` copies of `value` on `device`.
 pub(crate) fn filled<T: Num>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {

@@ -6,9 +6,8 @@ use rand_distr::{Distribution, Normal};
 
 use crate::arena::{Arena, ArenaBuilder, Slot};
 use crate::autodiff::{Grads, Tape, Var};
-use crate::dispatch::{Input, Output, filled, placed, run_output};
+use crate::dispatch::{assembled, placed};
 use crate::error::{Error, Result};
-use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::named::NamedLengths;
@@ -213,20 +212,14 @@ impl<T: Float> Bound<'_, T> {
             grads.check(&self.tape, last)?;
         }
         let arena = &self.params.arena;
-        let mut flat = filled(arena.device(), arena.len(), T::zero())?;
-        let mut copy = Ir::default();
-        let root = copy.leaf();
-        for (layout, &node) in arena.layouts().iter().zip(&self.nodes) {
-            let Some(buf) = grads.buf(node) else {
-                continue;
-            };
-            let axes: Vec<usize> = (0..layout.rank()).collect();
-            let input = Input::new(&buf.storage, &buf.layout, &axes, axes.len())?;
-            let output = Output::new(root, axes, ReduceOp::Sum).written_into(flat, *layout);
-            flat = run_output(&copy, layout.lens(), &[input], output)?.0;
-        }
+        let parts: Vec<_> = (arena.layouts().iter().zip(&self.nodes))
+            .filter_map(|(layout, &node)| {
+                let buf = grads.buf(node)?;
+                Some((buf.storage, buf.layout, *layout))
+            })
+            .collect();
         Ok(Gradient {
-            storage: flat,
+            storage: assembled(arena.device(), arena.len(), &parts)?,
             arena: arena.id(),
         })
     }
