@@ -27,33 +27,3 @@ pub mod threads;
 /// Elements evaluated per step of the innermost loop: leaves that are not contiguous are
 /// gathered into a buffer of this many elements (tiled loops too, within each tile row).
 pub const CHUNK: usize = 512;
-
-/// Whether every position `offset + Σ iₐ·strides[a]` (each `iₐ < lens[a]`) lies in `0..len`.
-/// True when some length is 0 (there is no position); false when the ranks differ or the
-/// arithmetic overflows.
-pub(crate) fn stays_inside(len: usize, offset: usize, lens: &[usize], strides: &[isize]) -> bool {
-    if lens.contains(&0) {
-        return true;
-    }
-    if lens.len() != strides.len() {
-        return false;
-    }
-    let Ok(start) = isize::try_from(offset) else {
-        return false;
-    };
-    let (mut low, mut high) = (start, start);
-    for (&n, &stride) in lens.iter().zip(strides) {
-        let reach = isize::try_from(n - 1)
-            .ok()
-            .and_then(|last| last.checked_mul(stride));
-        let moved = match reach {
-            Some(r) if r < 0 => low.checked_add(r).map(|l| low = l),
-            Some(r) => high.checked_add(r).map(|h| high = h),
-            None => None,
-        };
-        if moved.is_none() {
-            return false;
-        }
-    }
-    low >= 0 && (high as usize) < len
-}

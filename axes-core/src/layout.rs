@@ -395,23 +395,27 @@ pub(crate) fn injective(lens: &[usize], strides: &[isize]) -> bool {
     true
 }
 
-/// Whether every position `offset` + Σ iₐ·stridesₐ (iₐ < lensₐ) lies in `0..buffer_len`
-/// (nothing is reached, and so everything fits, when a length is 0).
+/// Whether every position `offset` + Σ iₐ·stridesₐ (iₐ < lensₐ) lies in `0..buffer_len`:
+/// true when some length is 0 (nothing is reached), false when the ranks differ.
 #[inline]
 pub(crate) fn within(offset: usize, lens: &[usize], strides: &[isize], buffer_len: usize) -> bool {
     if lens.contains(&0) {
         return true;
     }
-    let (mut low, mut high) = (offset as i128, offset as i128);
+    if lens.len() != strides.len() {
+        return false;
+    }
+    // Checked: a public job may carry any lengths and strides; overflow means outside.
+    let (mut low, mut high) = (Some(offset as i128), Some(offset as i128));
     for (&len, &stride) in lens.iter().zip(strides) {
-        let reach = (len as i128 - 1) * stride as i128;
-        if reach < 0 {
-            low += reach;
-        } else {
-            high += reach;
+        let reach = (len as i128 - 1).checked_mul(stride as i128);
+        match reach {
+            Some(r) if r < 0 => low = low.and_then(|l| l.checked_add(r)),
+            Some(r) => high = high.and_then(|h| h.checked_add(r)),
+            None => return false,
         }
     }
-    low >= 0 && high < buffer_len as i128
+    matches!((low, high), (Some(l), Some(h)) if l >= 0 && h < buffer_len as i128)
 }
 
 #[cfg(test)]

@@ -418,14 +418,9 @@ pub(crate) fn assembled<T: Num>(
         values.resize(len, T::zero());
         return Ok(Storage::new(values));
     }
-    let mut copy = Ir::default();
-    let root = copy.leaf();
     let mut flat = filled(device, len, T::zero())?;
     for (storage, from, to) in parts {
-        let axes: Vec<usize> = (0..to.rank()).collect();
-        let input = Input::new(storage, from, &axes, axes.len())?;
-        let output = Output::new(root, axes, ReduceOp::Sum).written_into(flat, *to);
-        flat = run_output(&copy, to.lens(), &[input], output)?.0;
+        flat = copied_into(storage, from, flat, *to)?.0;
     }
     Ok(flat)
 }

@@ -15,11 +15,11 @@ use std::collections::HashMap;
 
 use half::{bf16, f16};
 
-use super::stays_inside;
 use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
+use crate::layout::within;
 use crate::num::Num;
 
 /// Elements per block.
@@ -387,10 +387,10 @@ pub(crate) fn run(
     }
     let fits = sources
         .iter()
-        .all(|s| stays_inside(s.data.len(), s.offset, lens, &s.strides))
+        .all(|s| within(s.offset, lens, &s.strides, s.data.len()))
         && sinks
             .iter()
-            .all(|s| stays_inside(s.data.len(), s.offset, lens, &s.strides));
+            .all(|s| within(s.offset, lens, &s.strides, s.data.len()));
     if !fits {
         return Err(unsupported(
             "an operand layout that leaves its buffer".into(),

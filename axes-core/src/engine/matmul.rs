@@ -5,8 +5,9 @@ use std::any::TypeId;
 
 use half::{bf16, f16};
 
-use super::{stays_inside, threads};
+use super::threads;
 use crate::error::{Error, Result};
+use crate::layout::within;
 use crate::num::Num;
 
 /// One operand of a batched matrix product in host memory: element (0, 0) of the first
@@ -27,7 +28,7 @@ impl<T> HostMatrix<'_, T> {
         let strides: Vec<isize> = (self.batch_strides.iter().copied())
             .chain([self.row_stride, self.col_stride])
             .collect();
-        stays_inside(self.data.len(), self.offset, &lens, &strides)
+        within(self.offset, &lens, &strides, self.data.len())
     }
 
     /// The position of element (0, 0) of the matrix at `index` of the batch.
@@ -120,7 +121,7 @@ fn matmul<T: Num>(
 ) {
     // Every position an operand reaches, checked once against its buffer.
     let inside = |data: &[T], o: isize, rows: usize, rs: isize, cols: usize, cs: isize| {
-        usize::try_from(o).is_ok_and(|o| stays_inside(data.len(), o, &[rows, cols], &[rs, cs]))
+        usize::try_from(o).is_ok_and(|o| within(o, &[rows, cols], &[rs, cs], data.len()))
     };
     assert!(
         inside(lhs, lo, m, l_rs, k, l_cs) && inside(rhs, ro, k, r_rs, n, r_cs),

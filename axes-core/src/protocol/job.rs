@@ -82,7 +82,7 @@ fn check_reach(
     lens: &[usize],
 ) -> Result<()> {
     let len = memory.bytes() / dtype.size();
-    if strides.len() != lens.len() || !crate::layout::within(offset, lens, strides, len) {
+    if !crate::layout::within(offset, lens, strides, len) {
         return Err(Error::Unsupported {
             what: format!(
                 "{what} at offset {offset} with strides {strides:?} over lengths {lens:?}, \
