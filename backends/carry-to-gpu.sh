@@ -5,7 +5,8 @@
 # `.ci/run` installs into `.ci/venv`, or from AXES_CUDA_LIB) in `lib/`. There:
 #
 #   cd gpu-carry && export LD_LIBRARY_PATH=$PWD/lib:$LD_LIBRARY_PATH
-#   ./cuda-tests --nocapture          # every GPU test; none prints SKIPPED where a GPU is
+#   ./cuda-tests --nocapture          # the library on the GPU; none prints SKIPPED there
+#   ./cuda-kernels --nocapture cuda   # the generated kernels against the reference
 #   ./cuda-bench --bench              # bandwidth vs a device copy; dot vs cuBLAS
 #
 # cuBLAS (libcublas.so.13, libcublasLt.so.13) comes from the machine's CUDA toolkit or the
@@ -19,10 +20,12 @@ out="${1:-target/gpu-carry}"
 mkdir -p "$out/lib"
 executable() { sed -n 's/^ *Executable .*(\(.*\))$/\1/p' | tail -1; }
 tests="$(cargo test -p axes-backends --features cuda --release --test cuda --no-run 2>&1 | executable)"
+kernels="$(cargo test -p axes-backends --features cuda --release --lib --no-run 2>&1 | executable)"
 bench="$(cargo bench -p axes-backends --features cuda --bench cuda --no-run 2>&1 | executable)"
 cp "$tests" "$out/cuda-tests"
+cp "$kernels" "$out/cuda-kernels"
 cp "$bench" "$out/cuda-bench"
-strip "$out/cuda-tests" "$out/cuda-bench"
+strip "$out/cuda-tests" "$out/cuda-kernels" "$out/cuda-bench"
 lib="${AXES_CUDA_LIB:-}"
 if [ -z "$lib" ] && [ -x .ci/venv/bin/python ]; then
     lib="$(.ci/venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')"

@@ -1,9 +1,9 @@
 //! On a CUDA device: fused `a*x + b*y` and `sum((x - y)²)` over 16M f32, as a fraction of a
-//! device-to-device copy's bandwidth measured in the same run — both as bare generated kernels
-//! and through the library on tensors that live on the GPU (`(&x * 2.0 + &y * 3.0).eval()`,
-//! `(&x - &y).square().sum::<(Elem,)>()`, each allocating its result); and matrix products
-//! (2048³) in GFLOP/s: the generated tiled kernel, the library's `dot` on GPU tensors (which
-//! calls cuBLAS), and cuBLAS SGEMM called directly. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
+//! device-to-device copy's bandwidth measured in the same run — both as bare jobs given to the
+//! backend (`Backend::run`) and through the library on tensors that live on the GPU
+//! (`(&x * 2.0 + &y * 3.0).eval()`, `(&x - &y).square().sum::<(Elem,)>()`, each allocating its
+//! result); and matrix products (2048³) in GFLOP/s: the library's `dot` on GPU tensors (which
+//! calls cuBLAS) and cuBLAS SGEMM called directly. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
 //! short run. To run on a GPU machine without Rust, build here with `--no-run`, carry the
@@ -12,32 +12,15 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use axes_backends::cuda::{Cuda, CudaArg};
-use axes_core::ir::{Ir, IrNode};
-use axes_kernels::{
-    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
-    reduction,
-};
+use axes_backends::cuda::Cuda;
+use axes_core::DType;
+use axes_core::ir::{Ir, IrNode, ReduceOp};
+use axes_core::protocol::{Backend, DeviceMemory, Job, JobLeaf};
 use criterion::Criterion;
 
 #[path = "../../benches/support/mod.rs"]
 mod support;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
-
-/// Launches `kernel`.
-fn launch(
-    device: &Cuda,
-    kernel: &Kernel,
-    wide: bool,
-    args: &[CudaArg<'_>],
-    a: usize,
-    b: usize,
-) -> axes_core::Result<()> {
-    // SAFETY: every launch here builds `args` in the generator's documented order, from
-    // buffers of the kernel's element types, with lengths, offsets and strides whose positions
-    // the reference reads too (so they lie inside the buffers).
-    unsafe { device.launch(kernel, wide, args, a, b) }
-}
 
 const N: usize = 1 << 24;
 const SIDE: usize = 2048;
@@ -87,7 +70,6 @@ fn main() {
         .configure_from_args();
     let stream = Arc::clone(cuda.stream());
     let x = cuda.upload(&vec![1.0f32; N]).unwrap();
-    let y = cuda.upload(&vec![2.0f32; N]).unwrap();
     let mut out = cuda.upload(&vec![0.0f32; N]).unwrap();
 
     c.bench_function("cuda copy 16M", |b| {
@@ -97,129 +79,52 @@ fn main() {
         })
     });
 
-    let ir = axpby();
-    let spec = Spec {
-        ir: &ir,
-        leaves: &[CType::F32, CType::F32],
-        out: CType::F32,
-        wide: false,
+    // The same work as bare jobs: what the backend adds to the kernels, without tensors.
+    let bytes = |value: f32| -> Vec<u8> { (0..N).flat_map(|_| value.to_ne_bytes()).collect() };
+    let (xm, ym) = (
+        Backend::upload(cuda, &bytes(1.0)).unwrap(),
+        Backend::upload(cuda, &bytes(2.0)).unwrap(),
+    );
+    let job = |ir: Ir, kept: usize, reduced: usize| Job {
+        ir,
+        leaves: [&xm, &ym]
+            .map(|memory: &DeviceMemory| JobLeaf {
+                dtype: DType::F32,
+                memory,
+                offset: 0,
+                strides: if kept > 1 { vec![1, 0] } else { vec![0, 1] },
+            })
+            .to_vec(),
+        kept: vec![kept],
+        reduced: vec![reduced],
+        reduce: ReduceOp::Sum,
+        out: DType::F32,
     };
-    let kernel = elementwise(&spec, 1, Dialect::Cuda).unwrap();
-    let n = N as i64;
+    let axpby_job = job(axpby(), N, 1);
     c.bench_function("cuda axpby 16M", |b| {
         b.iter(|| {
-            let args = [
-                CudaArg::Index(n),
-                CudaArg::Index(n),
-                CudaArg::F32(&out),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-                CudaArg::F32(&x),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-                CudaArg::F32(&y),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-            ];
-            launch(cuda, &kernel, false, &args, (N / 256).min(65536), 256).unwrap();
+            black_box(cuda.run(&axpby_job).unwrap());
+            cuda.synchronize().unwrap();
         })
     });
-
-    // Σ (x - y)²: 4096 parts, then one group combines them.
-    let ir = squared_difference();
-    let spec = Spec {
-        ir: &ir,
-        leaves: &[CType::F32, CType::F32],
-        out: CType::F32,
-        wide: false,
-    };
-    let partial_kernel = reduction(&spec, 0, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
-    let mut leaf = Ir::default();
-    leaf.leaf();
-    let leaf_spec = Spec {
-        ir: &leaf,
-        leaves: &[CType::F32],
-        out: CType::F32,
-        wide: false,
-    };
-    let combine = reduction(&leaf_spec, 0, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
-    let parts = 4096i64;
-    let partial = cuda.upload(&vec![0.0f32; parts as usize]).unwrap();
-    let total = cuda.upload(&[0.0f32]).unwrap();
+    let sum_job = job(squared_difference(), 1, N);
     c.bench_function("cuda sum sq diff 16M", |b| {
         b.iter(|| {
-            let args = [
-                CudaArg::Index(1),
-                CudaArg::Index(n),
-                CudaArg::Index(parts),
-                CudaArg::Index(n),
-                CudaArg::F32(&partial),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-                CudaArg::F32(&x),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-                CudaArg::F32(&y),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-            ];
-            launch(
-                cuda,
-                &partial_kernel,
-                false,
-                &args,
-                parts as usize,
-                REDUCE_GROUP,
-            )
-            .unwrap();
-            let args = [
-                CudaArg::Index(1),
-                CudaArg::Index(parts),
-                CudaArg::Index(1),
-                CudaArg::Index(parts),
-                CudaArg::F32(&total),
-                CudaArg::Index(0),
-                CudaArg::Index(0),
-                CudaArg::F32(&partial),
-                CudaArg::Index(0),
-                CudaArg::Index(1),
-            ];
-            launch(cuda, &combine, false, &args, 1, REDUCE_GROUP).unwrap();
+            black_box(cuda.run(&sum_job).unwrap());
+            cuda.synchronize().unwrap();
         })
     });
-    let sum = cuda.download(&total).unwrap()[0];
+    let total = Backend::download(cuda, &cuda.run(&sum_job).unwrap()).unwrap();
+    let sum = f32::from_ne_bytes(total[..4].try_into().unwrap());
     assert!(
         (sum - N as f32).abs() < 1e-3 * N as f32,
         "Σ(x-y)² = {sum}, expected {N}"
     );
 
-    // 2048³ products: the generated tiled kernel and cuBLAS.
-    let s = SIDE as i64;
+    // 2048³ products by cuBLAS, called directly.
     let a = cuda.upload(&vec![0.5f32; SIDE * SIDE]).unwrap();
     let bm = cuda.upload(&vec![0.25f32; SIDE * SIDE]).unwrap();
     let mut cm = cuda.upload(&vec![0.0f32; SIDE * SIDE]).unwrap();
-    let mm = matmul(CType::F32, false, Dialect::Cuda).unwrap();
-    let tiles = (SIDE / MATMUL_TILE) * (SIDE / MATMUL_TILE);
-    c.bench_function("cuda matmul generated 2048", |b| {
-        b.iter(|| {
-            let mut args = vec![
-                CudaArg::Index(1),
-                CudaArg::Index(s),
-                CudaArg::Index(s),
-                CudaArg::Index(s),
-            ];
-            for buf in [&cm, &a, &bm] {
-                args.extend([
-                    CudaArg::F32(buf),
-                    CudaArg::Index(0),
-                    CudaArg::Index(0),
-                    CudaArg::Index(s),
-                    CudaArg::Index(1),
-                ]);
-            }
-            launch(cuda, &mm, false, &args, tiles, MATMUL_TILE * MATMUL_TILE).unwrap();
-        })
-    });
     // SAFETY: only probes for the library.
     if unsafe { cudarc::cublas::sys::is_culib_present() } {
         let blas = CudaBlas::new(Arc::clone(&stream)).unwrap();
@@ -293,19 +198,6 @@ fn main() {
             flops / blas / 1e6,
             blas / ours
         );
-    }
-    let ours = median_ms("cuda matmul generated 2048");
-    let blas = median_ms("cuda matmul cublas 2048");
-    if let Some(ours) = ours {
-        print!("generated matmul: {:.0} GFLOP/s", flops / ours / 1e6);
-        if let Some(blas) = blas {
-            print!(
-                "; cuBLAS {:.0} GFLOP/s; ratio {:.2}",
-                flops / blas / 1e6,
-                blas / ours
-            );
-        }
-        println!();
     }
 }
 

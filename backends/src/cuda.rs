@@ -153,17 +153,17 @@ pub struct Cuda {
 }
 
 /// An argument of a launch.
-pub enum CudaArg<'a> {
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "typed buffers are for the kernel tests")
+)]
+pub(crate) enum CudaArg<'a> {
     /// An index, length, offset or stride.
     Index(Index),
     /// An f32 buffer.
     F32(&'a CudaSlice<f32>),
     /// An f64 buffer.
     F64(&'a CudaSlice<f64>),
-    /// An i32 buffer.
-    I32(&'a CudaSlice<i32>),
-    /// An i64 buffer.
-    I64(&'a CudaSlice<i64>),
     /// A u8 (or bool) buffer.
     U8(&'a CudaSlice<u8>),
 }
@@ -291,7 +291,8 @@ impl Cuda {
     /// [`axes_kernels::Kernel`]): each buffer of the element type the kernel reads or writes
     /// there, and lengths, offsets and strides that keep every position the kernel reaches
     /// inside its buffer; otherwise the kernel reads or writes out of bounds.
-    pub unsafe fn launch(
+    #[cfg(test)]
+    pub(crate) unsafe fn launch(
         &self,
         kernel: &Kernel,
         wide: bool,
@@ -341,8 +342,6 @@ impl Cuda {
                 CudaArg::Index(_) => builder.arg(&narrow[i]),
                 CudaArg::F32(b) => builder.arg(*b),
                 CudaArg::F64(b) => builder.arg(*b),
-                CudaArg::I32(b) => builder.arg(*b),
-                CudaArg::I64(b) => builder.arg(*b),
                 CudaArg::U8(b) => builder.arg(*b),
             };
         }
@@ -615,3 +614,6 @@ impl Backend for Cuda {
         Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -72,6 +72,10 @@ pub mod cuda;
 pub mod opencl;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod plan;
+/// The plain reference the kernel tests compare with (shared with the integration tests).
+#[cfg(all(test, any(feature = "cuda", feature = "opencl")))]
+#[path = "../tests/common/reference.rs"]
+mod reference;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) use plan::{Destination, JobPlan, Slot};
 

@@ -58,7 +58,7 @@ impl<T> DeviceBuffer<T> {
 }
 
 /// An argument of a launch.
-pub enum Arg<'a> {
+pub(crate) enum Arg<'a> {
     /// An index, length, offset or stride.
     Index(Index),
     /// A buffer (of any element type).
@@ -197,7 +197,7 @@ impl OpenCl {
     /// there, and lengths, offsets and strides that keep every position the kernel reaches
     /// inside its buffer. The kernel writes device memory — on PoCL, this process's memory —
     /// so wrong arguments are undefined behaviour.
-    pub unsafe fn launch(
+    pub(crate) unsafe fn launch(
         &self,
         kernel: &Kernel,
         wide: bool,
@@ -279,7 +279,7 @@ impl OpenCl {
 
 impl<T> DeviceBuffer<T> {
     /// As a kernel argument.
-    pub fn arg(&self) -> Arg<'_> {
+    pub(crate) fn arg(&self) -> Arg<'_> {
         Arg::Buffer(&self.buffer)
     }
 }
@@ -402,3 +402,6 @@ impl Backend for OpenCl {
         Ok(DeviceMemory::new(out, plan.out_bytes))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,17 +1,15 @@
 //! A contraction as (batched) matrices: the axes of each matrix dimension merged where the
 //! strides allow (else the operand is packed once), run on a device as a
-//! [`MatmulJob`](crate::protocol::MatmulJob) or on the CPU by the engine's GEMM.
+//! where the operands live (see [`dispatch::matmul`]).
 
 use super::PACKED;
 use super::roles::Roles;
-use crate::dispatch;
+use crate::dispatch::{self, MatrixOperand};
 use crate::element::Element;
-use crate::engine::matmul::{HostMatrix, batched_matmul};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::num::Num;
-use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
@@ -49,51 +47,51 @@ fn by_stride(layout: &Layout, axes: &[usize]) -> Vec<usize> {
     sorted
 }
 
-/// A matrix view of one operand: buffer, offset of each batch entry, and strides of the two
-/// merged dimensions.
-struct MatrixOperand<T> {
+/// A matrix view of one operand: its batch axes, rows and columns each merged into one
+/// (length, stride), over its own buffer or a packed copy.
+struct MatrixView<T> {
     /// The operand packed into `[batch, rows, cols]` order, when its strides allow no view.
     packed: Option<Storage<T>>,
     offset: usize,
-    batch_strides: Vec<isize>,
-    /// The batch axes merged into one (length, stride), where they merge.
-    batch: Option<(usize, isize)>,
+    batch: (usize, isize),
     rows: (usize, isize),
     cols: (usize, isize),
 }
 
-impl<T: Element> MatrixOperand<T> {
-    /// The operand in host memory, over `storage` (the tensor's own) unless it was packed.
-    fn in_host<'a>(&'a self, storage: &'a Storage<T>) -> HostMatrix<'a, T> {
-        HostMatrix {
-            data: self.packed.as_ref().unwrap_or(storage).as_slice(),
+impl<T> MatrixView<T> {
+    /// The operand as the matrix product reads it, over `storage` (the tensor's own) unless
+    /// it was packed.
+    fn operand<'a>(&'a self, storage: &'a Storage<T>) -> MatrixOperand<'a, T> {
+        MatrixOperand {
+            storage: self.packed.as_ref().unwrap_or(storage),
             offset: self.offset,
-            batch_strides: &self.batch_strides,
+            batch_stride: self.batch.1,
             row_stride: self.rows.1,
             col_stride: self.cols.1,
         }
     }
 }
 
-/// Makes `t` a [batch..., rows..., cols...] matrix operand, packing it (on its device) only
-/// when its strides do not allow a view. On a device the batch axes must merge into one too.
-fn matrix_operand<T: Element, A: AxisSet>(
+/// Makes `t` a [batch..., rows..., cols...] matrix view, packing it (on its device) only
+/// when its strides do not let each of the three groups of axes merge into one.
+fn matrix_view<T: Element, A: AxisSet>(
     t: &Tensor<T, A>,
     batch: &[usize],
     rows: &[usize],
     cols: &[usize],
-) -> Result<MatrixOperand<T>> {
+) -> Result<MatrixView<T>> {
     let layout = *t.layout();
-    let on_device = !t.device().is_cpu();
     if !layout.is_padded()
-        && let (Some(r), Some(c)) = (merge(&layout, rows), merge(&layout, cols))
-        && (!on_device || merge(&layout, batch).is_some())
+        && let (Some(b), Some(r), Some(c)) = (
+            merge(&layout, batch),
+            merge(&layout, rows),
+            merge(&layout, cols),
+        )
     {
-        return Ok(MatrixOperand {
+        return Ok(MatrixView {
             packed: None,
             offset: layout.offset(),
-            batch_strides: batch.iter().map(|&a| layout.strides()[a]).collect(),
-            batch: merge(&layout, batch),
+            batch: b,
             rows: r,
             cols: c,
         });
@@ -104,17 +102,15 @@ fn matrix_operand<T: Element, A: AxisSet>(
     let data = t.packed_in(&order)?;
     let lens: Vec<usize> = order.iter().map(|&a| layout.lens()[a]).collect();
     let packed = Layout::row_major(&lens);
-    let nb = batch.len();
+    let (nb, nr) = (batch.len(), rows.len());
     let all: Vec<usize> = (0..order.len()).collect();
-    let r = merge(&packed, &all[nb..nb + rows.len()]).expect("row-major axes merge");
-    let c = merge(&packed, &all[nb + rows.len()..]).expect("row-major axes merge");
-    Ok(MatrixOperand {
+    let merged = |axes: &[usize]| merge(&packed, axes).expect("row-major axes merge");
+    Ok(MatrixView {
         packed: Some(data),
         offset: 0,
-        batch_strides: packed.strides()[..nb].to_vec(),
-        batch: merge(&packed, &all[..nb]),
-        rows: r,
-        cols: c,
+        batch: merged(&all[..nb]),
+        rows: merged(&all[nb..nb + nr]),
+        cols: merged(&all[nb + nr..]),
     })
 }
 
@@ -124,8 +120,8 @@ pub(super) struct Matrices<T> {
     batch_x: Vec<usize>,
     m_axes: Vec<usize>,
     n_axes: Vec<usize>,
-    lhs: MatrixOperand<T>,
-    rhs: MatrixOperand<T>,
+    lhs: MatrixView<T>,
+    rhs: MatrixView<T>,
     comp_lens: Vec<usize>,
 }
 
@@ -155,8 +151,8 @@ impl<T: Num> Matrices<T> {
         let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
         let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
         let ky: Vec<usize> = k_pairs.iter().map(|&(_, b)| b).collect();
-        let lhs = matrix_operand(x, &batch_x, &m_axes, &kx)?;
-        let rhs = matrix_operand(y, &batch_y, &ky, &n_axes)?;
+        let lhs = matrix_view(x, &batch_x, &m_axes, &kx)?;
+        let rhs = matrix_view(y, &batch_y, &ky, &n_axes)?;
         let comp_lens: Vec<usize> = (batch_x.iter().map(|&a| xl[a]))
             .chain(m_axes.iter().map(|&a| xl[a]))
             .chain(n_axes.iter().map(|&b| yl[b]))
@@ -171,85 +167,32 @@ impl<T: Num> Matrices<T> {
         })
     }
 
-    /// Runs the product on the CPU (both operands in host memory).
-    pub(super) fn run_on_host<L: AxisSet, R: AxisSet>(
+    /// Runs the product where `x` and `y` are: the result buffer, and its layout in the
+    /// result type's axis order.
+    pub(super) fn run<L: AxisSet, R: AxisSet>(
         &self,
-        x: &Tensor<T, L>,
-        y: &Tensor<T, R>,
-    ) -> Result<(Storage<T>, Layout)> {
-        let Matrices {
-            batch_x,
-            lhs,
-            rhs,
-            comp_lens,
-            ..
-        } = self;
-        // The result, row-major in [batch, m, n] computation order.
-        let batch_lens: Vec<usize> = batch_x.iter().map(|&a| x.lens()[a]).collect();
-        let count = comp_lens
-            .iter()
-            .try_fold(1usize, |n, &l| n.checked_mul(l))
-            .ok_or_else(|| Error::SizeOverflow {
-                lengths: format!("{} · {}", x.describe_lengths(), y.describe_lengths()),
-            })?;
-        let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
-        let mut out = vec![T::zero(); count];
-        let (lhs, rhs) = (lhs.in_host(x.storage()), rhs.in_host(y.storage()));
-        batched_matmul(&mut out, &batch_lens, (m, n, k), &lhs, &rhs)?;
-        let layout = self.result_layout(L::RANK, R::RANK);
-        Ok((Storage::new(out), layout))
-    }
-
-    /// Runs the product on `backend`, where `x`, `y` and the packed operands are.
-    pub(super) fn run_on<L: AxisSet, R: AxisSet>(
-        &self,
-        backend: &'static dyn crate::protocol::Backend,
         x: &Tensor<T, L>,
         y: &Tensor<T, R>,
     ) -> Result<(Storage<T>, Layout)> {
         let (lhs, rhs) = (&self.lhs, &self.rhs);
-        let count = self
+        if self
             .comp_lens
             .iter()
             .try_fold(1usize, |n, &l| n.checked_mul(l))
-            .ok_or_else(|| Error::SizeOverflow {
+            .is_none()
+        {
+            return Err(Error::SizeOverflow {
                 lengths: format!("{} · {}", x.describe_lengths(), y.describe_lengths()),
-            })?;
-        let layout = self.result_layout(L::RANK, R::RANK);
-        let (m, k, n) = (lhs.rows.0, lhs.cols.0, rhs.cols.0);
-        let memory = if count == 0 {
-            backend.upload(&[])?
-        } else {
-            fn side<'s, T: Element>(
-                op: &'s MatrixOperand<T>,
-                storage: &'s Storage<T>,
-                backend: &'static dyn crate::protocol::Backend,
-            ) -> Result<crate::protocol::MatrixSide<'s>> {
-                let storage = op.packed.as_ref().unwrap_or(storage);
-                let memory = storage.memory().ok_or_else(|| Error::DeviceMismatch {
-                    left: storage.device().to_string(),
-                    right: Device::Accelerator(backend).to_string(),
-                })?;
-                Ok(crate::protocol::MatrixSide {
-                    memory,
-                    offset: op.offset,
-                    batch_stride: op.batch.map_or(0, |b| b.1),
-                    row_stride: op.rows.1,
-                    col_stride: op.cols.1,
-                })
-            }
-            let job = crate::protocol::MatmulJob {
-                dtype: T::DTYPE,
-                batch: lhs.batch.map_or(1, |b| b.0),
-                m,
-                n,
-                k,
-                lhs: side(lhs, x.storage(), backend)?,
-                rhs: side(rhs, y.storage(), backend)?,
-            };
-            backend.matmul(&job)?
-        };
-        Ok((dispatch::device_storage(backend, memory, count)?, layout))
+            });
+        }
+        let dims = (lhs.rows.0, rhs.cols.0, lhs.cols.0);
+        let storage = dispatch::matmul(
+            lhs.batch.0,
+            dims,
+            &lhs.operand(x.storage()),
+            &rhs.operand(y.storage()),
+        )?;
+        Ok((storage, self.result_layout(L::RANK, R::RANK)))
     }
 
     /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch

@@ -129,10 +129,6 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     y: &Tensor<T, R>,
     roles: &Roles,
 ) -> Result<(Storage<T>, Layout)> {
-    let device = dispatch::common_device([x.device(), y.device()])?;
-    let matrices = Matrices::new(x, y, roles)?;
-    if let Some(Device::Accelerator(backend)) = device {
-        return matrices.run_on(backend, x, y);
-    }
-    matrices.run_on_host(x, y)
+    dispatch::common_device([x.device(), y.device()])?;
+    Matrices::new(x, y, roles)?.run(x, y)
 }

@@ -31,10 +31,12 @@
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
 mod lower;
+mod matmul;
 mod outputs;
 mod transfer;
 
 pub(crate) use lower::{combine, device_storage, run_expr};
+pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
     Input, Output, assembled, copied_into, filled, placed, run_output, run_outputs, written_out,
 };
@@ -105,6 +107,60 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     };
     exec::run(&plan, &mut data, sink, &make);
     Ok((Storage::new(data), layout))
+}
+
+/// Runs `expr` into `target` (the expression's axes less `reduced`, in any order), reducing
+/// over `reduced` and combining with `target`'s elements by `sink`. Host memory: the CPU
+/// engine writes in place (copy-on-write when the buffer is shared); a device: the result
+/// goes into a fresh buffer that replaces `target`'s.
+pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+    expr: &E,
+    target: &mut Tensor<E::Elem, A>,
+    reduced: &[TypeId],
+    sink: S,
+) -> Result<()> {
+    if let Some(Device::Accelerator(backend)) = expr_device(expr, Some(target.device()))? {
+        let kind = sink.device_kind();
+        let (storage, layout) = run_expr(
+            expr,
+            backend,
+            A::IDS,
+            &A::names,
+            reduced,
+            kind.unwrap_or(ReduceOp::Sum),
+            Some(target.lens()),
+        )?;
+        let (storage, layout) = match kind {
+            Some(kind) if S::REDUCES => {
+                let fresh = Tensor::<E::Elem, A>::new_unchecked(storage, layout);
+                let mine = target.to(&Device::Accelerator(backend))?;
+                combine(&mine, &fresh, backend, kind)?
+            }
+            _ => (storage, layout),
+        };
+        target.replace_parts(storage, layout);
+        return Ok(());
+    }
+    if !target.layout().is_injective() {
+        *target = target.contiguous();
+    }
+    let mut leaves = Leaves::new();
+    expr.operands(&mut leaves);
+    let mut plan = Plan::empty();
+    plan.build(
+        A::IDS,
+        &A::names,
+        reduced,
+        Destination::Existing(target.layout()),
+        &leaves,
+    )?;
+    let data = target.storage_mut().make_mut();
+    let make = || {
+        let mut next = 0;
+        expr.evaluator(&plan, &mut next)
+    };
+    exec::run(&plan, data, sink, &make);
+    Ok(())
 }
 
 /// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an

@@ -425,11 +425,14 @@ pub(crate) fn assembled<T: Num>(
     Ok(flat)
 }
 
-/// A buffer of `count` copies of `value` on `device`.
-pub(crate) fn filled<T: Num>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
+/// A buffer of `count` copies of `value` on `device` (on an accelerator, written by a job
+/// unless `value` is a `bool` or does not survive the IR's `f64` constants: then uploaded).
+pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {
         Device::Cpu => Ok(Storage::new(vec![value; count])),
-        Device::Accelerator(backend) => {
+        Device::Accelerator(backend)
+            if T::DTYPE != DType::Bool && T::from_f64(value.to_f64()) == value =>
+        {
             let mut ir = Ir::default();
             ir.push(crate::ir::IrNode::Scalar(value.to_f64()));
             let job = MultiJob {
@@ -452,6 +455,7 @@ pub(crate) fn filled<T: Num>(device: Device, count: usize, value: T) -> Result<S
                 })?;
             device_storage(backend, memory, count)
         }
+        Device::Accelerator(_) => placed(vec![value; count], device),
     }
 }
 

@@ -1,20 +1,15 @@
 //! Running an expression into an existing tensor: `Tensor::assign`, `add_sum`,
 //! `assign_sum`, `fill`; and [`sum_in`].
 
-use std::any::TypeId;
-
 use super::reduce;
 use crate::dispatch::{self, evaluate};
 use crate::element::Element;
-use crate::engine::exec::{self, Assign, Sink};
-use crate::engine::plan::{Destination, Leaves, Plan};
+use crate::engine::exec::{Assign, Sink};
 use crate::error::Result;
 use crate::expr::{Cast, Expr, IntoExpr, Reduced, Reducible};
-use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::Num;
-use crate::protocol::Device;
 use crate::tensor::Tensor;
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
@@ -69,7 +64,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Reduced<E::Expr, Over>: SameAxes<A>,
     {
         let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
-        self.run_reducing(&expr, Over::IDS, reduce::sum_sink())
+        dispatch::evaluate_into(&expr, self, Over::IDS, reduce::sum_sink())
     }
 
     /// Sets this tensor to `expr` summed over the axes `Over`, in one pass over the
@@ -86,21 +81,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 
     /// Sets every element to `value` (on the tensor's device).
     pub fn fill(&mut self, value: T) -> Result<()> {
-        if let Device::Accelerator(backend) = self.device() {
-            let count = self.element_count();
-            let memory = backend.upload(crate::protocol::as_bytes(&vec![value; count]))?;
-            let storage = dispatch::device_storage(backend, memory, count)?;
-            self.replace_parts(storage, Layout::row_major(self.lens()));
-            return Ok(());
-        }
-        if !self.layout().is_injective() {
-            *self = self.contiguous();
-        }
-        let layout = *self.layout();
-        let data = self.storage_mut().make_mut();
-        for pos in layout.positions().flatten() {
-            data[pos] = value;
-        }
+        let storage = dispatch::filled(self.device(), self.element_count(), value)?;
+        self.replace_parts(storage, Layout::row_major(self.lens()));
         Ok(())
     }
 
@@ -113,72 +95,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     where
         E::Axes: SameAxes<A>,
     {
-        self.run_reducing(expr, &[], sink)
-    }
-
-    /// Evaluates `expr`, reducing over `reduced`, and combines it into this tensor.
-    fn run_reducing<E: Expr<Elem = T>, S: Sink<T>>(
-        &mut self,
-        expr: &E,
-        reduced: &[TypeId],
-        sink: S,
-    ) -> Result<()> {
-        if let Some(Device::Accelerator(backend)) =
-            dispatch::expr_device(expr, Some(self.device()))?
-        {
-            return self.run_on_device(expr, reduced, sink, backend);
-        }
-        if !self.layout().is_injective() {
-            *self = self.contiguous();
-        }
-        let mut leaves = Leaves::new();
-        expr.operands(&mut leaves);
-        let mut plan = Plan::empty();
-        plan.build(
-            A::IDS,
-            &A::names,
-            reduced,
-            Destination::Existing(self.layout()),
-            &leaves,
-        )?;
-        let data = self.storage_mut().make_mut();
-        let make = || {
-            let mut next = 0;
-            expr.evaluator(&plan, &mut next)
-        };
-        exec::run(&plan, data, sink, &make);
-        Ok(())
-    }
-
-    /// [`Tensor::run_reducing`] on a device: the result goes into a fresh device buffer that
-    /// replaces this tensor's (the copy-on-write of host tensors, done by the device).
-    fn run_on_device<E: Expr<Elem = T>, S: Sink<T>>(
-        &mut self,
-        expr: &E,
-        reduced: &[TypeId],
-        sink: S,
-        backend: &'static dyn crate::protocol::Backend,
-    ) -> Result<()> {
-        let kind = sink.device_kind();
-        let (storage, layout) = dispatch::run_expr(
-            expr,
-            backend,
-            A::IDS,
-            &A::names,
-            reduced,
-            kind.unwrap_or(ReduceOp::Sum),
-            Some(self.lens()),
-        )?;
-        let (storage, layout) = match kind {
-            Some(kind) if S::REDUCES => {
-                let fresh = Tensor::<T, A>::new_unchecked(storage, layout);
-                let mine = self.to(&Device::Accelerator(backend))?;
-                dispatch::combine(&mine, &fresh, backend, kind)?
-            }
-            _ => (storage, layout),
-        };
-        self.replace_parts(storage, layout);
-        Ok(())
+        dispatch::evaluate_into(expr, self, &[], sink)
     }
 }
 

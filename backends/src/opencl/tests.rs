@@ -4,17 +4,16 @@
 //!
 //! Without an OpenCL runtime the tests print `SKIPPED (no OpenCL device): <reason>`; with
 //! `AXES_REQUIRE_OPENCL=1` (as CI sets) they fail instead.
-#![cfg(feature = "opencl")]
 
-mod common;
-
-use axes_backends::global_size;
-use axes_backends::opencl::{Arg, OpenCl};
+use super::{Arg, OpenCl};
+use crate::global_size;
+use crate::reference::{
+    close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
+};
 use axes_kernels::{
     CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
     reduction,
 };
-use common::{close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -33,14 +32,25 @@ fn launch(
     unsafe { device.launch(kernel, wide, args, a, b) }
 }
 
+/// The shared OpenCL device, or `None` after printing why the test is skipped; with
+/// `AXES_REQUIRE_OPENCL` set (as in CI) a missing device fails instead.
 fn device() -> Option<&'static OpenCl> {
-    common::opencl_device()
+    match OpenCl::shared() {
+        Ok(device) => Some(device),
+        Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
+            panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
+        }
+        Err(e) => {
+            println!("SKIPPED (no OpenCL device): {e}");
+            None
+        }
+    }
 }
 
 /// Uploads `values` as `ty`.
 enum Buf {
-    F32(axes_backends::opencl::DeviceBuffer<f32>),
-    F64(axes_backends::opencl::DeviceBuffer<f64>),
+    F32(super::DeviceBuffer<f32>),
+    F64(super::DeviceBuffer<f64>),
 }
 
 impl Buf {

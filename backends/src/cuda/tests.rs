@@ -1,0 +1,383 @@
+//! CUDA: every generated kernel of many random expression trees (random ops, ranks,
+//! reductions, element types, 32- and 64-bit indexing) compiles with NVRTC to PTX for
+//! compute_80 and compute_90, and ptxas assembles the compute_90 PTX for sm_90. With
+//! `AXES_REQUIRE_NVRTC=1` (as CI sets) a missing NVRTC or ptxas fails the test; otherwise it
+//! prints `SKIPPED`.
+//!
+//! Where a CUDA device exists, the kernels also run there against the plain reference;
+//! elsewhere that test prints `SKIPPED (no CUDA device): <reason>`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::{Cuda, CudaArg, compile_ptx, nvrtc_available};
+use crate::global_size;
+use crate::reference::{
+    close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
+};
+use axes_core::ir::{Ir, IrNode};
+use axes_kernels::{
+    CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Launches `kernel`.
+fn launch(
+    device: &Cuda,
+    kernel: &Kernel,
+    wide: bool,
+    args: &[CudaArg<'_>],
+    a: usize,
+    b: usize,
+) -> axes_core::Result<()> {
+    // SAFETY: every launch here builds `args` in the generator's documented order, from
+    // buffers of the kernel's element types, with lengths, offsets and strides whose positions
+    // the reference reads too (so they lie inside the buffers).
+    unsafe { device.launch(kernel, wide, args, a, b) }
+}
+
+fn required() -> bool {
+    std::env::var_os("AXES_REQUIRE_NVRTC").is_some()
+}
+
+/// ptxas from `AXES_PTXAS` or the PATH.
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("AXES_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ptxas"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Kernels of random expressions, and a few hand-made ones covering casts, integers and
+/// boolean selects.
+fn kernels() -> Vec<Kernel> {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let mut out = Vec::new();
+    let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
+    for case in 0..40 {
+        let ty = [CType::F32, CType::F64][case % 2];
+        let leaves = rng.random_range(1..=4);
+        let ir = random_ir(&mut rng, leaves, 5);
+        let types = vec![ty; leaves];
+        let spec = Spec {
+            ir: &ir,
+            leaves: &types,
+            out: ty,
+            wide: case % 4 < 2,
+        };
+        out.push(elementwise(&spec, rng.random_range(0..=6), Dialect::Cuda).unwrap());
+        let kept = rng.random_range(0..=3);
+        let reduced = rng.random_range(1..=3);
+        out.push(reduction(&spec, kept, reduced, ops[case % 4], Dialect::Cuda).unwrap());
+    }
+    // Every op of the table in every element type it accepts, summed in one kernel per type.
+    for ty in [CType::F32, CType::F64, CType::I32, CType::I64] {
+        use axes_core::ir::{BinaryOp, CompareOp, Domain, UnaryOp};
+        let accepts = |domain: Domain| ty.is_float() || domain == Domain::Num;
+        let mut ir = Ir::default();
+        let (a, b) = (ir.leaf(), ir.leaf());
+        let mut sum = a;
+        for &op in UnaryOp::ALL.iter().filter(|op| accepts(op.domain())) {
+            let v = ir.push(IrNode::Unary(op, a));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        for &op in BinaryOp::ALL.iter().filter(|op| accepts(op.domain())) {
+            let v = ir.push(IrNode::Binary(op, a, b));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        for &op in CompareOp::ALL {
+            let c = ir.push(IrNode::Compare(op, a, b));
+            let v = ir.push(IrNode::Select(c, a, b));
+            sum = ir.push(IrNode::Binary(BinaryOp::Add, sum, v));
+        }
+        let spec = Spec {
+            ir: &ir,
+            leaves: &[ty, ty],
+            out: ty,
+            wide: false,
+        };
+        out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
+    }
+    // select(x > 0, cast_f32(i), 2.5) over an i32 leaf and an f32 leaf, into f64.
+    let mut ir = Ir::default();
+    let (x, i) = (ir.leaf(), ir.leaf());
+    let zero = ir.push(IrNode::Scalar(0.0));
+    let c = ir.push(IrNode::Compare(axes_core::ir::CompareOp::Greater, x, zero));
+    let f = ir.push(IrNode::Cast(axes_core::element::DType::F32, i));
+    let k = ir.push(IrNode::Scalar(2.5));
+    let s = ir.push(IrNode::Select(c, f, k));
+    ir.push(IrNode::Cast(axes_core::element::DType::F64, s));
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32, CType::I32],
+        out: CType::F64,
+        wide: false,
+    };
+    out.push(elementwise(&spec, 3, Dialect::Cuda).unwrap());
+    // Integer arithmetic with division by zero defined, into bool and i64 outputs.
+    let mut ir = Ir::default();
+    let (a, b) = (ir.leaf(), ir.leaf());
+    let d = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Div, a, b));
+    let m = ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Max, d, a));
+    ir.push(IrNode::Unary(axes_core::ir::UnaryOp::Abs, m));
+    for out_ty in [CType::I64, CType::I32] {
+        let spec = Spec {
+            ir: &ir,
+            leaves: &[CType::I64, CType::I64],
+            out: out_ty,
+            wide: true,
+        };
+        out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
+        out.push(reduction(&spec, 1, 1, ReduceOp::Max, Dialect::Cuda).unwrap());
+    }
+    for ty in [CType::F32, CType::F64] {
+        out.push(matmul(ty, false, Dialect::Cuda).unwrap());
+        out.push(matmul(ty, true, Dialect::Cuda).unwrap());
+    }
+    let mut ir = Ir::default();
+    let (a, b) = (ir.leaf(), ir.leaf());
+    ir.push(IrNode::Compare(axes_core::ir::CompareOp::LessEqual, a, b));
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::U8, CType::F64],
+        out: CType::Bool,
+        wide: false,
+    };
+    out.push(elementwise(&spec, 1, Dialect::Cuda).unwrap());
+    out
+}
+
+#[test]
+fn generated_kernels_compile_with_nvrtc_and_assemble_with_ptxas() {
+    if let Err(e) = nvrtc_available() {
+        assert!(!required(), "AXES_REQUIRE_NVRTC is set: {e}");
+        println!("SKIPPED (no NVRTC): {e}");
+        return;
+    }
+    let ptxas = ptxas();
+    assert!(
+        ptxas.is_some() || !required(),
+        "AXES_REQUIRE_NVRTC is set but ptxas is not on the PATH (or AXES_PTXAS)"
+    );
+    let dir = std::env::temp_dir().join(format!("axes-ptx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernels = kernels();
+    for kernel in &kernels {
+        let _ = compile_ptx(kernel, "compute_80").unwrap();
+        let ptx = compile_ptx(kernel, "compute_90").unwrap();
+        assert!(
+            ptx.contains(&format!(".entry {}", kernel.name)),
+            "no entry point in\n{ptx}"
+        );
+        if let Some(ptxas) = &ptxas {
+            let file = dir.join(format!("{}.ptx", kernel.name));
+            std::fs::write(&file, &ptx).unwrap();
+            let out = Command::new(ptxas)
+                .arg("-arch=sm_90")
+                .arg(&file)
+                .arg("-o")
+                .arg(file.with_extension("cubin"))
+                .output()
+                .expect("ptxas runs");
+            assert!(
+                out.status.success(),
+                "ptxas rejected `{}`:\n{}\n{}",
+                kernel.name,
+                String::from_utf8_lossy(&out.stderr),
+                kernel.source
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!(
+        "{} kernels compiled for compute_80 and compute_90{}",
+        kernels.len(),
+        if ptxas.is_some() {
+            " and assembled for sm_90"
+        } else {
+            " (no ptxas: not assembled)"
+        }
+    );
+}
+
+#[test]
+fn a_compile_error_shows_the_log_and_the_source() {
+    if nvrtc_available().is_err() {
+        println!("SKIPPED (no NVRTC)");
+        return;
+    }
+    let kernel = Kernel {
+        name: "broken".into(),
+        source: "extern \"C\" __global__ void broken() { undeclared = 1; }".into(),
+        dialect: Dialect::Cuda,
+    };
+    let err = compile_ptx(&kernel, "compute_90").unwrap_err().to_string();
+    assert!(err.contains("undeclared"), "{err}");
+    assert!(err.contains("--- source ---"), "{err}");
+}
+
+fn device() -> Option<&'static Cuda> {
+    match Cuda::shared(0) {
+        Ok(cuda) => Some(cuda),
+        Err(e) => {
+            println!("SKIPPED (no CUDA device): {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn random_kernels_run_on_the_gpu() {
+    let Some(cuda) = device() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    for case in 0..24 {
+        let (ty, round, tolerance) = if case % 2 == 0 {
+            (CType::F32, to_f32 as fn(f64) -> f64, 2e-4)
+        } else {
+            (CType::F64, exact as fn(f64) -> f64, 1e-9)
+        };
+        let rank = rng.random_range(0..=4);
+        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let leaves = rng.random_range(1..=3);
+        let ir = random_ir(&mut rng, leaves, 4);
+        let operands: Vec<_> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
+        let out_strides = random_dense(&mut rng, &lens);
+        let types = vec![ty; leaves];
+        let spec = Spec {
+            ir: &ir,
+            leaves: &types,
+            out: ty,
+            wide: case % 3 == 0,
+        };
+        let kernel = elementwise(&spec, rank, Dialect::Cuda).unwrap();
+        let n: usize = lens.iter().product();
+        let got: Vec<f64> = if ty == CType::F32 {
+            let out = cuda.upload(&vec![0f32; n]).unwrap();
+            let inputs: Vec<_> = operands
+                .iter()
+                .map(|o| {
+                    cuda.upload(&o.data.iter().map(|&v| v as f32).collect::<Vec<_>>())
+                        .unwrap()
+                })
+                .collect();
+            let mut args = vec![CudaArg::Index(n as i64)];
+            args.extend(lens.iter().map(|&l| CudaArg::Index(l as i64)));
+            args.push(CudaArg::F32(&out));
+            args.push(CudaArg::Index(0));
+            args.extend(out_strides.iter().map(|&s| CudaArg::Index(s)));
+            for (o, b) in operands.iter().zip(&inputs) {
+                args.push(CudaArg::F32(b));
+                args.push(CudaArg::Index(o.offset));
+                args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
+            }
+            launch(
+                cuda,
+                &kernel,
+                spec.wide,
+                &args,
+                global_size(n, 128, 1024) / 128,
+                128,
+            )
+            .unwrap();
+            cuda.download(&out)
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect()
+        } else {
+            let out = cuda.upload(&vec![0f64; n]).unwrap();
+            let inputs: Vec<_> = operands
+                .iter()
+                .map(|o| cuda.upload(&o.data).unwrap())
+                .collect();
+            let mut args = vec![CudaArg::Index(n as i64)];
+            args.extend(lens.iter().map(|&l| CudaArg::Index(l as i64)));
+            args.push(CudaArg::F64(&out));
+            args.push(CudaArg::Index(0));
+            args.extend(out_strides.iter().map(|&s| CudaArg::Index(s)));
+            for (o, b) in operands.iter().zip(&inputs) {
+                args.push(CudaArg::F64(b));
+                args.push(CudaArg::Index(o.offset));
+                args.extend(o.strides.iter().map(|&s| CudaArg::Index(s)));
+            }
+            launch(
+                cuda,
+                &kernel,
+                spec.wide,
+                &args,
+                global_size(n, 128, 1024) / 128,
+                128,
+            )
+            .unwrap();
+            cuda.download(&out).unwrap()
+        };
+        for index in indices(&lens) {
+            let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+            let expected = eval(&ir, &values, round);
+            let p: i64 = index
+                .iter()
+                .zip(&out_strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum();
+            assert!(
+                close(got[p as usize], expected, tolerance),
+                "case {case} at {index:?}: {} vs {expected}\n{ir}",
+                got[p as usize]
+            );
+        }
+    }
+    // A reduction: Σ over the last axis of x² for a 300×517 f32 matrix.
+    let (m, r) = (300usize, 517usize);
+    let x: Vec<f32> = (0..m * r)
+        .map(|i| ((i % 97) as f32 - 48.0) / 50.0)
+        .collect();
+    let mut ir = Ir::default();
+    let l = ir.leaf();
+    ir.push(IrNode::Unary(axes_core::ir::UnaryOp::Square, l));
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
+    let kernel = reduction(&spec, 1, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
+    let (xb, out) = (
+        cuda.upload(&x).unwrap(),
+        cuda.upload(&vec![0f32; m]).unwrap(),
+    );
+    let args = [
+        CudaArg::Index(m as i64),
+        CudaArg::Index(r as i64),
+        CudaArg::Index(1),
+        CudaArg::Index(m as i64),
+        CudaArg::Index(r as i64),
+        CudaArg::F32(&out),
+        CudaArg::Index(0),
+        CudaArg::Index(1),
+        CudaArg::Index(0),
+        CudaArg::F32(&xb),
+        CudaArg::Index(0),
+        CudaArg::Index(r as i64),
+        CudaArg::Index(1),
+    ];
+    launch(cuda, &kernel, false, &args, m, REDUCE_GROUP).unwrap();
+    let got = cuda.download(&out).unwrap();
+    for (row, g) in got.iter().enumerate() {
+        let expected: f64 = x[row * r..(row + 1) * r]
+            .iter()
+            .map(|&v| (v as f64) * (v as f64))
+            .sum();
+        assert!(
+            close(*g as f64, expected, 1e-4),
+            "row {row}: {g} vs {expected}"
+        );
+    }
+    println!("random kernels matched on {}", cuda.name());
+}
