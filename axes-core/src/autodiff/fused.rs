@@ -9,6 +9,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::tape::{GradBuf, Grads, Tape, Var};
 use crate::dispatch::{Input, Output, run_output, run_outputs};
+use crate::engine::plan::{LeafLayout, Space};
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
@@ -25,8 +26,8 @@ struct Leaf<T> {
     needs_grad: bool,
     storage: Storage<T>,
     layout: Layout,
-    ids: Vec<TypeId>,
-    names: Vec<Cow<'static, str>>,
+    ids: &'static [TypeId],
+    names: fn() -> Vec<Cow<'static, str>>,
 }
 
 impl<T: Float> Leaf<T> {
@@ -35,7 +36,7 @@ impl<T: Float> Leaf<T> {
         Input::new(
             &self.storage,
             &self.layout,
-            &positions(&self.ids, ids),
+            &positions(self.ids, ids),
             ids.len(),
         )
     }
@@ -143,8 +144,8 @@ impl<T: Float, A: AxisSet> IntoVarExpr for &Var<T, A> {
                 needs_grad: self.needs_grad(),
                 storage: value.storage().clone(),
                 layout: *value.layout(),
-                ids: ids.to_vec(),
-                names: A::names(),
+                ids,
+                names: A::names,
             }],
             _axes: PhantomData,
         }
@@ -250,31 +251,16 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
 
     /// The lengths of `A`'s axes, as the leaves give them (checked to agree).
     fn lens(&self) -> Result<Vec<usize>> {
-        let ids = A::IDS;
-        let names = A::names();
-        (0..A::RANK)
-            .map(|j| {
-                let mut found: Option<usize> = None;
-                for leaf in &self.leaves {
-                    if let Some(p) = leaf.ids.iter().position(|id| *id == ids[j]) {
-                        let len = leaf.layout.lens()[p];
-                        match found {
-                            Some(seen) if seen != len => {
-                                return Err(Error::LengthMismatch {
-                                    axis: leaf.names[p].to_string(),
-                                    left: seen,
-                                    right: len,
-                                });
-                            }
-                            _ => found = Some(len),
-                        }
-                    }
-                }
-                found.ok_or_else(|| Error::Unsupported {
-                    what: format!("axis `{}` has no length in this expression", names[j]),
-                })
+        let leaves: Vec<LeafLayout<'_>> = (self.leaves.iter())
+            .map(|leaf| LeafLayout {
+                ids: leaf.ids,
+                layout: &leaf.layout,
+                names: leaf.names,
             })
-            .collect()
+            .collect();
+        Ok(Space::new(A::IDS, &A::names, &[], None, &leaves)?
+            .lens()
+            .to_vec())
     }
 
     /// Computes the expression in one pass and records it on the tape.
@@ -374,7 +360,7 @@ fn backward<T: Float>(
     )?);
     let outputs = (wanted.iter())
         .map(|&(k, node)| {
-            let kept = positions(&leaves[k].ids, ids);
+            let kept = positions(leaves[k].ids, ids);
             let start = grads.take_for_accumulate(leaves[k].node)?;
             Ok(Output::new(node, kept, ReduceOp::Sum).onto(start))
         })

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::borrow::Cow;
 
 use crate::element::Element;
-use crate::engine::plan::{LeafLayout, Leaves};
+use crate::engine::plan::{LeafLayout, Leaves, Space};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::{Ir, IrNode, ReduceOp};
@@ -69,13 +69,6 @@ pub(crate) fn run_ir<T: Element>(
         reduce,
         dest,
     } = *work;
-    let axes: Vec<TypeId> = kept.iter().chain(reduced).copied().collect();
-    let mut lens = vec![1usize; axes.len()];
-    let mut seen = vec![false; axes.len()];
-    if let Some(dest) = dest {
-        lens[..kept.len()].copy_from_slice(dest);
-        seen[..kept.len()].fill(true);
-    }
     for leaf in layouts {
         if leaf.layout.is_padded() {
             return Err(Error::Unsupported {
@@ -86,26 +79,9 @@ pub(crate) fn run_ir<T: Element>(
                 ),
             });
         }
-        for (p, id) in leaf.ids.iter().enumerate() {
-            let Some(a) = axes.iter().position(|x| x == id) else {
-                continue;
-            };
-            let len = leaf.layout.lens()[p];
-            if seen[a] && lens[a] != len {
-                let axis = match kept.iter().position(|k| k == id) {
-                    Some(k) => names()[k].to_string(),
-                    None => (leaf.names)()[p].to_string(),
-                };
-                return Err(Error::LengthMismatch {
-                    axis,
-                    left: lens[a],
-                    right: len,
-                });
-            }
-            lens[a] = len;
-            seen[a] = true;
-        }
     }
+    let space = Space::new(kept, names, reduced, dest, layouts)?;
+    let lens = space.lens();
     let count = lens[..kept.len()]
         .iter()
         .try_fold(1usize, |n, &l| n.checked_mul(l))
@@ -131,7 +107,6 @@ pub(crate) fn run_ir<T: Element>(
         .zip(buffers)
         .zip(&staged)
         .map(|((leaf, buffer), staged)| {
-            let own = leaf.ids;
             let memory = match staged {
                 Staged::Uploaded(memory) => memory,
                 Staged::Resident(memory) => memory,
@@ -140,14 +115,7 @@ pub(crate) fn run_ir<T: Element>(
                 dtype: buffer.dtype,
                 memory,
                 offset: leaf.layout.offset(),
-                strides: axes
-                    .iter()
-                    .map(|id| {
-                        own.iter()
-                            .position(|o| o == id)
-                            .map_or(0, |p| leaf.layout.strides()[p])
-                    })
-                    .collect(),
+                strides: space.strides_of(leaf.ids, leaf.layout.strides())[..space.rank].to_vec(),
             }
         })
         .collect();

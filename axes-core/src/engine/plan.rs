@@ -78,12 +78,116 @@ pub struct Plan {
 /// make the per-chunk cost negligible.
 pub const LONG_CHUNK: usize = 8192;
 
-/// Where the axis `id` lies in the iteration space `space`.
-fn position(space: &[TypeId], id: &TypeId) -> usize {
-    space
-        .iter()
-        .position(|x| x == id)
-        .expect("every leaf axis is in the space")
+/// The iteration space of one evaluation, as the CPU planner and the device lowering both
+/// see it: its axes (the result's kept axes, then the reduced ones) with their lengths, taken
+/// from the operands (a shared axis must agree; an axis no operand has takes the
+/// destination's length, else 1), checked against the destination's when there is one.
+pub(crate) struct Space {
+    ids: [TypeId; MAX_RANK],
+    /// The number of axes.
+    pub(crate) rank: usize,
+    /// The number of kept axes (the first ones).
+    pub(crate) kept: usize,
+    /// The length of each axis.
+    pub(crate) lens: [usize; MAX_RANK],
+}
+
+impl Space {
+    /// The space of `kept` (the result's axes, named by `kept_names`) then `reduced`, over
+    /// `leaves`, into a destination of the lengths `dest` (in `kept`'s order) when given.
+    pub(crate) fn new(
+        kept: &[TypeId],
+        kept_names: &dyn Fn() -> Vec<Cow<'static, str>>,
+        reduced: &[TypeId],
+        dest: Option<&[usize]>,
+        leaves: &[LeafLayout<'_>],
+    ) -> Result<Space> {
+        let rank = kept.len() + reduced.len();
+        if rank > MAX_RANK {
+            return Err(Error::Unsupported {
+                what: format!("{rank} axes in one evaluation (at most {MAX_RANK})"),
+            });
+        }
+        let mut ids = [TypeId::of::<()>(); MAX_RANK];
+        ids[..kept.len()].copy_from_slice(kept);
+        ids[kept.len()..rank].copy_from_slice(reduced);
+        let mut space = Space {
+            ids,
+            rank,
+            kept: kept.len(),
+            lens: [1; MAX_RANK],
+        };
+        let mut known: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
+        for leaf in leaves {
+            for (axis, id) in leaf.ids.iter().enumerate() {
+                let s = space.position(id, &|| (leaf.names)()[axis].to_string())?;
+                let len = leaf.layout.lens()[axis];
+                match known[s] {
+                    None => known[s] = Some(len),
+                    Some(first) if first != len => {
+                        return Err(Error::LengthMismatch {
+                            axis: (leaf.names)()[axis].to_string(),
+                            left: first,
+                            right: len,
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        for (a, len) in known[..rank].iter().enumerate() {
+            space.lens[a] = len.or(dest.and_then(|d| d.get(a).copied())).unwrap_or(1);
+        }
+        if let Some(dest) = dest {
+            for (axis, (&mine, &expr)) in dest.iter().zip(&space.lens[..space.kept]).enumerate() {
+                if mine != expr {
+                    return Err(Error::LengthMismatch {
+                        axis: kept_names()[axis].to_string(),
+                        left: mine,
+                        right: expr,
+                    });
+                }
+            }
+        }
+        Ok(space)
+    }
+
+    /// The axes, kept then reduced.
+    pub(crate) fn ids(&self) -> &[TypeId] {
+        &self.ids[..self.rank]
+    }
+
+    /// The lengths of the axes.
+    pub(crate) fn lens(&self) -> &[usize] {
+        &self.lens[..self.rank]
+    }
+
+    /// Where the axis `id` lies in the space; an axis outside it (named by `name`) is an
+    /// error.
+    fn position(&self, id: &TypeId, name: &dyn Fn() -> String) -> Result<usize> {
+        self.ids()
+            .iter()
+            .position(|x| x == id)
+            .ok_or_else(|| Error::Unsupported {
+                what: format!(
+                    "axis `{}` of an operand is none of the evaluation's axes (two axis types \
+                 with one id?)",
+                    name()
+                ),
+            })
+    }
+
+    /// The stride on every axis of the space of an operand with the axes `ids` and the
+    /// `strides` (0 on the axes it does not have). `ids` were checked by [`Space::new`].
+    pub(crate) fn strides_of(&self, ids: &[TypeId], strides: &[isize]) -> [isize; MAX_RANK] {
+        let mut out = [0isize; MAX_RANK];
+        for (id, &stride) in ids.iter().zip(strides) {
+            if let Some(s) = self.ids().iter().position(|x| x == id) {
+                out[s] = stride;
+            }
+        }
+        out
+    }
 }
 
 impl Plan {
@@ -113,52 +217,14 @@ impl Plan {
         dest: Destination<'_>,
         leaves: &[LeafLayout<'_>],
     ) -> Result<()> {
-        let rank = out.len() + reduced.len();
-        assert!(
-            rank <= MAX_RANK,
-            "at most {MAX_RANK} axes in one evaluation"
-        );
-        let mut space_ids = [TypeId::of::<()>(); MAX_RANK];
-        space_ids[..out.len()].copy_from_slice(out);
-        space_ids[out.len()..rank].copy_from_slice(reduced);
-        let space = &space_ids[..rank];
-        // Lengths, from the leaves; a shared axis must agree.
-        let mut lens: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
-        for leaf in leaves {
-            for (axis, id) in leaf.ids.iter().enumerate() {
-                let s = position(space, id);
-                let len = leaf.layout.lens()[axis];
-                match lens[s] {
-                    None => lens[s] = Some(len),
-                    Some(known) if known != len => {
-                        return Err(Error::LengthMismatch {
-                            axis: (leaf.names)()[axis].to_string(),
-                            left: known,
-                            right: len,
-                        });
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        let mut known = [1usize; MAX_RANK];
-        for (k, l) in known.iter_mut().zip(&lens[..rank]) {
-            *k = l.unwrap_or(1);
-        }
-        let lens = &known[..rank];
+        let dest_lens = match &dest {
+            Destination::Existing(layout) => Some(layout.lens()),
+            Destination::Fresh(_) => None,
+        };
+        let space = Space::new(out, out_names, reduced, dest_lens, leaves)?;
+        let (rank, lens) = (space.rank, space.lens());
         let dest_layout: &Layout = match dest {
-            Destination::Existing(layout) => {
-                for (axis, (&mine, &expr)) in layout.lens().iter().zip(lens).enumerate() {
-                    if mine != expr {
-                        return Err(Error::LengthMismatch {
-                            axis: out_names()[axis].to_string(),
-                            left: mine,
-                            right: expr,
-                        });
-                    }
-                }
-                layout
-            }
+            Destination::Existing(layout) => layout,
             Destination::Fresh(layout) => {
                 *layout = Layout::row_major(&lens[..out.len()]);
                 layout
@@ -173,14 +239,14 @@ impl Plan {
         plan.access.clear();
         plan.padding.clear();
         plan.chunk = CHUNK;
-        plan.add_operand(space, dest_layout, out);
+        plan.add_operand(&space, dest_layout, out);
         for leaf in leaves {
-            plan.add_operand(space, leaf.layout, leaf.ids);
+            plan.add_operand(&space, leaf.layout, leaf.ids);
         }
         if plan.access.iter().any(|a| a.padded) {
-            plan.add_padding(space, dest_layout, out);
+            plan.add_padding(&space, dest_layout, out);
             for leaf in leaves {
-                plan.add_padding(space, leaf.layout, leaf.ids);
+                plan.add_padding(&space, leaf.layout, leaf.ids);
             }
         }
         plan.canonicalise();
@@ -196,26 +262,23 @@ impl Plan {
 
     /// Appends the access of an operand with axes `ids` laid out by `layout` to the space
     /// `space` (an axis the operand lacks has stride 0).
-    fn add_operand(&mut self, space: &[TypeId], layout: &Layout, ids: &[TypeId]) {
+    fn add_operand(&mut self, space: &Space, layout: &Layout, ids: &[TypeId]) {
         self.access.push(Access {
             offset: layout.offset() as isize,
-            strides: [0; MAX_RANK],
+            strides: space.strides_of(ids, layout.strides()),
             padded: layout.is_padded(),
         });
-        let access = self.access.last_mut().expect("just pushed");
-        for (axis, id) in ids.iter().enumerate() {
-            access.strides[position(space, id)] = layout.strides()[axis];
-        }
     }
 
     /// Appends the padding of an operand, as [`Plan::add_operand`] its access.
-    fn add_padding(&mut self, space: &[TypeId], layout: &Layout, ids: &[TypeId]) {
+    fn add_padding(&mut self, space: &Space, layout: &Layout, ids: &[TypeId]) {
         let mut padding = Padding::default();
         padding.stored[..self.rank].copy_from_slice(&self.lens[..self.rank]);
         for (axis, id) in ids.iter().enumerate() {
-            let s = position(space, id);
-            padding.pad_before[s] = layout.pad_before()[axis];
-            padding.stored[s] = layout.stored_lens()[axis];
+            if let Some(s) = space.ids().iter().position(|x| x == id) {
+                padding.pad_before[s] = layout.pad_before()[axis];
+                padding.stored[s] = layout.stored_lens()[axis];
+            }
         }
         self.padding.push(padding);
     }

@@ -8,7 +8,7 @@ use crate::axis::Axis;
 use crate::dispatch::{Input, Output, evaluate, evaluate_parts, placed, run_output};
 use crate::element::Element;
 use crate::engine::exec::Reduce;
-use crate::engine::plan::Leaves;
+use crate::engine::plan::{Leaves, Space};
 use crate::error::{Error, Result};
 use crate::expr::{Expr, Reduced, Reducible, Scalar, select};
 use crate::ir::binary;
@@ -56,7 +56,10 @@ pub(crate) fn check_defined_on_empty<E: Expr, Over: AxisSet>(expr: &E, op: Reduc
     if !matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Ok(());
     }
-    match lengths_of(expr, Over::IDS).iter().position(|&len| len == 0) {
+    match lengths_of(expr, Over::IDS)?
+        .iter()
+        .position(|&len| len == 0)
+    {
         Some(axis) => Err(Error::EmptyReduction {
             axis: Over::names()[axis].to_string(),
         }),
@@ -73,21 +76,18 @@ where
     Ok(total.storage().host()?[0])
 }
 
-/// The lengths `expr` gives the axes `ids` (1 where no leaf has one).
-fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Vec<usize> {
+/// The lengths `expr` gives the axes `ids` (1 where no leaf has one), checked to agree.
+fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Result<Vec<usize>> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    ids.iter()
+    let space = Space::new(E::Axes::IDS, &E::Axes::names, &[], None, &leaves)?;
+    Ok(ids
+        .iter()
         .map(|id| {
-            leaves
-                .iter()
-                .find_map(|leaf| {
-                    let axis = leaf.ids.iter().position(|x| x == id)?;
-                    Some(leaf.layout.lens()[axis])
-                })
-                .unwrap_or(1)
+            let axis = space.ids().iter().position(|x| x == id);
+            axis.map_or(1, |a| space.lens()[a])
         })
-        .collect()
+        .collect())
 }
 
 /// Reduces `expr` over the axes `over` and views the result with the expression's own axes,
@@ -114,7 +114,7 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceFn<E::Elem>>(
         Op::identity(),
     )?;
     // Put the result back in the expression's axis order, stride 0 on reduced axes.
-    let full_lens = lengths_of(expr, all);
+    let full_lens = lengths_of(expr, all)?;
     let mut strides = [0isize; MAX_RANK];
     for (k, &a) in kept.iter().enumerate() {
         strides[a] = layout.strides()[k];
@@ -135,7 +135,7 @@ where
     E::Elem: Num,
     E::Axes: Reducible<Over>,
 {
-    let count: usize = lengths_of(expr, Over::IDS).iter().product();
+    let count: usize = lengths_of(expr, Over::IDS)?.iter().product();
     divide(&reduce::<E, Over, _>(expr, sum_sink())?, count)
 }
 
@@ -172,7 +172,7 @@ where
     E::Axes: Reducible<Over>,
 {
     let over = Over::IDS;
-    let count: usize = lengths_of(expr, over).iter().product();
+    let count: usize = lengths_of(expr, over)?.iter().product();
     let sums = reduce_keep(expr, over, sum_sink())?;
     let mean = divide(&sums, count)?;
     let squares: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
