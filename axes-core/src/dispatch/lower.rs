@@ -115,7 +115,11 @@ pub(crate) fn run_ir<T: Element>(
                 dtype: buffer.dtype,
                 memory,
                 offset: leaf.layout.offset(),
-                strides: space.strides_of(leaf.ids, leaf.layout.strides())[..space.rank].to_vec(),
+                strides: {
+                    let mut strides = vec![0; space.rank];
+                    space.write_strides(leaf.ids, leaf.layout.strides(), &mut strides);
+                    strides
+                },
             }
         })
         .collect();

@@ -82,64 +82,91 @@ pub const LONG_CHUNK: usize = 8192;
 /// see it: its axes (the result's kept axes, then the reduced ones) with their lengths, taken
 /// from the operands (a shared axis must agree; an axis no operand has takes the
 /// destination's length, else 1), checked against the destination's when there is one.
-pub(crate) struct Space {
-    ids: [TypeId; MAX_RANK],
+pub(crate) struct Space<'s> {
+    kept: &'s [TypeId],
+    reduced: &'s [TypeId],
     /// The number of axes.
     pub(crate) rank: usize,
-    /// The number of kept axes (the first ones).
-    pub(crate) kept: usize,
     /// The length of each axis.
     pub(crate) lens: [usize; MAX_RANK],
 }
 
-impl Space {
+impl<'s> Space<'s> {
     /// The space of `kept` (the result's axes, named by `kept_names`) then `reduced`, over
     /// `leaves`, into a destination of the lengths `dest` (in `kept`'s order) when given.
+    #[inline]
     pub(crate) fn new(
-        kept: &[TypeId],
+        kept: &'s [TypeId],
         kept_names: &dyn Fn() -> Vec<Cow<'static, str>>,
-        reduced: &[TypeId],
+        reduced: &'s [TypeId],
         dest: Option<&[usize]>,
         leaves: &[LeafLayout<'_>],
-    ) -> Result<Space> {
+    ) -> Result<Space<'s>> {
+        let mut space = Space::over(kept, reduced)?;
+        space.measure(kept_names, dest, leaves)?;
+        Ok(space)
+    }
+
+    /// The axes `kept` then `reduced`, their lengths not known yet ([`Space::measure`]).
+    #[inline]
+    pub(crate) fn over(kept: &'s [TypeId], reduced: &'s [TypeId]) -> Result<Space<'s>> {
         let rank = kept.len() + reduced.len();
         if rank > MAX_RANK {
             return Err(Error::Unsupported {
                 what: format!("{rank} axes in one evaluation (at most {MAX_RANK})"),
             });
         }
-        let mut ids = [TypeId::of::<()>(); MAX_RANK];
-        ids[..kept.len()].copy_from_slice(kept);
-        ids[kept.len()..rank].copy_from_slice(reduced);
-        let mut space = Space {
-            ids,
+        Ok(Space {
+            kept,
+            reduced,
             rank,
-            kept: kept.len(),
             lens: [1; MAX_RANK],
-        };
-        let mut known: [Option<usize>; MAX_RANK] = [None; MAX_RANK];
+        })
+    }
+
+    /// Takes the lengths from `leaves` and `dest` (see [`Space::new`]).
+    #[inline]
+    pub(crate) fn measure(
+        &mut self,
+        kept_names: &dyn Fn() -> Vec<Cow<'static, str>>,
+        dest: Option<&[usize]>,
+        leaves: &[LeafLayout<'_>],
+    ) -> Result<()> {
+        // `usize::MAX` marks an axis no leaf has given a length yet.
+        self.lens = [usize::MAX; MAX_RANK];
         for leaf in leaves {
             for (axis, id) in leaf.ids.iter().enumerate() {
-                let s = space.position(id, &|| (leaf.names)()[axis].to_string())?;
+                let Some(s) = self.position(id) else {
+                    return Err(Error::Unsupported {
+                        what: format!(
+                            "axis `{}` of an operand is none of the evaluation's axes (two \
+                             axis types with one id?)",
+                            (leaf.names)()[axis]
+                        ),
+                    });
+                };
                 let len = leaf.layout.lens()[axis];
-                match known[s] {
-                    None => known[s] = Some(len),
-                    Some(first) if first != len => {
+                match self.lens[s] {
+                    usize::MAX => self.lens[s] = len,
+                    first if first != len => {
                         return Err(Error::LengthMismatch {
                             axis: (leaf.names)()[axis].to_string(),
                             left: first,
                             right: len,
                         });
                     }
-                    Some(_) => {}
+                    _ => {}
                 }
             }
         }
-        for (a, len) in known[..rank].iter().enumerate() {
-            space.lens[a] = len.or(dest.and_then(|d| d.get(a).copied())).unwrap_or(1);
+        for (a, len) in self.lens.iter_mut().enumerate() {
+            if *len == usize::MAX {
+                *len = dest.and_then(|d| d.get(a).copied()).unwrap_or(1);
+            }
         }
         if let Some(dest) = dest {
-            for (axis, (&mine, &expr)) in dest.iter().zip(&space.lens[..space.kept]).enumerate() {
+            for (axis, (&mine, &expr)) in dest.iter().zip(&self.lens[..self.kept.len()]).enumerate()
+            {
                 if mine != expr {
                     return Err(Error::LengthMismatch {
                         axis: kept_names()[axis].to_string(),
@@ -149,44 +176,31 @@ impl Space {
                 }
             }
         }
-        Ok(space)
+        Ok(())
     }
 
-    /// The axes, kept then reduced.
-    pub(crate) fn ids(&self) -> &[TypeId] {
-        &self.ids[..self.rank]
+    /// Where the axis `id` lies in the space.
+    #[inline]
+    pub(crate) fn position(&self, id: &TypeId) -> Option<usize> {
+        (self.kept.iter().position(|x| x == id))
+            .or_else(|| Some(self.kept.len() + self.reduced.iter().position(|x| x == id)?))
     }
 
     /// The lengths of the axes.
+    #[inline]
     pub(crate) fn lens(&self) -> &[usize] {
         &self.lens[..self.rank]
     }
 
-    /// Where the axis `id` lies in the space; an axis outside it (named by `name`) is an
-    /// error.
-    fn position(&self, id: &TypeId, name: &dyn Fn() -> String) -> Result<usize> {
-        self.ids()
-            .iter()
-            .position(|x| x == id)
-            .ok_or_else(|| Error::Unsupported {
-                what: format!(
-                    "axis `{}` of an operand is none of the evaluation's axes (two axis types \
-                 with one id?)",
-                    name()
-                ),
-            })
-    }
-
-    /// The stride on every axis of the space of an operand with the axes `ids` and the
-    /// `strides` (0 on the axes it does not have). `ids` were checked by [`Space::new`].
-    pub(crate) fn strides_of(&self, ids: &[TypeId], strides: &[isize]) -> [isize; MAX_RANK] {
-        let mut out = [0isize; MAX_RANK];
+    /// Writes into `out` the stride on every axis of the space of an operand with the axes
+    /// `ids` and the `strides` (`out` holds zeros: they stay on the axes it does not have).
+    #[inline]
+    pub(crate) fn write_strides(&self, ids: &[TypeId], strides: &[isize], out: &mut [isize]) {
         for (id, &stride) in ids.iter().zip(strides) {
-            if let Some(s) = self.ids().iter().position(|x| x == id) {
+            if let Some(s) = self.position(id) {
                 out[s] = stride;
             }
         }
-        out
     }
 }
 
@@ -221,7 +235,8 @@ impl Plan {
             Destination::Existing(layout) => Some(layout.lens()),
             Destination::Fresh(_) => None,
         };
-        let space = Space::new(out, out_names, reduced, dest_lens, leaves)?;
+        let mut space = Space::over(out, reduced)?;
+        space.measure(out_names, dest_lens, leaves)?;
         let (rank, lens) = (space.rank, space.lens());
         let dest_layout: &Layout = match dest {
             Destination::Existing(layout) => layout,
@@ -262,20 +277,22 @@ impl Plan {
 
     /// Appends the access of an operand with axes `ids` laid out by `layout` to the space
     /// `space` (an axis the operand lacks has stride 0).
-    fn add_operand(&mut self, space: &Space, layout: &Layout, ids: &[TypeId]) {
+    fn add_operand(&mut self, space: &Space<'_>, layout: &Layout, ids: &[TypeId]) {
         self.access.push(Access {
             offset: layout.offset() as isize,
-            strides: space.strides_of(ids, layout.strides()),
+            strides: [0; MAX_RANK],
             padded: layout.is_padded(),
         });
+        let access = self.access.last_mut().expect("just pushed");
+        space.write_strides(ids, layout.strides(), &mut access.strides);
     }
 
     /// Appends the padding of an operand, as [`Plan::add_operand`] its access.
-    fn add_padding(&mut self, space: &Space, layout: &Layout, ids: &[TypeId]) {
+    fn add_padding(&mut self, space: &Space<'_>, layout: &Layout, ids: &[TypeId]) {
         let mut padding = Padding::default();
         padding.stored[..self.rank].copy_from_slice(&self.lens[..self.rank]);
         for (axis, id) in ids.iter().enumerate() {
-            if let Some(s) = space.ids().iter().position(|x| x == id) {
+            if let Some(s) = space.position(id) {
                 padding.pad_before[s] = layout.pad_before()[axis];
                 padding.stored[s] = layout.stored_lens()[axis];
             }

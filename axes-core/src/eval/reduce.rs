@@ -83,10 +83,7 @@ fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Result<Vec<usize>> {
     let space = Space::new(E::Axes::IDS, &E::Axes::names, &[], None, &leaves)?;
     Ok(ids
         .iter()
-        .map(|id| {
-            let axis = space.ids().iter().position(|x| x == id);
-            axis.map_or(1, |a| space.lens()[a])
-        })
+        .map(|id| space.position(id).map_or(1, |a| space.lens()[a]))
         .collect())
 }
 
