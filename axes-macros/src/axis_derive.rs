@@ -1,6 +1,8 @@
 //! `#[derive(Axis)]`: parse the struct and its `#[axis(..)]` attributes, check them, and emit
 //! the `Axis` impl with the axis's type-level id.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Data, DeriveInput, Fields, LitInt, Path};
@@ -66,7 +68,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
 
     let ident = &input.ident;
     let name = ident.to_string();
-    let id = id_type(&type_id_hash(ident));
+    let id = id_type(&type_id_hash(ident, next_derive()));
     let fixed_len = match &attrs.len {
         Some(len) => quote!(::axes::__private::Some(#len)),
         None => quote!(::axes::__private::None),
@@ -96,8 +98,17 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     })
 }
 
-/// FNV-1a of the crate, file, line, column and name of the axis, NUL-separated.
-fn type_id_hash(ident: &syn::Ident) -> u64 {
+/// How many axes this compilation derived before this one. Every expansion of one
+/// `macro_rules!` body has the same spans, so two axes it declares (in two modules, say)
+/// share file, line, column and name: the count tells them apart.
+fn next_derive() -> u64 {
+    static DERIVED: AtomicU64 = AtomicU64::new(0);
+    DERIVED.fetch_add(1, Ordering::Relaxed)
+}
+
+/// FNV-1a of the crate, file, line, column and name of the axis and the derive's place among
+/// this compilation's derives (`ordinal`), NUL-separated.
+fn type_id_hash(ident: &syn::Ident, ordinal: u64) -> u64 {
     let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
     let (file, line, column) = location(ident.span());
     let parts = [
@@ -106,6 +117,7 @@ fn type_id_hash(ident: &syn::Ident) -> u64 {
         line.to_string(),
         column.to_string(),
         ident.to_string(),
+        ordinal.to_string(),
     ];
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts
@@ -145,11 +157,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_differ_by_name_and_place() {
+    fn ids_differ_by_name_and_by_derive() {
         let a: syn::Ident = syn::parse_str("Batch").unwrap();
         let b: syn::Ident = syn::parse_str("Hidden").unwrap();
-        assert_ne!(type_id_hash(&a), type_id_hash(&b));
-        assert_eq!(type_id_hash(&a), type_id_hash(&a));
+        assert_ne!(type_id_hash(&a, 0), type_id_hash(&b, 0));
+        assert_eq!(type_id_hash(&a, 0), type_id_hash(&a, 0));
+        // one name at one place (a `macro_rules!` body expanded twice): two derives, two ids
+        assert_ne!(type_id_hash(&a, 0), type_id_hash(&a, 1));
+        assert_ne!(next_derive(), next_derive());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Type-level axis identities.
 //!
 //! Every derived axis carries a shallow id: sixteen hexadecimal digits of a 64-bit hash of its
-//! crate, file, line, column and name, written as a type-level list of digit marker types.
+//! crate, file, line, column and name and of its derive's place among the crate's derives
+//! (the expansions of one `macro_rules!` body share their place in the source), written as a
+//! type-level list of digit marker types.
 //! Two ids are compared digit by digit and the comparison stops at the first digit that
 //! differs, so comparing two distinct axes almost always costs the compiler one step.
 //!
