@@ -7,13 +7,15 @@
 //! accuracy per epoch) and `target/train/digits-mlp.safetensors` (the weights, with axis
 //! names), then reloads the weights into a fresh model and checks the accuracy again.
 //!
-//! Options: `--device cpu` (the default; GPU devices come with the GPU backends),
+//! Options: `--device NAME` (`cpu`, the default; `opencl` or `opencl:0`; `cuda` or `cuda:N`:
+//! the parameters, every batch, the forward and backward passes and Adam live there),
 //! `--epochs N`, `--seed N`, `--out DIR`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use axes::Device;
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
 use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Square, minibatches};
 use axes::optim::Adam;
@@ -140,11 +142,15 @@ fn shifted(data: &Split, seed: u64) -> axes::Result<Split> {
 type Images = Tensor<f32, (Pixel, Batch)>;
 type Labels = Tensor<i64, (Batch,)>;
 
-/// The images of `indices` as a batch (a gather along `Sample`).
-fn batch(data: &Split, indices: &Tensor<i64, (Batch,)>) -> axes::Result<(Images, Labels)> {
+/// The images of `indices` as a batch (a gather along `Sample`, in host memory), on `device`.
+fn batch(
+    data: &Split,
+    indices: &Tensor<i64, (Batch,)>,
+    device: &Device,
+) -> axes::Result<(Images, Labels)> {
     Ok((
-        data.x.gather::<Sample, _, _>(indices)?,
-        data.y.gather::<Sample, _, _>(indices)?,
+        data.x.gather::<Sample, _, _>(indices)?.to(device)?,
+        data.y.gather::<Sample, _, _>(indices)?.to(device)?,
     ))
 }
 
@@ -152,7 +158,7 @@ fn batch(data: &Split, indices: &Tensor<i64, (Batch,)>) -> axes::Result<(Images,
 fn accuracy(model: &Mlp, params: &Params<f32>, data: &Split) -> axes::Result<f64> {
     let n = data.y.len_of::<Sample>();
     let all = Tensor::<i64, (Batch,)>::arange(Batch.len(n))?;
-    let (x, y) = batch(data, &all)?;
+    let (x, y) = batch(data, &all, &params.device())?;
     let tape = Tape::new();
     let logits = model.logits(&params.bind(&tape), &tape.constant(x))?;
     let predicted = argmax::<_, _, Class>(logits.value())?;
@@ -166,6 +172,7 @@ fn accuracy(model: &Mlp, params: &Params<f32>, data: &Split) -> axes::Result<f64
 }
 
 struct Options {
+    device: Device,
     epochs: usize,
     seed: u64,
     out: PathBuf,
@@ -173,6 +180,7 @@ struct Options {
 
 fn options() -> Result<Options, String> {
     let mut options = Options {
+        device: Device::Cpu,
         epochs: EPOCHS,
         seed: 7,
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train"),
@@ -181,16 +189,9 @@ fn options() -> Result<Options, String> {
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
-            "--device" => match value()?.as_str() {
-                "cpu" => {}
-                other => {
-                    return Err(format!(
-                        "device `{other}` is not available for training: autodiff runs on the CPU \
-                         only so far (expressions, reductions and `dot` run on OpenCL and CUDA \
-                         through `axes-backends`)"
-                    ));
-                }
-            },
+            "--device" => {
+                options.device = axes::device(&value()?).map_err(|e| format!("--device: {e}"))?;
+            }
             "--epochs" => {
                 options.epochs = value()?.parse().map_err(|e| format!("--epochs: {e}"))?;
                 if options.epochs == 0 {
@@ -201,13 +202,76 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu] [--epochs N] [--seed N] [--out DIR]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
         }
     }
     Ok(options)
+}
+
+/// How often the progress bar shows the running loss (each read waits for the device).
+const SHOW_EVERY: usize = 16;
+
+/// The cost of a training step on its device: the first step (which compiles the kernels it
+/// launches) apart from the rest, launches per step, and the most device memory one step
+/// held.
+#[derive(Default)]
+struct StepReport {
+    first: Option<f64>,
+    steps: usize,
+    seconds: f64,
+    launches: u64,
+    peak_bytes: u64,
+}
+
+impl StepReport {
+    /// Marks the start of a step.
+    fn start(&self, device: &Device) -> Instant {
+        device.reset_peak();
+        Instant::now()
+    }
+
+    /// Marks the end of a step. The first waits for the device, so that its time (kernel
+    /// compilation included) is whole; later steps are timed by epoch ([`Self::epoch`]).
+    fn finish(&mut self, device: &Device, started: Instant) -> axes::Result<()> {
+        if self.first.is_none() {
+            device.synchronize()?;
+            self.first = Some(started.elapsed().as_secs_f64());
+        }
+        if let Some(now) = device.counters() {
+            self.peak_bytes = self.peak_bytes.max(now.peak_bytes);
+        }
+        Ok(())
+    }
+
+    /// Adds an epoch's `steps` steps, which took `seconds` (up to the read of its loss,
+    /// which waits for the device) and `launches` launches.
+    fn epoch(&mut self, steps: usize, seconds: f64, launches: u64) {
+        self.steps += steps;
+        self.seconds += seconds;
+        self.launches += launches;
+    }
+
+    fn print(&self, device: &Device) {
+        let first = self.first.unwrap_or(0.0);
+        let later = (self.seconds - first) / (self.steps.max(2) - 1) as f64;
+        print!(
+            "step time: first {:.1} ms (compiles its kernels), later {:.2} ms on average",
+            1e3 * first,
+            1e3 * later,
+        );
+        if device.is_cpu() {
+            println!();
+        } else {
+            println!(
+                "; {:.1} launches a step; peak device memory {:.2} MB in a step",
+                self.launches as f64 / self.steps.max(1) as f64,
+                self.peak_bytes as f64 / 1e6
+            );
+        }
+    }
 }
 
 /// Per-epoch history for the plot.
@@ -300,14 +364,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut builder = ParamsBuilder::new();
     let model = Mlp::new(&mut builder)?;
-    let mut params = builder.build::<f32>(options.seed)?;
+    let mut params = builder.build::<f32>(options.seed)?.to(&options.device)?;
     println!(
-        "model: Pixel(64) -> Hidden({HIDDEN}) -> Hidden({HIDDEN}) -> Class(10), {} parameters in one arena",
-        params.count()
+        "model: Pixel(64) -> Hidden({HIDDEN}) -> Hidden({HIDDEN}) -> Class(10), {} parameters in one arena, on {}",
+        params.count(),
+        options.device
     );
     let mut adam = Adam::new(LEARNING_RATE).with_weight_decay(WEIGHT_DECAY);
     let total_steps = (options.epochs * train_count.div_ceil(BATCH)) as f64;
     let mut history = History::default();
+    let mut steps = StepReport::default();
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")?
         .progress_chars("=> ");
     let started = Instant::now();
@@ -317,22 +383,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let bar = ProgressBar::new(batches.len() as u64)
             .with_style(style.clone())
             .with_prefix(epoch.to_string());
-        let mut total_loss = 0.0;
-        for indices in &batches {
-            let (x, y) = batch(&epoch_data, indices)?;
+        // The losses are summed where they are computed; the host reads the sum (and waits
+        // for the device) only every `SHOW_EVERY` steps and at the end of the epoch.
+        let mut loss_sum: Option<Tensor<f32, ()>> = None;
+        let epoch_started = Instant::now();
+        let launches = options.device.counters().map_or(0, |c| c.launches);
+        for (step, indices) in batches.iter().enumerate() {
+            let before = steps.start(&options.device);
+            let (x, y) = batch(&epoch_data, indices, &options.device)?;
             let tape = Tape::new();
             let p = params.bind(&tape);
             let logits = model.logits(&p, &tape.constant(x))?;
             let loss =
                 softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)?.mean::<(Batch,)>()?;
-            total_loss += loss.value().to_vec()[0] as f64;
+            loss_sum = Some(match loss_sum {
+                None => loss.value().clone(),
+                Some(sum) => (&sum + loss.value()).eval()?,
+            });
             let grad = p.gradient(&loss.backward()?)?;
             let progress = adam.steps() as f64 / total_steps;
             adam.lr = LEARNING_RATE * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
             adam.step(&mut params, &grad)?;
+            steps.finish(&options.device, before)?;
+            if step % SHOW_EVERY == SHOW_EVERY - 1
+                && let Some(sum) = &loss_sum
+            {
+                let mean = sum.try_to_vec()?[0] / (step + 1) as f32;
+                bar.set_message(format!("loss {mean:.4}"));
+            }
             bar.inc(1);
         }
-        let loss = total_loss / batches.len() as f64;
+        let loss = loss_sum.map_or(Ok(0.0), |sum| sum.try_to_vec().map(|v| v[0] as f64))?
+            / batches.len() as f64;
+        steps.epoch(
+            batches.len(),
+            epoch_started.elapsed().as_secs_f64(),
+            options.device.counters().map_or(0, |c| c.launches) - launches,
+        );
         let train_accuracy = accuracy(&model, &params, &train)?;
         let test_accuracy = accuracy(&model, &params, &test)?;
         let summary = format!(
@@ -351,10 +438,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds = started.elapsed().as_secs_f64();
     let test_accuracy = *history.test_accuracy.last().expect("at least one epoch");
     println!(
-        "trained {} epochs in {seconds:.2} s; test accuracy {:.2}%",
+        "trained {} epochs in {seconds:.2} s ({:.3} s an epoch) on {}; test accuracy {:.2}%",
         options.epochs,
+        seconds / options.epochs as f64,
+        options.device,
         100.0 * test_accuracy
     );
+    steps.print(&options.device);
 
     let weights = options.out.join("digits-mlp.safetensors");
     params.save(&weights)?;

@@ -77,13 +77,28 @@
 //! - [`Tensor`]: a typed [`Layout`] over a shared [`Storage`];
 //! - [`expr`] and [`eval`]: lazy expressions and running them; [`dot`] for contractions;
 //! - [`autodiff`], [`nn`], [`optim`]: gradients, parameters and layers, optimizers;
+//! - [`device`] and [`backends`]: a [`Device`] by name (`"cpu"`, `"opencl:0"`, `"cuda:0"`);
+//!   tensors and parameters moved there with `to` compute and train there;
 //! - [`Error`]: every run-time failure, naming the axis and the lengths.
 //! - [`doc::axes_for_numpy_users`]: NumPy idioms and their `axes` forms.
 
 pub mod doc;
 
+pub use axes_backends::device;
 pub use axes_core::*;
 pub use axes_macros::{Axis, tensor};
+
+/// The device backends: OpenCL (cargo feature `opencl`) and CUDA (`cuda`), both on by
+/// default and loaded at run time. Pick a device by name with [`device`]:
+///
+/// ```
+/// let cpu = axes::device("cpu")?;
+/// assert_eq!(cpu, axes::Device::Cpu);
+/// // a name no backend serves is an error that names it, never a panic
+/// assert!(axes::device("tpu:0").unwrap_err().to_string().contains("tpu:0"));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub use axes_backends as backends;
 
 #[doc(hidden)]
 pub use axes_core::__private;

@@ -2,8 +2,10 @@
 //! and its message names the axis or the lengths involved. Never a panic.
 
 use axes::arena::ArenaBuilder;
+use axes::autodiff::Tape;
+use axes::nn::{Init, Linear, ParamsBuilder};
 use axes::prelude::*;
-use axes::{Error, Flat};
+use axes::{Device, Error, Flat};
 
 #[derive(Axis)]
 struct Batch;
@@ -336,6 +338,42 @@ fn every_bad_input_gives_its_error() {
             || argmax::<_, _, Hidden>(&bh(2, 0)).map(drop),
             |e| matches!(e, Error::EmptyReduction { .. }),
             &["Hidden"],
+        ),
+        (
+            "a device named wrongly",
+            || axes::device("gpu:0").map(drop),
+            |e| matches!(e, Error::DeviceUnavailable { .. }),
+            &["`gpu:0`", "expected cpu"],
+        ),
+        (
+            "an absent device",
+            || axes::device("cuda:99").map(drop),
+            |e| matches!(e, Error::DeviceUnavailable { .. }),
+            &["`cuda:99`"],
+        ),
+        (
+            "parameters and data on different devices",
+            || {
+                // The CPU backend as a device of its own: parameters there, data in host memory.
+                let device = Device::Accelerator(&axes::CPU_BACKEND);
+                let mut builder = ParamsBuilder::new();
+                let layer = Linear::<Hidden, Rgb>::new(
+                    &mut builder,
+                    "layer",
+                    Hidden.len(3),
+                    Rgb.len(3),
+                    Init::Glorot,
+                )?;
+                let params = builder.build::<f32>(0)?.to(&device)?;
+                let tape = Tape::new();
+                let p = params.bind(&tape);
+                layer
+                    .forward(&p, &tape.constant(bh(2, 3)))?
+                    .eval()
+                    .map(drop)
+            },
+            |e| matches!(e, Error::DeviceMismatch { .. }),
+            &["different devices", "cpu"],
         ),
     ];
     assert!(cases.len() >= 25, "{} cases", cases.len());

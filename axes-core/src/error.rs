@@ -168,6 +168,15 @@ pub enum Error {
         /// The other's.
         right: String,
     },
+    /// A device asked for by name that this build or machine cannot give.
+    #[error("device `{device}` is not available: {reason}")]
+    DeviceUnavailable {
+        /// The name asked for.
+        device: String,
+        /// Why: a name no backend serves, a backend this build lacks, or what the machine
+        /// lacks.
+        reason: String,
+    },
     /// An operation this build or device cannot run.
     #[error("not supported: {what}")]
     Unsupported {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axes_core::DType;
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MatrixSide,
+    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MatrixSide, Meter,
 };
 use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use cudarc::cublas::sys::cublasOperation_t;
@@ -150,6 +150,8 @@ pub struct Cuda {
     functions: Mutex<HashMap<String, CudaFunction>>,
     /// cuBLAS on this device's stream, made on the first product (or why it cannot be).
     blas: OnceLock<std::result::Result<CudaBlas, String>>,
+    /// Launches and the bytes of the buffers this device holds.
+    meter: Arc<Meter>,
 }
 
 /// An argument of a launch.
@@ -190,6 +192,7 @@ impl Cuda {
             arch: arch_of(major, minor),
             functions: Mutex::new(HashMap::new()),
             blas: OnceLock::new(),
+            meter: Arc::default(),
         })
     }
 
@@ -354,6 +357,7 @@ impl Cuda {
         // and types for this kernel (buffers as device pointers, indices as int or long long).
         unsafe { builder.launch(config) }
             .map_err(|e| cuda_error(&format!("launching `{}`", kernel.name), e))?;
+        self.meter.launched();
         Ok(())
     }
 
@@ -461,7 +465,7 @@ impl Cuda {
             DType::F32 => self.gemm::<f32>(blas, job, &operands, 1.0, 0.0)?,
             _ => self.gemm::<f64>(blas, job, &operands, 1.0, 0.0)?,
         };
-        Ok(Some(DeviceMemory::new(out, bytes)))
+        Ok(Some(self.memory(out, bytes)))
     }
 
     /// `job` through cuBLAS for elements `T`: Cᵀ = Bᵀ·Aᵀ column-major, which is the
@@ -510,6 +514,7 @@ impl Cuda {
         // writes batch×m×n elements of `c`.
         unsafe { blas.gemm_strided_batched(config, &a, &b, &mut c) }
             .map_err(|e| cuda_error("cuBLAS GEMM", e))?;
+        self.meter.launched();
         Ok((out, bytes))
     }
 }
@@ -535,9 +540,24 @@ fn typed<T>(buffer: &CudaSlice<u8>, offset: usize) -> Result<cudarc::driver::Cud
         })
 }
 
+impl Cuda {
+    /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
+    fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
+        DeviceMemory::metered(buffer, bytes, &self.meter)
+    }
+}
+
 impl Backend for Cuda {
     fn name(&self) -> String {
         Cuda::name(self)
+    }
+
+    fn meter(&self) -> Option<&Meter> {
+        Some(&self.meter)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Cuda::synchronize(self)
     }
 
     fn kind(&self) -> DeviceKind {
@@ -545,7 +565,7 @@ impl Backend for Cuda {
     }
 
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(DeviceMemory::new(Cuda::upload(self, bytes)?, bytes.len()))
+        Ok(self.memory(Cuda::upload(self, bytes)?, bytes.len()))
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
@@ -554,11 +574,11 @@ impl Backend for Cuda {
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? else {
-            return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
+            return Ok(self.memory(self.alloc::<u8>(0)?, 0));
         };
         let out = self.result_buffer(plan.out_bytes)?;
         self.enqueue_plan(&plan, job, &out)?;
-        let out = DeviceMemory::new(out, plan.out_bytes);
+        let out = self.memory(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
         }
@@ -572,7 +592,7 @@ impl Backend for Cuda {
         if plan.splits > 1 {
             let partial = self.result_buffer(plan.out_bytes)?;
             self.enqueue_plan(&plan, job, &partial)?;
-            let partial = DeviceMemory::new(partial, plan.out_bytes);
+            let partial = self.memory(partial, plan.out_bytes);
             return self.run_into(&plan.combine(job, &partial), target);
         }
         let out = target
@@ -611,7 +631,7 @@ impl Backend for Cuda {
                 tile * tile,
             )?
         };
-        Ok(DeviceMemory::new(out, plan.out_bytes))
+        Ok(self.memory(out, plan.out_bytes))
     }
 }
 

@@ -15,21 +15,25 @@
 //! The CPU backend is `axes-core` itself (the monomorphised loop engine, the gemm crate and
 //! the run-time IR interpreter).
 
-/// The error for a device whose backend this build lacks.
-#[cfg(not(all(feature = "cuda", feature = "opencl")))]
-fn lacks(name: &str, feature: &str) -> axes_core::Error {
-    axes_core::Error::Unsupported {
-        what: format!("device `{name}`: this build of axes-backends lacks the `{feature}` feature"),
+/// The error for the device `name`, unavailable for `reason`.
+fn unavailable(name: &str, reason: impl std::fmt::Display) -> axes_core::Error {
+    axes_core::Error::DeviceUnavailable {
+        device: name.to_string(),
+        reason: reason.to_string(),
     }
 }
 
-/// The device a name gives: `cpu`, `cuda` or `cuda:N`, `opencl` or `opencl:0`. A backend
-/// this build lacks (cargo features `cuda`, `opencl`), or a device the machine lacks, is an
-/// error that says so.
+/// The device a name gives: `cpu`, `cuda` or `cuda:N`, `opencl` or `opencl:0`. A name no
+/// backend serves, a backend this build lacks (cargo features `cuda`, `opencl`), or a device
+/// the machine lacks is [`Error::DeviceUnavailable`](axes_core::Error::DeviceUnavailable),
+/// naming the device and why.
 ///
 /// ```
-/// assert_eq!(axes_backends::device("cpu")?, axes_core::Device::Cpu);
-/// assert!(axes_backends::device("tpu").is_err());
+/// use axes_core::{Device, Error};
+/// assert_eq!(axes_backends::device("cpu")?, Device::Cpu);
+/// let error = axes_backends::device("tpu").unwrap_err();
+/// assert!(matches!(error, Error::DeviceUnavailable { .. }));
+/// assert!(error.to_string().contains("`tpu`"));
 /// # Ok::<(), axes_core::Error>(())
 /// ```
 pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
@@ -40,30 +44,34 @@ pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
     let number = number
         .map(|n| {
             n.parse::<usize>()
-                .map_err(|_| axes_core::Error::Unsupported {
-                    what: format!("device `{name}`: `{n}` is not a device number"),
-                })
+                .map_err(|_| unavailable(name, format!("`{n}` is not a device number")))
         })
         .transpose()?
         .unwrap_or(0);
-    match kind {
+    let found = match kind {
         "cpu" if number == 0 => Ok(axes_core::Device::Cpu),
+        "cpu" => return Err(unavailable(name, "there is one CPU device, `cpu`")),
         #[cfg(feature = "cuda")]
         "cuda" => cuda::Cuda::device(number),
         #[cfg(feature = "opencl")]
         "opencl" if number == 0 => opencl::OpenCl::device(),
         #[cfg(feature = "opencl")]
-        "opencl" => Err(axes_core::Error::Unsupported {
-            what: format!("device `{name}`: only the first OpenCL device, `opencl:0`, is used"),
-        }),
+        "opencl" => {
+            return Err(unavailable(
+                name,
+                "only the first OpenCL device, `opencl:0`, is used",
+            ));
+        }
         #[cfg(not(feature = "cuda"))]
-        "cuda" => Err(lacks(name, "cuda")),
+        "cuda" => return Err(unavailable(name, "this build lacks the `cuda` feature")),
         #[cfg(not(feature = "opencl"))]
-        "opencl" => Err(lacks(name, "opencl")),
-        _ => Err(axes_core::Error::Unsupported {
-            what: format!("device `{name}`: expected cpu, cuda, cuda:N or opencl"),
-        }),
-    }
+        "opencl" => return Err(unavailable(name, "this build lacks the `opencl` feature")),
+        _ => return Err(unavailable(name, "expected cpu, cuda, cuda:N or opencl")),
+    };
+    found.map_err(|e| match e {
+        axes_core::Error::Unsupported { what } => unavailable(name, what),
+        other => unavailable(name, other),
+    })
 }
 
 #[cfg(feature = "cuda")]

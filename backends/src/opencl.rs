@@ -6,13 +6,13 @@ use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter};
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
 use opencl3::kernel::Kernel as ClKernel;
-use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
@@ -30,6 +30,8 @@ pub struct OpenCl {
     context: Context,
     queue: CommandQueue,
     programs: Mutex<HashMap<String, Arc<Program>>>,
+    /// Launches and the bytes of the buffers this device holds.
+    meter: Arc<Meter>,
 }
 
 // SAFETY: OpenCL contexts, queues and programs are thread-safe handles (OpenCL 1.2 §A.2: all
@@ -91,6 +93,7 @@ impl OpenCl {
             context,
             queue,
             programs: Mutex::new(HashMap::new()),
+            meter: Arc::default(),
         })
     }
 
@@ -130,17 +133,24 @@ impl OpenCl {
         Ok(DeviceBuffer { buffer, len })
     }
 
-    /// A buffer holding a copy of `data`.
+    /// A buffer holding a copy of `data`, copied when the buffer is made
+    /// (`CL_MEM_COPY_HOST_PTR`): no command on the queue, so an upload does not wait for the
+    /// kernels queued before it.
     pub fn upload<T: Plain>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
-        let DeviceBuffer { mut buffer, .. } = self.alloc::<T>(data.len())?;
-        if !data.is_empty() {
-            // SAFETY: a blocking write of `data.len()` elements into a buffer at least as long.
-            unsafe {
-                self.queue
-                    .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, data, &[])
-                    .map_err(|e| cl_error("writing a buffer", e))?;
-            }
+        if data.is_empty() {
+            return self.alloc::<T>(0);
         }
+        // SAFETY: `data` is valid for reads of `data.len()` elements while `create` runs,
+        // which is when OpenCL copies them (the buffer keeps no pointer to host memory).
+        let buffer = unsafe {
+            Buffer::<T>::create(
+                &self.context,
+                CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                data.len(),
+                data.as_ptr() as *mut std::ffi::c_void,
+            )
+        }
+        .map_err(|e| cl_error("writing a buffer", e))?;
         Ok(DeviceBuffer {
             buffer,
             len: data.len(),
@@ -187,9 +197,11 @@ impl OpenCl {
         Ok(program)
     }
 
-    /// Launches `kernel` with `args` over `global` work items in groups of `local`, and waits.
-    /// `wide` says whether index arguments are 64-bit; with 32-bit indices an argument that
-    /// does not fit is an error.
+    /// Queues `kernel` with `args` over `global` work items in groups of `local` (the queue is
+    /// in order: later launches and reads see its results; OpenCL keeps a buffer alive until
+    /// the commands using it are done, so dropping one meanwhile is safe). `wide` says
+    /// whether index arguments are 64-bit; with 32-bit indices an argument that does not fit
+    /// is an error.
     ///
     /// # Safety
     /// `args` must match the kernel's parameters in order and kind (see
@@ -239,6 +251,12 @@ impl OpenCl {
                 )
                 .map_err(|e| cl_error(&format!("launching `{}`", kernel.name), e))?;
         }
+        self.meter.launched();
+        Ok(())
+    }
+
+    /// Waits for everything queued on this device.
+    pub fn synchronize(&self) -> Result<()> {
         self.queue
             .finish()
             .map_err(|e| cl_error("waiting for the queue", e))
@@ -326,9 +344,24 @@ impl OpenCl {
     }
 }
 
+impl OpenCl {
+    /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
+    fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
+        DeviceMemory::metered(buffer, bytes, &self.meter)
+    }
+}
+
 impl Backend for OpenCl {
     fn name(&self) -> String {
         OpenCl::name(self)
+    }
+
+    fn meter(&self) -> Option<&Meter> {
+        Some(&self.meter)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        OpenCl::synchronize(self)
     }
 
     fn kind(&self) -> DeviceKind {
@@ -336,7 +369,7 @@ impl Backend for OpenCl {
     }
 
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(DeviceMemory::new(OpenCl::upload(self, bytes)?, bytes.len()))
+        Ok(self.memory(OpenCl::upload(self, bytes)?, bytes.len()))
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
@@ -345,11 +378,11 @@ impl Backend for OpenCl {
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Fresh)? else {
-            return Ok(DeviceMemory::new(self.alloc::<u8>(0)?, 0));
+            return Ok(self.memory(self.alloc::<u8>(0)?, 0));
         };
         let out = self.alloc::<u8>(plan.out_bytes)?;
         self.launch_plan(&plan, job, &out)?;
-        let out = DeviceMemory::new(out, plan.out_bytes);
+        let out = self.memory(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
         }
@@ -363,7 +396,7 @@ impl Backend for OpenCl {
         if plan.splits > 1 {
             let partial = self.alloc::<u8>(plan.out_bytes)?;
             self.launch_plan(&plan, job, &partial)?;
-            let partial = DeviceMemory::new(partial, plan.out_bytes);
+            let partial = self.memory(partial, plan.out_bytes);
             return self.run_into(&plan.combine(job, &partial), target);
         }
         let out = target
@@ -399,7 +432,7 @@ impl Backend for OpenCl {
                 group,
             )?
         };
-        Ok(DeviceMemory::new(out, plan.out_bytes))
+        Ok(self.memory(out, plan.out_bytes))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::ir::{Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::protocol::{
-    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, LeafBuffer,
+    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, JobTarget, LeafBuffer,
 };
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -45,6 +45,23 @@ pub(crate) fn run_expr<E: Expr>(
     run_ir(expr.ir(), &layouts, &buffers, backend, &work)
 }
 
+/// [`run_expr`] written into `target`, a region of an existing buffer on `backend` over the
+/// axes `kept` (one stride per kept axis; no repeated positions), instead of a fresh buffer.
+pub(crate) fn run_expr_into<E: Expr>(
+    expr: &E,
+    backend: &'static dyn Backend,
+    work: &Work<'_>,
+    target: JobTarget<'_>,
+) -> Result<()> {
+    let mut layouts = Leaves::new();
+    expr.operands(&mut layouts);
+    let mut buffers = Buffers::new();
+    expr.buffers(&mut buffers);
+    with_job::<E::Elem, _>(expr.ir(), &layouts, &buffers, backend, work, |job, _| {
+        backend.run_into(job, target)
+    })
+}
+
 /// What a device job computes besides its expression: see [`run_expr`].
 pub(crate) struct Work<'w> {
     pub(crate) kept: &'w [TypeId],
@@ -62,6 +79,25 @@ pub(crate) fn run_ir<T: Element>(
     backend: &'static dyn Backend,
     work: &Work<'_>,
 ) -> Result<(Storage<T>, Layout)> {
+    with_job::<T, _>(ir, layouts, buffers, backend, work, |job, count| {
+        let memory = backend.run(job)?;
+        Ok((
+            device_storage(backend, memory, count)?,
+            Layout::row_major(&job.kept),
+        ))
+    })
+}
+
+/// The job of `ir` over its leaves on `backend` (host leaves uploaded for it), handed to
+/// `run` with the number of elements of its result.
+fn with_job<T: Element, R>(
+    ir: Ir,
+    layouts: &[LeafLayout<'_>],
+    buffers: &[LeafBuffer<'_>],
+    backend: &'static dyn Backend,
+    work: &Work<'_>,
+    run: impl FnOnce(&Job<'_>, usize) -> Result<R>,
+) -> Result<R> {
     let Work {
         kept,
         names,
@@ -131,11 +167,7 @@ pub(crate) fn run_ir<T: Element>(
         reduce,
         out: T::DTYPE,
     };
-    let memory = backend.run(&job)?;
-    Ok((
-        device_storage(backend, memory, count)?,
-        Layout::row_major(&job.kept),
-    ))
+    run(&job, count)
 }
 
 /// A leaf's buffer on the job's device: copied there for the job, or already there.

@@ -16,8 +16,8 @@
 //! #[derive(Axis)] struct Row;
 //! let x = Tensor::<f32, (Row,)>::from_vec(Row.len(3), vec![1., 2., 3.])?;
 //! assert_eq!(x.device(), Device::Cpu);
-//! // with `axes-backends` (feature `opencl` or `cuda`):
-//! // let gpu = axes_backends::cuda::Cuda::device(0)?;
+//! // through the `axes` crate (features `opencl` and `cuda`, on by default):
+//! // let gpu = axes::device("cuda:0")?;
 //! // let y = (&x.to(&gpu)? * 2.0).exp().eval()?;   // runs on the GPU, stays there
 //! // let back = y.to(&Device::Cpu)?;
 //! # Ok::<(), axes::Error>(())
@@ -35,7 +35,7 @@ mod matmul;
 mod outputs;
 mod transfer;
 
-pub(crate) use lower::{combine, device_storage, run_expr};
+pub(crate) use lower::{Work, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
     Input, Output, assembled, copied_into, filled, placed, run_output, run_outputs, written_out,
@@ -51,7 +51,7 @@ use crate::expr::Expr;
 use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::AxisSet;
-use crate::protocol::{Buffers, Device, LeafBuffer};
+use crate::protocol::{Buffers, Device, JobTarget, LeafBuffer};
 use crate::storage::Storage;
 use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 
@@ -110,9 +110,10 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
 }
 
 /// Runs `expr` into `target` (the expression's axes less `reduced`, in any order), reducing
-/// over `reduced` and combining with `target`'s elements by `sink`. Host memory: the CPU
-/// engine writes in place (copy-on-write when the buffer is shared); a device: the result
-/// goes into a fresh buffer that replaces `target`'s.
+/// over `reduced` and combining with `target`'s elements by `sink`. Written in place when
+/// `target`'s buffer has no other handle — by the CPU engine in host memory, by the backend
+/// on a device; otherwise (and on a device when combining) into a copy or a fresh buffer that
+/// replaces `target`'s.
 pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
@@ -121,6 +122,26 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
 ) -> Result<()> {
     if let Some(Device::Accelerator(backend)) = expr_device(expr, Some(target.device()))? {
         let kind = sink.device_kind();
+        let layout = *target.layout();
+        let lens = layout.lens().to_vec();
+        if kind.is_none() && layout.is_injective() && !layout.is_padded() {
+            // Overwriting a buffer no other handle shares (so no operand reads it): in place.
+            if let Some(memory) = target.storage_mut().unique_memory() {
+                let work = Work {
+                    kept: A::IDS,
+                    names: &A::names,
+                    reduced,
+                    reduce: ReduceOp::Sum,
+                    dest: Some(&lens),
+                };
+                let target = JobTarget {
+                    memory,
+                    offset: layout.offset(),
+                    strides: layout.strides().to_vec(),
+                };
+                return run_expr_into(expr, backend, &work, target);
+            }
+        }
         let (storage, layout) = run_expr(
             expr,
             backend,

@@ -1,6 +1,8 @@
 //! The trait every device's runtime implements.
 
-use super::{DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob, run_each_output};
+use super::{
+    DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter, MultiJob, run_each_output,
+};
 use crate::error::{Error, Result};
 
 /// A device's runtime, as the core drives it (implemented by the OpenCL and CUDA backends).
@@ -32,6 +34,18 @@ pub trait Backend: Send + Sync {
     /// backend that computes them in one pass overrides it.
     fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
         run_each_output(self, job)
+    }
+
+    /// Waits until the work queued on the device is done (reads wait by themselves; this is
+    /// for timing). The default has nothing to wait for.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The counters of the device's work (launches, bytes held), where the backend keeps
+    /// them.
+    fn meter(&self) -> Option<&Meter> {
+        None
     }
 
     /// Runs a matrix product into a new buffer (row-major `m`×`n`).

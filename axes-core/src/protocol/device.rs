@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::Backend;
+use super::{Backend, DeviceCounters, Meter};
 
 /// Where a tensor's elements live and where expressions over it run.
 ///
@@ -39,6 +39,34 @@ impl Device {
     /// Whether this is the host.
     pub fn is_cpu(&self) -> bool {
         matches!(self, Device::Cpu)
+    }
+
+    /// The device's work so far — launches, bytes its buffers hold now and at most — where
+    /// its backend counts them (the OpenCL and CUDA backends do; host memory is not
+    /// counted: `None`).
+    pub fn counters(&self) -> Option<DeviceCounters> {
+        match self {
+            Device::Cpu => None,
+            Device::Accelerator(backend) => backend.meter().map(Meter::counters),
+        }
+    }
+
+    /// Waits until the work queued on the device is done: reads of a tensor's elements wait
+    /// by themselves, so this is only for timing.
+    pub fn synchronize(&self) -> crate::error::Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Accelerator(backend) => backend.synchronize(),
+        }
+    }
+
+    /// Starts a new peak of [`Device::counters`] from the bytes held now.
+    pub fn reset_peak(&self) {
+        if let Device::Accelerator(backend) = self
+            && let Some(meter) = backend.meter()
+        {
+            meter.reset_peak();
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use super::Device;
+use super::meter::{Meter, Metered};
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 
@@ -11,6 +12,8 @@ use crate::error::{Error, Result};
 pub struct DeviceMemory {
     buffer: Box<dyn Any + Send + Sync>,
     bytes: usize,
+    /// The backend's meter, counting these bytes while the buffer lives.
+    _metered: Option<Metered>,
 }
 
 impl DeviceMemory {
@@ -19,6 +22,20 @@ impl DeviceMemory {
         DeviceMemory {
             buffer: Box::new(buffer),
             bytes,
+            _metered: None,
+        }
+    }
+
+    /// Wraps a backend's buffer of `bytes` bytes, counted by `meter` until it is dropped.
+    pub fn metered<B: Any + Send + Sync>(
+        buffer: B,
+        bytes: usize,
+        meter: &std::sync::Arc<Meter>,
+    ) -> DeviceMemory {
+        DeviceMemory {
+            buffer: Box::new(buffer),
+            bytes,
+            _metered: Some(Metered::new(meter, bytes)),
         }
     }
 

@@ -11,6 +11,7 @@ mod backend;
 mod device;
 mod job;
 mod memory;
+mod meter;
 
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};
@@ -20,3 +21,4 @@ pub use job::{
 };
 pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer};
 pub(crate) use memory::{as_bytes, from_bytes};
+pub use meter::{DeviceCounters, Meter};

@@ -10,12 +10,17 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use std::sync::Mutex;
+
 use super::{Cuda, CudaArg, compile_ptx, nvrtc_available};
 use crate::global_size;
+use crate::plan::{Destination, JobPlan};
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
+use axes_core::CPU_BACKEND;
 use axes_core::ir::{Ir, IrNode};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob};
 use axes_kernels::{
     CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
 };
@@ -152,22 +157,24 @@ fn kernels() -> Vec<Kernel> {
     out
 }
 
-#[test]
-fn generated_kernels_compile_with_nvrtc_and_assemble_with_ptxas() {
+/// Compiles every kernel with NVRTC for compute_80 and compute_90 and assembles the
+/// compute_90 PTX with ptxas for sm_90, failing on the first that does not; `false` (after
+/// printing why) where there is no NVRTC and `AXES_REQUIRE_NVRTC` is not set.
+fn compile_all(kernels: &[Kernel]) -> bool {
     if let Err(e) = nvrtc_available() {
         assert!(!required(), "AXES_REQUIRE_NVRTC is set: {e}");
         println!("SKIPPED (no NVRTC): {e}");
-        return;
+        return false;
     }
     let ptxas = ptxas();
     assert!(
         ptxas.is_some() || !required(),
         "AXES_REQUIRE_NVRTC is set but ptxas is not on the PATH (or AXES_PTXAS)"
     );
-    let dir = std::env::temp_dir().join(format!("axes-ptx-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("axes-ptx-{}-{}", std::process::id(), kernels.len()));
     std::fs::create_dir_all(&dir).unwrap();
-    let kernels = kernels();
-    for kernel in &kernels {
+    for kernel in kernels {
         let _ = compile_ptx(kernel, "compute_80").unwrap();
         let ptx = compile_ptx(kernel, "compute_90").unwrap();
         assert!(
@@ -203,6 +210,140 @@ fn generated_kernels_compile_with_nvrtc_and_assemble_with_ptxas() {
             " (no ptxas: not assembled)"
         }
     );
+    true
+}
+
+#[test]
+fn generated_kernels_compile_with_nvrtc_and_assemble_with_ptxas() {
+    compile_all(&kernels());
+}
+
+/// The CPU backend as a device that also plans every job as the CUDA backend would, keeping
+/// each kernel: what a training step launches on a GPU, found without one.
+struct Recording {
+    kernels: Mutex<Vec<Kernel>>,
+}
+
+impl Recording {
+    fn keep(&self, kernel: &Kernel) {
+        let mut kept = self.kernels.lock().unwrap();
+        if !kept.iter().any(|k| k.source == kernel.source) {
+            kept.push(kernel.clone());
+        }
+    }
+
+    /// Keeps the kernels of `plan` (and of its combining step when it is split).
+    fn keep_plan(&self, plan: &JobPlan, job: &Job<'_>) -> axes_core::Result<()> {
+        self.keep(&plan.kernel);
+        if plan.splits > 1 {
+            let partial = DeviceMemory::new((), plan.out_bytes);
+            let combine = plan.combine(job, &partial);
+            if let Some(plan) = JobPlan::new(&combine, Dialect::Cuda, Destination::Fresh)? {
+                self.keep(&plan.kernel);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for Recording {
+    fn name(&self) -> String {
+        "CPU recording CUDA kernels".into()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda(usize::MAX)
+    }
+    fn upload(&self, bytes: &[u8]) -> axes_core::Result<DeviceMemory> {
+        CPU_BACKEND.upload(bytes)
+    }
+    fn download(&self, memory: &DeviceMemory) -> axes_core::Result<Vec<u8>> {
+        CPU_BACKEND.download(memory)
+    }
+    fn run(&self, job: &Job<'_>) -> axes_core::Result<DeviceMemory> {
+        if let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? {
+            self.keep_plan(&plan, job)?;
+        }
+        CPU_BACKEND.run(job)
+    }
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> axes_core::Result<()> {
+        if let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Into(&target))? {
+            self.keep_plan(&plan, job)?;
+        }
+        CPU_BACKEND.run_into(job, target)
+    }
+    fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
+        // cuBLAS runs f32 and f64 products on a GPU; the tiled kernel is the fallback.
+        self.keep(&JobPlan::matmul(job, Dialect::Cuda)?.kernel);
+        CPU_BACKEND.matmul(job)
+    }
+}
+
+/// Every kernel that training steps of an MLP (SGD and Adam, softmax cross-entropy, ReLU,
+/// a square layer, argmax) launch on CUDA compiles with NVRTC and assembles with ptxas.
+#[test]
+fn every_kernel_of_a_training_step_compiles_for_cuda() {
+    use axes::prelude::*;
+    use axes_core::autodiff::{Tape, softmax_cross_entropy};
+    use axes_core::nn::{Init, Linear, ParamsBuilder, Square};
+    use axes_core::optim::{Adam, Sgd};
+    #[derive(Axis)]
+    struct Batch;
+    #[derive(Axis)]
+    struct Pixel;
+    #[derive(Axis)]
+    struct Hidden;
+    #[derive(Axis)]
+    struct Class;
+
+    static RECORDING: Recording = Recording {
+        kernels: Mutex::new(Vec::new()),
+    };
+    let device = axes_core::Device::Accelerator(&RECORDING);
+    let (b, p, h, c) = (Batch.len(32), Pixel.len(64), Hidden.len(48), Class.len(10));
+    let x = Tensor::<f32, (Pixel, Batch)>::random_uniform((p, b), 0.0, 1.0, 1).unwrap();
+    let y = Tensor::<i64, (Batch,)>::from_fn(b, |i| (i.of::<Batch>() % 10) as i64).unwrap();
+    let (x, y) = (x.to(&device).unwrap(), y.to(&device).unwrap());
+    let mut builder = ParamsBuilder::new();
+    let input = Linear::<Pixel, Hidden>::new(&mut builder, "input", p, h, Init::He).unwrap();
+    let middle = Square::<Hidden>::new(&mut builder, "middle", h, Init::He).unwrap();
+    let output = Linear::<Hidden, Class>::new(&mut builder, "output", h, c, Init::Glorot).unwrap();
+    let mut params = builder.build::<f32>(3).unwrap().to(&device).unwrap();
+    let mut adam = Adam::new(1e-3).with_weight_decay(1e-2);
+    let mut sgd = Sgd::new(1e-2, 0.9);
+    for step in 0..4 {
+        let tape = Tape::new();
+        let bound = params.bind(&tape);
+        let hidden = input
+            .forward(&bound, &tape.constant(x.clone()))
+            .unwrap()
+            .relu();
+        let hidden = middle.forward(&bound, hidden).unwrap().relu();
+        let logits = output.forward(&bound, hidden).unwrap().eval().unwrap();
+        let predicted = argmax::<_, _, Class>(logits.value()).unwrap();
+        assert_eq!(predicted.device(), device);
+        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)
+            .unwrap()
+            .mean::<(Batch,)>()
+            .unwrap();
+        let grad = bound.gradient(&loss.backward().unwrap()).unwrap();
+        if step < 2 {
+            adam.step(&mut params, &grad).unwrap();
+        } else {
+            sgd.step(&mut params, &grad).unwrap();
+        }
+    }
+    assert_eq!(
+        params.device(),
+        device,
+        "training stayed on the recording device"
+    );
+    let kernels = RECORDING.kernels.lock().unwrap().clone();
+    assert!(
+        kernels.len() >= 10,
+        "only {} kernels recorded",
+        kernels.len()
+    );
+    compile_all(&kernels);
 }
 
 #[test]

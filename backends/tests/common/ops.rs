@@ -240,6 +240,22 @@ pub fn assignments(device: &Device) {
             (&out + &filled).eval().unwrap()
         });
     }
+    // `fill` for every element type, with values a job's `f64` constant cannot hold exactly
+    // (a large i64) and `bool`, which go up as a buffer instead.
+    fn filled<T: Element>(device: &Device, value: T) -> Vec<T> {
+        let mut t = Tensor::<T, (B, I)>::zeros((B.len(3), I.len(5)))
+            .unwrap()
+            .to(device)
+            .unwrap();
+        t.fill(value).unwrap();
+        assert_eq!(t.device(), *device);
+        t.to(&Device::Cpu).unwrap().to_vec()
+    }
+    assert_eq!(filled(device, 2.5f32), vec![2.5; 15]);
+    assert_eq!(filled(device, -7i32), vec![-7; 15]);
+    assert_eq!(filled(device, (1i64 << 60) + 1), vec![(1i64 << 60) + 1; 15]);
+    assert_eq!(filled(device, true), vec![true; 15]);
+    assert_eq!(filled(device, 200u8), vec![200; 15]);
 }
 
 pub fn views(device: &Device) {

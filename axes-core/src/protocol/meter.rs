@@ -1,0 +1,93 @@
+//! What a device's work costs, counted by its backend: launches and the bytes its buffers
+//! hold.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// A device's counters at one moment ([`Device::counters`](super::Device::counters)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Kernels and library calls (such as a cuBLAS product) launched so far.
+    pub launches: u64,
+    /// Bytes held now by the device buffers the backend made.
+    pub bytes: u64,
+    /// The most bytes held at once since the backend was made or [`Meter::reset_peak`].
+    pub peak_bytes: u64,
+}
+
+/// The counters a backend keeps (shared with the buffers it makes, which give their bytes
+/// back when dropped).
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use std::sync::Arc;
+/// use axes::protocol::{DeviceMemory, Meter};
+/// let meter = Arc::new(Meter::default());
+/// let a = DeviceMemory::metered((), 100, &meter);
+/// let b = DeviceMemory::metered((), 50, &meter);
+/// meter.launched();
+/// drop(a);
+/// let now = meter.counters();
+/// assert_eq!((now.launches, now.bytes, now.peak_bytes), (1, 50, 150));
+/// meter.reset_peak();
+/// assert_eq!(meter.counters().peak_bytes, 50);
+/// # drop(b);
+/// ```
+#[derive(Debug, Default)]
+pub struct Meter {
+    launches: AtomicU64,
+    bytes: AtomicU64,
+    peak_bytes: AtomicU64,
+}
+
+impl Meter {
+    /// Counts one launch.
+    pub fn launched(&self) {
+        self.launches.fetch_add(1, Relaxed);
+    }
+
+    /// The counters now.
+    pub fn counters(&self) -> DeviceCounters {
+        DeviceCounters {
+            launches: self.launches.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            peak_bytes: self.peak_bytes.load(Relaxed),
+        }
+    }
+
+    /// Starts a new peak from the bytes held now.
+    pub fn reset_peak(&self) {
+        self.peak_bytes.store(self.bytes.load(Relaxed), Relaxed);
+    }
+
+    pub(super) fn allocated(&self, bytes: usize) {
+        let now = self.bytes.fetch_add(bytes as u64, Relaxed) + bytes as u64;
+        self.peak_bytes.fetch_max(now, Relaxed);
+    }
+
+    pub(super) fn freed(&self, bytes: usize) {
+        self.bytes.fetch_sub(bytes as u64, Relaxed);
+    }
+}
+
+/// A buffer's share of its backend's meter: gives its bytes back when dropped.
+pub(super) struct Metered {
+    pub(super) meter: Arc<Meter>,
+    pub(super) bytes: usize,
+}
+
+impl Metered {
+    pub(super) fn new(meter: &Arc<Meter>, bytes: usize) -> Metered {
+        meter.allocated(bytes);
+        Metered {
+            meter: Arc::clone(meter),
+            bytes,
+        }
+    }
+}
+
+impl Drop for Metered {
+    fn drop(&mut self) {
+        self.meter.freed(self.bytes);
+    }
+}
