@@ -257,8 +257,13 @@ impl StepReport {
     fn print(&self, device: &Device) {
         let first = self.first.unwrap_or(0.0);
         let later = (self.seconds - first) / (self.steps.max(2) - 1) as f64;
+        let compiles = if device.is_cpu() {
+            ""
+        } else {
+            " (compiles its kernels)"
+        };
         print!(
-            "step time: first {:.1} ms (compiles its kernels), later {:.2} ms on average",
+            "step time: first {:.1} ms{compiles}, later {:.2} ms on average",
             1e3 * first,
             1e3 * later,
         );

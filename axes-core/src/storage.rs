@@ -2,6 +2,10 @@
 //! may view one buffer at different offsets and strides (the Cortex split of description
 //! and data).
 
+mod pool;
+
+pub(crate) use pool::{filled, with_capacity};
+
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -25,6 +29,15 @@ enum Buffer<T> {
         /// The elements copied to the host, on the first read from the host.
         host: OnceLock<Vec<T>>,
     },
+}
+
+impl<T> Drop for Buffer<T> {
+    /// A large host buffer goes back to the pool, for the next result of its size.
+    fn drop(&mut self) {
+        if let Buffer::Host(values) = self {
+            pool::give_back(std::mem::take(values));
+        }
+    }
 }
 
 impl<T> Clone for Storage<T> {
@@ -115,7 +128,9 @@ impl<T: Element> Storage<T> {
     pub fn make_mut(&mut self) -> &mut [T] {
         let unique_host = matches!(*self.0, Buffer::Host(_)) && Arc::get_mut(&mut self.0).is_some();
         if !unique_host {
-            *self = Storage::new(self.as_slice().to_vec());
+            let mut copy = with_capacity(self.len());
+            copy.extend_from_slice(self.as_slice());
+            *self = Storage::new(copy);
         }
         match Arc::get_mut(&mut self.0) {
             Some(Buffer::Host(values)) => values,

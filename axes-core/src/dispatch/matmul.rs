@@ -51,7 +51,7 @@ pub(crate) fn matmul<T: Num>(
         };
         return device_storage(backend, memory, count);
     }
-    let mut out = vec![T::zero(); count];
+    let mut out = crate::storage::filled(count, T::zero());
     let (l, r) = (in_host(lhs)?, in_host(rhs)?);
     batched_matmul(&mut out, &[batch], (m, n, k), &l, &r)?;
     Ok(Storage::new(out))

@@ -100,7 +100,7 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
         lengths: format!("{:?}", layout.lens()),
     })?;
-    let mut data = vec![init; count];
+    let mut data = crate::storage::filled(count, init);
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)

@@ -12,7 +12,7 @@ use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::num::Num;
 use crate::protocol::{Backend, Device, DeviceMemory, JobLeaf, JobOutput, JobTarget, MultiJob};
-use crate::storage::Storage;
+use crate::storage::{self, Storage};
 
 use super::{common_device, lower::device_storage};
 
@@ -337,7 +337,11 @@ fn on_host<T: Num>(
                 let identity = identity_of::<T>(output.reduce.identity());
                 let layout = Layout::row_major(&kept);
                 let combine = reduces.then_some(output.reduce);
-                (Storage::new(vec![identity; count]), layout, combine)
+                (
+                    Storage::new(storage::filled(count, identity)),
+                    layout,
+                    combine,
+                )
             }
         };
         combines.push((strides_over(&layout, &output.kept, rank), combine));
@@ -404,7 +408,7 @@ pub(crate) fn assembled<T: Num>(
         starts_after && row_major(to) && from.lens() == to.lens() && !from.is_padded() && end <= len
     });
     if device.is_cpu() && in_order {
-        let mut values = Vec::with_capacity(len);
+        let mut values = storage::with_capacity(len);
         for (storage, from, to) in parts {
             let data = storage.host()?;
             values.resize(to.offset(), T::zero());
@@ -429,7 +433,7 @@ pub(crate) fn assembled<T: Num>(
 /// unless `value` is a `bool` or does not survive the IR's `f64` constants: then uploaded).
 pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {
-        Device::Cpu => Ok(Storage::new(vec![value; count])),
+        Device::Cpu => Ok(Storage::new(storage::filled(count, value))),
         Device::Accelerator(backend)
             if T::DTYPE != DType::Bool && T::from_f64(value.to_f64()) == value =>
         {

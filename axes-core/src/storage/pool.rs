@@ -1,0 +1,127 @@
+//! Reuse of large host buffers. A training step frees and allocates the same large buffers
+//! (activations, gradients, the arena-shaped gradient) every step; when glibc's allocator
+//! hands such a buffer's pages back to the system in between (trimming the heap's top), each
+//! step pays for fresh pages (one fault and a zeroing per 4 KiB). Buffers of a size worth
+//! keeping go back here when their last [`Storage`](super::Storage) handle drops, and
+//! [`filled`] and [`with_capacity`] take one of the same size before asking the allocator.
+//!
+//! The pool holds at most [`HELD_BYTES`] bytes, in blocks of [`MIN_BYTES`] to [`MAX_BYTES`];
+//! a block is reused only for exactly its size and alignment.
+
+use std::alloc::Layout;
+use std::mem::{ManuallyDrop, align_of, size_of};
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+/// The smallest buffer kept: below it the allocator's own bins serve well.
+pub(crate) const MIN_BYTES: usize = 64 << 10;
+/// The largest buffer kept.
+pub(crate) const MAX_BYTES: usize = 16 << 20;
+/// The most bytes the pool holds at once.
+pub(crate) const HELD_BYTES: usize = 64 << 20;
+
+/// An allocation of the global allocator that no `Vec` owns now.
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: a block is memory nobody else points to (its `Vec` was forgotten when it came
+// here), so moving it between threads moves nothing shared.
+unsafe impl Send for Block {}
+
+/// The blocks held, and their total size.
+struct Held {
+    blocks: Vec<Block>,
+    bytes: usize,
+}
+
+static POOL: Mutex<Held> = Mutex::new(Held {
+    blocks: Vec::new(),
+    bytes: 0,
+});
+
+/// The layout of a `Vec<T>` of capacity `capacity`, if the pool keeps buffers of that size.
+fn kept_layout<T>(capacity: usize) -> Option<Layout> {
+    let layout = Layout::array::<T>(capacity).ok()?;
+    (size_of::<T>() > 0 && (MIN_BYTES..=MAX_BYTES).contains(&layout.size())).then_some(layout)
+}
+
+/// An empty `Vec` with room for exactly `len` elements: a kept buffer of that size when the
+/// pool has one, else a new allocation.
+pub(crate) fn with_capacity<T>(len: usize) -> Vec<T> {
+    if let Some(layout) = kept_layout::<T>(len) {
+        let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = held.blocks.iter().position(|b| b.layout == layout) {
+            let block = held.blocks.swap_remove(k);
+            held.bytes -= layout.size();
+            // SAFETY: the block was allocated by the global allocator with `layout`, which is
+            // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
+            // `Vec::from_raw_parts` requires; the length 0 claims no initialised element.
+            return unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) };
+        }
+    }
+    Vec::with_capacity(len)
+}
+
+/// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one.
+pub(crate) fn filled<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut values = with_capacity(len);
+    values.resize(len, value);
+    values
+}
+
+/// Keeps `values`' buffer for a later [`with_capacity`] of its size (its elements are
+/// dropped), or frees it when the pool does not keep that size or is full.
+pub(crate) fn give_back<T>(mut values: Vec<T>) {
+    let Some(layout) = kept_layout::<T>(values.capacity()) else {
+        return;
+    };
+    debug_assert_eq!(layout.align(), align_of::<T>());
+    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if held.bytes + layout.size() > HELD_BYTES {
+        return;
+    }
+    values.clear();
+    let mut values = ManuallyDrop::new(values);
+    let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer is not null");
+    held.blocks.push(Block { ptr, layout });
+    held.bytes += layout.size();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each test uses a size of its own, so tests running at once do not take each other's
+    /// blocks.
+    #[test]
+    fn a_buffer_given_back_is_taken_again_by_its_size() {
+        let len = (MIN_BYTES + 4096) / 4;
+        let first = filled(len, 1.5f32);
+        let address = first.as_ptr() as usize;
+        give_back(first);
+        // The same bytes and alignment serve another element type of that size.
+        let again: Vec<i32> = with_capacity(len);
+        assert_eq!(again.as_ptr() as usize, address);
+        assert!(again.is_empty());
+        give_back(again);
+        let zeros = filled(len, 0u32);
+        assert_eq!(zeros.as_ptr() as usize, address);
+        assert!(
+            zeros.iter().all(|&z| z == 0),
+            "values are written, not left over"
+        );
+        // Another size is a new allocation.
+        let other: Vec<f32> = with_capacity(len + 1);
+        assert_ne!(other.as_ptr() as usize, address);
+    }
+
+    #[test]
+    fn small_and_huge_buffers_are_not_kept() {
+        assert!(kept_layout::<u8>(MIN_BYTES - 1).is_none());
+        assert!(kept_layout::<u8>(MAX_BYTES + 1).is_none());
+        assert!(kept_layout::<()>(MIN_BYTES).is_none());
+        assert!(kept_layout::<f64>(MIN_BYTES / 8).is_some());
+    }
+}
