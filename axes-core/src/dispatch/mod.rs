@@ -123,16 +123,16 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     if let Some(Device::Accelerator(backend)) = expr_device(expr, Some(target.device()))? {
         let kind = sink.device_kind();
         let layout = *target.layout();
-        let lens = layout.lens().to_vec();
-        if kind.is_none() && layout.is_injective() && !layout.is_padded() {
+        if kind.is_none() && layout.is_injective() {
             // Overwriting a buffer no other handle shares (so no operand reads it): in place.
             if let Some(memory) = target.storage_mut().unique_memory() {
+                let lens = layout.lens();
                 let work = Work {
                     kept: A::IDS,
                     names: &A::names,
                     reduced,
                     reduce: ReduceOp::Sum,
-                    dest: Some(&lens),
+                    dest: Some(lens),
                 };
                 let target = JobTarget {
                     memory,

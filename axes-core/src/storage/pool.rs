@@ -47,28 +47,35 @@ fn kept_layout<T>(capacity: usize) -> Option<Layout> {
     (size_of::<T>() > 0 && (MIN_BYTES..=MAX_BYTES).contains(&layout.size())).then_some(layout)
 }
 
+/// A kept buffer with room for exactly `len` elements, empty, if the pool has one.
+fn take<T>(len: usize) -> Option<Vec<T>> {
+    let layout = kept_layout::<T>(len)?;
+    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let k = held.blocks.iter().position(|b| b.layout == layout)?;
+    let block = held.blocks.swap_remove(k);
+    held.bytes -= layout.size();
+    // SAFETY: the block was allocated by the global allocator with `layout`, which is
+    // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
+    // `Vec::from_raw_parts` requires; the length 0 claims no initialised element.
+    Some(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) })
+}
+
 /// An empty `Vec` with room for exactly `len` elements: a kept buffer of that size when the
 /// pool has one, else a new allocation.
 pub(crate) fn with_capacity<T>(len: usize) -> Vec<T> {
-    if let Some(layout) = kept_layout::<T>(len) {
-        let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(k) = held.blocks.iter().position(|b| b.layout == layout) {
-            let block = held.blocks.swap_remove(k);
-            held.bytes -= layout.size();
-            // SAFETY: the block was allocated by the global allocator with `layout`, which is
-            // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
-            // `Vec::from_raw_parts` requires; the length 0 claims no initialised element.
-            return unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) };
-        }
-    }
-    Vec::with_capacity(len)
+    take(len).unwrap_or_else(|| Vec::with_capacity(len))
 }
 
-/// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one.
+/// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one;
+/// otherwise `vec!` itself, which gets zeros from the allocator without writing them.
 pub(crate) fn filled<T: Clone>(len: usize, value: T) -> Vec<T> {
-    let mut values = with_capacity(len);
-    values.resize(len, value);
-    values
+    match take(len) {
+        Some(mut values) => {
+            values.resize(len, value);
+            values
+        }
+        None => vec![value; len],
+    }
 }
 
 /// Keeps `values`' buffer for a later [`with_capacity`] of its size (its elements are
