@@ -1,5 +1,6 @@
-//! The CPU's matrix products: f32 and f64 on the `gemm` crate (on the thread pool when
-//! large), f16 and bf16 computed in f32, integers by a plain loop (wrapping arithmetic).
+//! The CPU's matrix products: f32 and f64 on the `gemm` crate (large products split by rows
+//! across the thread pool, this thread taking the first part), f16 and bf16 computed in f32,
+//! integers by a plain loop (wrapping arithmetic).
 
 use std::any::TypeId;
 
@@ -102,6 +103,100 @@ pub(crate) fn batched_matmul<T: Num>(
     Ok(())
 }
 
+/// Products of at least this many multiply-adds are split across threads.
+const SPLIT_MIN_MACS: usize = 1 << 19;
+
+/// Products the row split cannot take run on `gemm`'s own threads from this size.
+const GEMM_PARALLEL_MIN_MACS: usize = 1 << 22;
+
+/// Rows per part start at multiples of this, a multiple of `gemm`'s register tile for f32
+/// and f64, so every part is tiled as the whole product would be.
+const ROW_ALIGN: usize = 16;
+
+/// Up to this many rows and columns, `gemm` takes a path of its own for small products.
+const GEMM_SMALL: usize = 64;
+
+/// An f32 or f64 matrix in a buffer: element (0, 0) at `offset`, and its strides.
+struct Operand<'a, T> {
+    data: &'a [T],
+    offset: isize,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+/// The rows of each part when an `m`×`n` product is split by rows across `threads`, or
+/// `None` where a split could change the result: `gemm`'s order of additions depends on the
+/// depth and on whether the product is small (both sides at most [`GEMM_SMALL`]), so every
+/// part must be small exactly when the whole is. Then each element is summed in the same
+/// order as by one call, and results are bitwise the same for every thread count.
+fn rows_per_part(m: usize, n: usize, threads: usize) -> Option<usize> {
+    let parts = threads.min(m / ROW_ALIGN);
+    if parts < 2 {
+        return None;
+    }
+    let rows = m.div_ceil(parts).next_multiple_of(ROW_ALIGN);
+    let last = m - (m.div_ceil(rows) - 1) * rows;
+    let small = |rows: usize| rows <= GEMM_SMALL && n <= GEMM_SMALL;
+    (small(rows) == small(m) && small(last) == small(m)).then_some(rows)
+}
+
+/// `dst` = rows `rows` of `lhs · rhs`, `n` columns each, by `gemm` (f32 or f64 only).
+fn gemm_rows<T: Num>(
+    dst: &mut [T],
+    rows: std::ops::Range<usize>,
+    n: usize,
+    k: usize,
+    lhs: &Operand<'_, T>,
+    rhs: &Operand<'_, T>,
+    parallelism: gemm::Parallelism,
+) {
+    let id = TypeId::of::<T>();
+    assert!(id == TypeId::of::<f32>() || id == TypeId::of::<f64>());
+    assert_eq!(dst.len(), rows.len() * n);
+    let start = lhs.offset + rows.start as isize * lhs.row_stride;
+    let inside = |data: &[T], o: isize, rows: usize, rs: isize, cols: usize, cs: isize| {
+        usize::try_from(o).is_ok_and(|o| within(o, &[rows, cols], &[rs, cs], data.len()))
+    };
+    assert!(
+        inside(
+            lhs.data,
+            start,
+            rows.len(),
+            lhs.row_stride,
+            k,
+            lhs.col_stride
+        ) && inside(rhs.data, rhs.offset, k, rhs.row_stride, n, rhs.col_stride),
+        "operands inside their buffers"
+    );
+    // SAFETY: T is f32 or f64 (asserted above), which gemm supports; every position the
+    // operands reach lies in their buffers (asserted above over the whole ranges read,
+    // whatever the strides' signs); `dst` holds `rows.len()`×n elements with row stride n
+    // and column stride 1, and is borrowed mutably, so nothing else writes it meanwhile.
+    unsafe {
+        gemm::gemm(
+            rows.len(),
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.data.as_ptr().offset(start),
+            lhs.col_stride,
+            lhs.row_stride,
+            rhs.data.as_ptr().offset(rhs.offset),
+            rhs.col_stride,
+            rhs.row_stride,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    }
+}
+
 /// `dst (m×n, row-major) = lhs (m×k) · rhs (k×n)`, each operand given by buffer, offset and
 /// (row, column) strides that keep every element inside its buffer.
 #[allow(clippy::too_many_arguments)]
@@ -129,47 +224,52 @@ fn matmul<T: Num>(
     );
     assert_eq!(dst.len(), m * n);
     let id = TypeId::of::<T>();
-    let parallelism = if threads::threads() > 1 && m * n * k >= 1 << 15 {
-        gemm::Parallelism::Rayon(threads::threads())
-    } else {
-        gemm::Parallelism::None
-    };
     if id == TypeId::of::<f32>() || id == TypeId::of::<f64>() {
-        let parallel = matches!(parallelism, gemm::Parallelism::Rayon(_));
-        let mut run = move || {
-            // SAFETY: T is f32 or f64 (checked above), which gemm supports; every position
-            // the operands reach lies in their buffers (asserted above over the whole m×k
-            // and k×n ranges, whatever the strides' signs), and dst holds m×n elements with
-            // row stride n and column stride 1. Nothing else writes dst meanwhile.
-            unsafe {
-                gemm::gemm(
-                    m,
+        let lhs = Operand {
+            data: lhs,
+            offset: lo,
+            row_stride: l_rs,
+            col_stride: l_cs,
+        };
+        let rhs = Operand {
+            data: rhs,
+            offset: ro,
+            row_stride: r_rs,
+            col_stride: r_cs,
+        };
+        let threads = threads::threads();
+        let macs = m.saturating_mul(n).saturating_mul(k);
+        if threads == 1 || macs < SPLIT_MIN_MACS {
+            gemm_rows(dst, 0..m, n, k, &lhs, &rhs, gemm::Parallelism::None);
+        } else if let Some(rows) = rows_per_part(m, n, threads) {
+            // One part on this thread, the others on the pool: one hand-off, no waiting for
+            // a pool thread to start the first part.
+            let mut parts = dst.chunks_mut(rows * n).enumerate();
+            let (_, first) = parts.next().expect("m > 0");
+            threads::in_place_scope(|scope| {
+                for (i, part) in parts {
+                    let (lhs, rhs) = (&lhs, &rhs);
+                    scope.spawn(move |_| {
+                        let start = i * rows;
+                        let end = (start + rows).min(m);
+                        gemm_rows(part, start..end, n, k, lhs, rhs, gemm::Parallelism::None);
+                    });
+                }
+                gemm_rows(
+                    first,
+                    0..rows.min(m),
                     n,
                     k,
-                    dst.as_mut_ptr(),
-                    1,
-                    n as isize,
-                    false,
-                    lhs.as_ptr().offset(lo),
-                    l_cs,
-                    l_rs,
-                    rhs.as_ptr().offset(ro),
-                    r_cs,
-                    r_rs,
-                    T::zero(),
-                    T::one(),
-                    false,
-                    false,
-                    false,
-                    parallelism,
-                )
-            }
-        };
-        // Only a parallel product needs the pool: entering it costs a thread hand-off.
-        if parallel {
-            threads::install(run);
+                    &lhs,
+                    &rhs,
+                    gemm::Parallelism::None,
+                );
+            });
+        } else if macs >= GEMM_PARALLEL_MIN_MACS {
+            let parallelism = gemm::Parallelism::Rayon(threads);
+            threads::install(|| gemm_rows(dst, 0..m, n, k, &lhs, &rhs, parallelism));
         } else {
-            run();
+            gemm_rows(dst, 0..m, n, k, &lhs, &rhs, gemm::Parallelism::None);
         }
         return;
     }
@@ -207,5 +307,102 @@ fn matmul<T: Num>(
             }
             dst[i * n + j] = acc;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Products large enough to be split across threads, in every layout of the operands,
+    /// in f32 and f64: the same bits on one, two and three threads, and close to a plain
+    /// triple loop.
+    #[test]
+    fn split_products_are_the_same_on_every_thread_count() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |below: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % below
+        };
+        for case in 0..16 {
+            // Row counts around gemm's small-product bound and column counts on both sides
+            // of it; depths past 512 are blocked by gemm.
+            let m = [16, 48, 65, 100, 128, 129, 300][next(7)];
+            let n = [10, 40, 64, 65, 200][next(5)];
+            let k = (SPLIT_MIN_MACS / (m * n)).max(1) + next(700);
+            let lhs: Vec<f64> = (0..m * k).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
+            let rhs: Vec<f64> = (0..k * n).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
+            let lhs_strides = if case % 2 == 0 { (k, 1) } else { (1, m) };
+            let rhs_strides = if case % 4 < 2 { (n, 1) } else { (1, k) };
+            let shape = (m, n, k);
+            if case % 8 < 4 {
+                check(shape, &lhs, lhs_strides, &rhs, rhs_strides);
+            } else {
+                let narrow = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+                check(
+                    shape,
+                    &narrow(&lhs),
+                    lhs_strides,
+                    &narrow(&rhs),
+                    rhs_strides,
+                );
+            }
+        }
+    }
+
+    fn check<T: Num>(
+        (m, n, k): (usize, usize, usize),
+        lhs: &[T],
+        (l_rs, l_cs): (usize, usize),
+        rhs: &[T],
+        (r_rs, r_cs): (usize, usize),
+    ) {
+        let product = |threads: usize| {
+            super::threads::set_threads(threads).unwrap();
+            let mut out = vec![T::zero(); m * n];
+            let s = |v: usize| v as isize;
+            let (lo, ro) = (0, 0);
+            matmul(
+                &mut out,
+                m,
+                n,
+                k,
+                lhs,
+                lo,
+                s(l_rs),
+                s(l_cs),
+                rhs,
+                ro,
+                s(r_rs),
+                s(r_cs),
+            );
+            out
+        };
+        let one = product(1);
+        assert!(one == product(2), "{m}×{n}×{k} on two threads");
+        assert!(one == product(3), "{m}×{n}×{k} on three threads");
+        for (at, got) in one.iter().enumerate() {
+            let (i, j) = (at / n, at % n);
+            let want: f64 = (0..k)
+                .map(|p| lhs[i * l_rs + p * l_cs].to_f64() * rhs[p * r_rs + j * r_cs].to_f64())
+                .sum();
+            assert!(
+                (got.to_f64() - want).abs() <= 1e-4 * k as f64,
+                "{m}×{n}×{k} at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_split_keeps_gemm_small_products_small() {
+        assert_eq!(rows_per_part(128, 256, 2), Some(64));
+        assert_eq!(rows_per_part(100, 200, 2), Some(64));
+        assert_eq!(rows_per_part(300, 10, 2), Some(160));
+        // 128 rows of 10 would become two small products of 64 rows.
+        assert_eq!(rows_per_part(128, 10, 2), None);
+        assert_eq!(rows_per_part(20, 256, 2), None);
+        assert_eq!(rows_per_part(48, 40, 3), Some(16));
     }
 }

@@ -40,3 +40,12 @@ pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         None => f(),
     }
 }
+
+/// Runs `f` on this thread with a scope whose spawned work runs on the configured pool.
+pub(crate) fn in_place_scope<'scope, R>(f: impl FnOnce(&rayon::Scope<'scope>) -> R) -> R {
+    let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).clone();
+    match pool {
+        Some(pool) => pool.in_place_scope(f),
+        None => rayon::in_place_scope(f),
+    }
+}
