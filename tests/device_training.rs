@@ -9,7 +9,7 @@ use std::io::Read;
 
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
 use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Square, minibatches};
-use axes::optim::Adam;
+use axes::optim::{Adam, Sgd};
 use axes::prelude::*;
 use axes::{Device, Error};
 
@@ -130,11 +130,16 @@ fn opencl() -> Option<Device> {
     }
 }
 
+/// Held by each test while it uses the device, so that one test's launches do not count in
+/// another's.
+static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn twenty_digit_steps_on_opencl_match_the_cpu() -> Result<(), Error> {
     let Some(device) = opencl() else {
         return Ok(());
     };
+    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let (cpu_losses, cpu) = train(&Device::Cpu)?;
     let (device_losses, on_device) = train(&device)?;
     for (step, (a, b)) in device_losses.iter().zip(&cpu_losses).enumerate() {
@@ -165,6 +170,66 @@ fn twenty_digit_steps_on_opencl_match_the_cpu() -> Result<(), Error> {
         assert!(
             difference <= 1e-4 * norm,
             "parameter {name}: ‖a − b‖ = {difference:e}, ‖b‖ = {norm:e}"
+        );
+    }
+    Ok(())
+}
+
+/// An optimizer step updates the parameters and its state over the whole arena in one kernel
+/// launch on a device (after the first, which makes the state), giving what it gives on the
+/// CPU.
+#[test]
+fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
+    let Some(device) = opencl() else {
+        return Ok(());
+    };
+    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    let (x, y) = digits();
+    let mut builder = ParamsBuilder::new();
+    let model = Mlp::new(&mut builder)?;
+    let start = builder.build::<f32>(3)?;
+    let indices = Tensor::<i64, (Batch,)>::from_vec(Batch.len(BATCH), (0..BATCH as i64).collect())?;
+    let (xb, yb) = (
+        x.gather::<Sample, _, _>(&indices)?,
+        y.gather::<Sample, _, _>(&indices)?,
+    );
+    // Two steps of each optimizer from the same gradient, on `device`; the launches of the
+    // second step, and the parameters after it.
+    let steps = |device: &Device, adam: bool| -> axes::Result<(u64, Params<f32>)> {
+        let mut params = start.to(device)?;
+        let tape = Tape::new();
+        let p = params.bind(&tape);
+        let logits = model.logits(&p, &tape.constant(xb.to(device)?))?;
+        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb.to(device)?)?
+            .mean::<(Batch,)>()?;
+        let grad = p.gradient(&loss.backward()?)?;
+        let mut adam_w = Adam::new(1e-2).with_weight_decay(1e-2);
+        let mut sgd = Sgd::new(1e-2, 0.9);
+        let mut step = |params: &mut Params<f32>| match adam {
+            true => adam_w.step(params, &grad),
+            false => sgd.step(params, &grad),
+        };
+        step(&mut params)?;
+        let launched = || device.counters().map_or(0, |c| c.launches);
+        let before = launched();
+        step(&mut params)?;
+        Ok((launched() - before, params.to(&Device::Cpu)?))
+    };
+    for adam in [true, false] {
+        let (launches, on_device) = steps(&device, adam)?;
+        let (_, on_cpu) = steps(&Device::Cpu, adam)?;
+        assert_eq!(launches, 1, "Adam: {adam}");
+        // The gradients differ in their last bits between the devices, and Adam's first
+        // steps move a parameter by about the learning rate whatever its gradient's size.
+        let (a, b) = (on_device.arena().flat(), on_cpu.arena().flat());
+        let difference: f64 = (a.iter().zip(b))
+            .map(|(a, b)| f64::from(a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let norm: f64 = b.iter().map(|b| f64::from(*b).powi(2)).sum::<f64>().sqrt();
+        assert!(
+            difference <= 1e-5 * norm,
+            "Adam: {adam}: ‖a − b‖ = {difference:e}, ‖b‖ = {norm:e}"
         );
     }
     Ok(())

@@ -1,6 +1,7 @@
-//! Optimizers: each updates every parameter of a [`Params`] arena with a few fused passes over
-//! the flat buffers (parameters, gradient and optimizer state side by side), evaluated where
-//! the parameters live (the CPU's typed loop engine, or kernels on a device).
+//! Optimizers: each updates every parameter of a [`Params`] arena with fused passes over the
+//! flat buffers (parameters, gradient and optimizer state side by side), where the
+//! parameters live: in host memory a few passes of the typed engine, on a device one kernel
+//! launch that writes the next parameters and state together.
 //!
 //! A step writes the next parameters and state into buffers the optimizer keeps — those the
 //! previous step replaced — so nothing is allocated once training runs, and tensors taken
@@ -8,10 +9,11 @@
 
 use axes_macros::Axis;
 
-use crate::dispatch::{filled, placed};
+use crate::dispatch::{Input, Output, filled, passes_or_job, placed, run_outputs};
 use crate::error::Result;
 use crate::eval::ExprExt;
 use crate::expr::{Expr, IntoExpr};
+use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 use crate::nn::{Gradient, Params};
 use crate::num::Float;
@@ -39,14 +41,33 @@ impl<T: Float> Sgd<T> {
     }
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
-    /// passes over the arena, on its device.
+    /// passes over the arena in host memory, one launch on a device.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         self.buffers.prepare(params, 1)?;
-        let [mu, lr] = self.buffers.constants(params, [self.momentum, self.lr])?;
-        let (p, g) = self.buffers.views(params, grad)?;
-        let v = self.buffers.write(1, &self.buffers.state(0) * &mu + &g)?;
-        let p = self.buffers.write(0, &p - &v * &lr)?;
-        self.buffers.finish(params, p, [v])
+        let constants = [self.momentum, self.lr];
+        let on = (&mut self.buffers, params, grad);
+        passes_or_job(
+            on.1.device(),
+            on,
+            |(buffers, params, grad)| {
+                let [mu, lr] = buffers.constants(params, constants)?;
+                let (p, g) = buffers.views(params, grad)?;
+                let v = buffers.write(1, &buffers.state(0) * &mu + &g)?;
+                let p = buffers.write(0, &p - &v * &lr)?;
+                buffers.finish(params, p, [v])
+            },
+            |(buffers, params, grad)| {
+                // v = mu v + g; p = p - lr v
+                let mut u = Update::new(1);
+                let [mu, lr] = u.constants();
+                let (p, g, v) = (u.params(), u.gradient(), u.state(0));
+                let kept = u.mul(v, mu);
+                let v = u.add(kept, g);
+                let step = u.mul(v, lr);
+                let p = u.sub(p, step);
+                buffers.update(params, grad, u, [p, v], constants)
+            },
+        )
     }
 }
 
@@ -94,7 +115,8 @@ impl<T: Float> Adam<T> {
     }
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
-    /// passes over the arena (the two moments, then the parameters), on its device.
+    /// passes over the arena in host memory (the two moments, then the parameters), one
+    /// launch on a device.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         if self.buffers.prepare(params, 2)? {
             self.steps = 0;
@@ -104,26 +126,106 @@ impl<T: Float> Adam<T> {
         // Bias corrections folded into the step size and epsilon.
         let c1 = 1.0 - b1.powi(self.steps);
         let c2 = 1.0 - b2.powi(self.steps);
-        let [b1, a1, b2, a2, keep, step, eps] = self.buffers.constants(
-            params,
-            [
-                b1,
-                1.0 - b1,
-                b2,
-                1.0 - b2,
-                1.0 - self.lr * self.weight_decay,
-                self.lr * c2.sqrt() / c1,
-                self.eps * c2.sqrt(),
-            ],
-        )?;
-        let (p, g) = self.buffers.views(params, grad)?;
-        let (m, v) = (self.buffers.state(0), self.buffers.state(1));
-        let m = self.buffers.write(1, &m * &b1 + &g * &a1)?;
-        let v = self.buffers.write(2, &v * &b2 + (&g * &g) * &a2)?;
-        let p = self
-            .buffers
-            .write(0, &p * &keep - &m * &step / (v.sqrt() + &eps))?;
-        self.buffers.finish(params, p, [m, v])
+        let constants = [
+            b1,
+            1.0 - b1,
+            b2,
+            1.0 - b2,
+            1.0 - self.lr * self.weight_decay,
+            self.lr * c2.sqrt() / c1,
+            self.eps * c2.sqrt(),
+        ];
+        let on = (&mut self.buffers, params, grad);
+        passes_or_job(
+            on.1.device(),
+            on,
+            |(buffers, params, grad)| {
+                let [b1, a1, b2, a2, keep, step, eps] = buffers.constants(params, constants)?;
+                let (p, g) = buffers.views(params, grad)?;
+                let (m, v) = (buffers.state(0), buffers.state(1));
+                let m = buffers.write(1, &m * &b1 + &g * &a1)?;
+                let v = buffers.write(2, &v * &b2 + (&g * &g) * &a2)?;
+                let p = buffers.write(0, &p * &keep - &m * &step / (v.sqrt() + &eps))?;
+                buffers.finish(params, p, [m, v])
+            },
+            |(buffers, params, grad)| {
+                // The passes above as one expression of three results.
+                let mut u = Update::new(2);
+                let [b1, a1, b2, a2, keep, step, eps] = u.constants();
+                let (p, g, m, v) = (u.params(), u.gradient(), u.state(0), u.state(1));
+                let (m_kept, m_new) = (u.mul(m, b1), u.mul(g, a1));
+                let m = u.add(m_kept, m_new);
+                let (v_kept, g2) = (u.mul(v, b2), u.mul(g, g));
+                let v_new = u.mul(g2, a2);
+                let v = u.add(v_kept, v_new);
+                let root = u.sqrt(v);
+                let denominator = u.add(root, eps);
+                let (shrunk, moved) = (u.mul(p, keep), u.mul(m, step));
+                let change = u.div(moved, denominator);
+                let p = u.sub(shrunk, change);
+                buffers.update(params, grad, u, [p, m, v], constants)
+            },
+        )
+    }
+}
+
+/// An optimizer's update as one expression over the arena's elements: leaf 0 the
+/// parameters, leaf 1 the gradient, then each state buffer, then each constant (one value
+/// for every element).
+struct Update {
+    ir: Ir,
+    states: usize,
+}
+
+impl Update {
+    /// An update reading `states` state buffers.
+    fn new(states: usize) -> Self {
+        let mut ir = Ir::default();
+        for _ in 0..2 + states {
+            ir.leaf();
+        }
+        Update { ir, states }
+    }
+
+    fn params(&self) -> usize {
+        0
+    }
+
+    fn gradient(&self) -> usize {
+        1
+    }
+
+    fn state(&self, k: usize) -> usize {
+        2 + k
+    }
+
+    /// `N` constants, as leaves after the state buffers.
+    fn constants<const N: usize>(&mut self) -> [usize; N] {
+        std::array::from_fn(|_| self.ir.leaf())
+    }
+
+    fn binary(&mut self, op: BinaryOp, a: usize, b: usize) -> usize {
+        self.ir.push(IrNode::Binary(op, a, b))
+    }
+
+    fn add(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Add, a, b)
+    }
+
+    fn sub(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Sub, a, b)
+    }
+
+    fn mul(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Mul, a, b)
+    }
+
+    fn div(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Div, a, b)
+    }
+
+    fn sqrt(&mut self, a: usize) -> usize {
+        self.ir.push(IrNode::Unary(UnaryOp::Sqrt, a))
     }
 }
 
@@ -217,6 +319,58 @@ impl<T: Float> Buffers<T> {
         self.spare[0] = Some(params.arena_mut().replace_storage(p));
         for (k, next) in state.into_iter().enumerate() {
             let next = next.storage().clone();
+            self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
+        }
+        Ok(())
+    }
+
+    /// Runs `update` over the arena, its nodes `roots` being the next parameters and then
+    /// the next value of each state buffer, with `constants` (placed on the parameters'
+    /// device in one buffer: operands that change between steps without changing the
+    /// kernel that reads them). Each result is written into the buffer it replaced last
+    /// step when nothing else holds that buffer, else into a new one; then the results take
+    /// the places of the parameters and the state.
+    fn update<const R: usize, const N: usize>(
+        &mut self,
+        params: &mut Params<T>,
+        grad: &Gradient<T>,
+        update: Update,
+        roots: [usize; R],
+        constants: [f64; N],
+    ) -> Result<()> {
+        debug_assert_eq!(R, update.states + 1);
+        let arena = params.arena();
+        // Operands on two devices are an error of the job itself.
+        let grad = grad.storage_for(arena)?;
+        let len = arena.len();
+        let flat = Layout::row_major(&[len]);
+        let values = placed(constants.map(T::from_f64).to_vec(), params.device())?;
+        let mut inputs = vec![
+            Input::new(arena.storage(), &flat, &[0], 1)?,
+            Input::new(grad, &flat, &[0], 1)?,
+        ];
+        for state in &self.state {
+            inputs.push(Input::new(state, &flat, &[0], 1)?);
+        }
+        let at = |k: usize| Layout::new(&[], &[], k, N).expect("inside the buffer");
+        let constant_layouts: Vec<Layout> = (0..N).map(at).collect();
+        for layout in &constant_layouts {
+            inputs.push(Input::new(&values, layout, &[], 1)?);
+        }
+        let outputs = (roots.iter().enumerate())
+            .map(|(k, &root)| {
+                let output = Output::new(root, vec![0], ReduceOp::Sum);
+                match self.spare[k].take().filter(Storage::is_unique) {
+                    Some(buffer) => output.written_into(buffer, flat),
+                    None => output,
+                }
+            })
+            .collect();
+        let mut results = run_outputs(&update.ir, &[len], &inputs, outputs)?.into_iter();
+        drop(inputs);
+        let (p, _) = results.next().expect("one result per root");
+        self.spare[0] = Some(params.arena_mut().replace_storage(p));
+        for (k, (next, _)) in results.enumerate() {
             self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
         }
         Ok(())

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axes_core::DType;
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MatrixSide, Meter,
+    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide, Meter,
+    MultiJob,
 };
 use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
 use cudarc::cublas::sys::cublasOperation_t;
@@ -382,15 +383,20 @@ fn buffer_of(memory: &DeviceMemory) -> Result<&CudaSlice<u8>> {
 }
 
 impl Cuda {
-    /// Queues `plan` (made for `job`), writing into `out`.
-    fn enqueue_plan(&self, plan: &JobPlan, job: &Job<'_>, out: &CudaSlice<u8>) -> Result<()> {
-        let inputs = (job.leaves.iter())
+    /// Queues `plan` (made for a job of these `leaves`), writing into `outs`.
+    fn enqueue_plan(
+        &self,
+        plan: &JobPlan,
+        leaves: &[JobLeaf<'_>],
+        outs: &[&CudaSlice<u8>],
+    ) -> Result<()> {
+        let inputs = (leaves.iter())
             .map(|leaf| buffer_of(leaf.memory))
             .collect::<Result<Vec<_>>>()?;
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => CudaArg::Index(v),
-                Slot::Out => CudaArg::U8(out),
+                Slot::Out(j) => CudaArg::U8(outs[j]),
                 Slot::Leaf(k) => CudaArg::U8(inputs[k]),
             })
             .collect();
@@ -401,8 +407,8 @@ impl Cuda {
         };
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
         // and checked that every element each leaf reads lies in its buffer (its whole
-        // buffer on this device); `out` is a new buffer of `plan.out_bytes` or the target
-        // region the plan checked, held mutably, so no leaf reads it.
+        // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
+        // target region the plan checked, held mutably, so no leaf reads it.
         unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads) }
     }
 }
@@ -577,7 +583,7 @@ impl Backend for Cuda {
             return Ok(self.memory(self.alloc::<u8>(0)?, 0));
         };
         let out = self.result_buffer(plan.out_bytes)?;
-        self.enqueue_plan(&plan, job, &out)?;
+        self.enqueue_plan(&plan, &job.leaves, &[&out])?;
         let out = self.memory(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
@@ -591,7 +597,7 @@ impl Backend for Cuda {
         };
         if plan.splits > 1 {
             let partial = self.result_buffer(plan.out_bytes)?;
-            self.enqueue_plan(&plan, job, &partial)?;
+            self.enqueue_plan(&plan, &job.leaves, &[&partial])?;
             let partial = self.memory(partial, plan.out_bytes);
             return self.run_into(&plan.combine(job, &partial), target);
         }
@@ -599,7 +605,20 @@ impl Backend for Cuda {
             .memory
             .buffer_mut::<CudaSlice<u8>>()
             .ok_or_else(foreign)?;
-        self.enqueue_plan(&plan, job, out)
+        self.enqueue_plan(&plan, &job.leaves, &[out])
+    }
+
+    fn run_multi_into(&self, job: &MultiJob<'_>, mut targets: Vec<JobTarget<'_>>) -> Result<()> {
+        let Some(plan) = JobPlan::outputs(job, &targets, Dialect::Cuda)? else {
+            return Ok(());
+        };
+        let outs = (targets.iter_mut())
+            .map(|target| {
+                let buffer = target.memory.buffer_mut::<CudaSlice<u8>>();
+                buffer.map(|b| &*b).ok_or_else(foreign)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.enqueue_plan(&plan, &job.leaves, &outs)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
@@ -613,7 +632,7 @@ impl Backend for Cuda {
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => CudaArg::Index(v),
-                Slot::Out => CudaArg::U8(&out),
+                Slot::Out(_) => CudaArg::U8(&out),
                 Slot::Leaf(k) => CudaArg::U8(sides[k]),
             })
             .collect();

@@ -6,7 +6,9 @@ use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter};
+use axes_core::protocol::{
+    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, Meter, MultiJob,
+};
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -315,15 +317,20 @@ fn buffer_of(memory: &DeviceMemory) -> Result<&DeviceBuffer<u8>> {
 }
 
 impl OpenCl {
-    /// Launches `plan` (made for `job`), writing into `out`.
-    fn launch_plan(&self, plan: &JobPlan, job: &Job<'_>, out: &DeviceBuffer<u8>) -> Result<()> {
-        let inputs = (job.leaves.iter())
+    /// Launches `plan` (made for a job of these `leaves`), writing into `outs`.
+    fn launch_plan(
+        &self,
+        plan: &JobPlan,
+        leaves: &[JobLeaf<'_>],
+        outs: &[&DeviceBuffer<u8>],
+    ) -> Result<()> {
+        let inputs = (leaves.iter())
             .map(|leaf| buffer_of(leaf.memory))
             .collect::<Result<Vec<_>>>()?;
         let args: Vec<Arg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => Arg::Index(v),
-                Slot::Out => out.arg(),
+                Slot::Out(j) => outs[j].arg(),
                 Slot::Leaf(k) => inputs[k].arg(),
             })
             .collect();
@@ -338,8 +345,8 @@ impl OpenCl {
         };
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
         // and checked that every element each leaf reads lies in its buffer (its whole
-        // buffer on this device); `out` is a new buffer of `plan.out_bytes` or the target
-        // region the plan checked, held mutably, so no leaf reads it.
+        // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
+        // target region the plan checked, held mutably, so no leaf reads it.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local) }
     }
 }
@@ -381,7 +388,7 @@ impl Backend for OpenCl {
             return Ok(self.memory(self.alloc::<u8>(0)?, 0));
         };
         let out = self.alloc::<u8>(plan.out_bytes)?;
-        self.launch_plan(&plan, job, &out)?;
+        self.launch_plan(&plan, &job.leaves, &[&out])?;
         let out = self.memory(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
@@ -395,7 +402,7 @@ impl Backend for OpenCl {
         };
         if plan.splits > 1 {
             let partial = self.alloc::<u8>(plan.out_bytes)?;
-            self.launch_plan(&plan, job, &partial)?;
+            self.launch_plan(&plan, &job.leaves, &[&partial])?;
             let partial = self.memory(partial, plan.out_bytes);
             return self.run_into(&plan.combine(job, &partial), target);
         }
@@ -403,7 +410,20 @@ impl Backend for OpenCl {
             .memory
             .buffer_mut::<DeviceBuffer<u8>>()
             .ok_or_else(foreign)?;
-        self.launch_plan(&plan, job, out)
+        self.launch_plan(&plan, &job.leaves, &[out])
+    }
+
+    fn run_multi_into(&self, job: &MultiJob<'_>, mut targets: Vec<JobTarget<'_>>) -> Result<()> {
+        let Some(plan) = JobPlan::outputs(job, &targets, Dialect::OpenCl)? else {
+            return Ok(());
+        };
+        let outs = (targets.iter_mut())
+            .map(|target| {
+                let buffer = target.memory.buffer_mut::<DeviceBuffer<u8>>();
+                buffer.map(|b| &*b).ok_or_else(foreign)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.launch_plan(&plan, &job.leaves, &outs)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
@@ -414,7 +434,7 @@ impl Backend for OpenCl {
         let args: Vec<Arg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
                 Slot::Index(v) => Arg::Index(v),
-                Slot::Out => out.arg(),
+                Slot::Out(_) => out.arg(),
                 Slot::Leaf(k) => sides[k].arg(),
             })
             .collect();

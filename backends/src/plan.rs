@@ -7,11 +7,11 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::Index;
 
-/// One argument of a planned launch: an index, the output buffer, or leaf `k`'s buffer.
+/// One argument of a planned launch: an index, output `j`'s buffer, or leaf `k`'s buffer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Slot {
     Index(Index),
-    Out,
+    Out(usize),
     Leaf(usize),
 }
 
@@ -45,17 +45,21 @@ struct KernelKey {
     kept: usize,
     reduced: usize,
     op: Option<axes_kernels::ReduceOp>,
+    /// The nodes written, for a kernel of several results (else the last node).
+    roots: Vec<usize>,
     dialect: axes_kernels::Dialect,
 }
 
-/// The elementwise kernel (`op` `None`) or reduction kernel for `spec`, generated once per
-/// process and then looked up: generating one takes about 10 µs, as long as a small kernel
-/// runs, and a training step asks for the same few kernels every time.
+/// The elementwise kernel (`op` `None`; writing the nodes `roots` when given) or reduction
+/// kernel for `spec`, generated once per process and then looked up: generating one takes
+/// about 10 µs, as long as a small kernel runs, and a training step asks for the same few
+/// kernels every time.
 fn generated(
     spec: &axes_kernels::Spec<'_>,
     kept: usize,
     reduced: usize,
     op: Option<axes_kernels::ReduceOp>,
+    roots: &[usize],
     dialect: axes_kernels::Dialect,
 ) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
     static KERNELS: LazyLock<Mutex<HashMap<KernelKey, Arc<axes_kernels::Kernel>>>> =
@@ -68,6 +72,7 @@ fn generated(
         kept,
         reduced,
         op,
+        roots: roots.to_vec(),
         dialect,
     };
     if let Some(kernel) = KERNELS.lock().expect("never poisoned").get(&key) {
@@ -75,7 +80,8 @@ fn generated(
     }
     let kernel = Arc::new(match op {
         Some(op) => axes_kernels::reduction(spec, kept, reduced, op, dialect)?,
-        None => axes_kernels::elementwise(spec, kept, dialect)?,
+        None if roots.is_empty() => axes_kernels::elementwise(spec, kept, dialect)?,
+        None => axes_kernels::elementwise_outputs(spec, roots, kept, dialect)?,
     });
     let mut kernels = KERNELS.lock().expect("never poisoned");
     Ok(Arc::clone(kernels.entry(key).or_insert(kernel)))
@@ -150,7 +156,7 @@ impl JobPlan {
         if reduction {
             args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
         }
-        let kernel = generated(&spec, job.kept.len(), job.reduced.len(), op, dialect)?;
+        let kernel = generated(&spec, job.kept.len(), job.reduced.len(), op, &[], dialect)?;
         args.extend(
             job.kept
                 .iter()
@@ -159,13 +165,13 @@ impl JobPlan {
         );
         match destination {
             Destination::Into(target) if splits == 1 => {
-                args.extend([Slot::Out, Slot::Index(target.offset as Index)]);
+                args.extend([Slot::Out(0), Slot::Index(target.offset as Index)]);
                 let strides = target_strides.expect("merged with the target");
                 args.extend(strides.iter().map(|&s| Slot::Index(s as Index)));
             }
             _ => {
                 // A new buffer, row-major over the kept axes, each result's parts side by side.
-                args.extend([Slot::Out, Slot::Index(0)]);
+                args.extend([Slot::Out(0), Slot::Index(0)]);
                 args.extend(
                     partial_strides(&job.kept, splits)
                         .into_iter()
@@ -188,6 +194,105 @@ impl JobPlan {
             reduction,
             out_bytes: count * splits * out.size(),
             splits,
+        }))
+    }
+}
+
+impl JobPlan {
+    /// The plan for `job` written into `targets` (one region per result) by one elementwise
+    /// kernel over the merged axes, or `None` when the results are empty. Every result must
+    /// keep every iteration axis and start from nothing (how an optimizer writes the next
+    /// parameters and moments); an error otherwise, or when a leaf or a target reaches
+    /// outside its buffer.
+    pub(crate) fn outputs(
+        job: &axes_core::protocol::MultiJob<'_>,
+        targets: &[axes_core::protocol::JobTarget<'_>],
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<Option<JobPlan>> {
+        use axes_core::protocol::{Job, JobLeaf};
+        use axes_kernels::{CType, Spec};
+        let rank = job.lens.len();
+        let every_axis = |kept: &[usize]| {
+            let mut sorted = kept.to_vec();
+            sorted.sort_unstable();
+            sorted.iter().copied().eq(0..rank)
+        };
+        if targets.len() != job.outputs.len()
+            || (job.outputs.iter()).any(|o| o.start.is_some() || !every_axis(&o.kept))
+        {
+            return Err(axes_core::Error::Unsupported {
+                what: "one launch for results that reduce, accumulate, or lack a target".into(),
+            });
+        }
+        let out = CType::of(job.out)?;
+        let types = (job.leaves.iter())
+            .map(|leaf| CType::of(leaf.dtype))
+            .collect::<axes_core::Result<Vec<_>>>()?;
+        for leaf in &job.leaves {
+            leaf.check_reach(&job.lens)?;
+        }
+        // Each target over the iteration axes (its strides are in its result's axis order),
+        // merged with the leaves as if it were one more leaf.
+        let mut leaves = job.leaves.clone();
+        for (target, output) in targets.iter().zip(&job.outputs) {
+            let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
+            target.check(job.out, &kept)?;
+            let mut strides = vec![0; rank];
+            for (&a, &s) in output.kept.iter().zip(&target.strides) {
+                strides[a] = s;
+            }
+            leaves.push(JobLeaf {
+                dtype: job.out,
+                memory: &*target.memory,
+                offset: target.offset,
+                strides,
+            });
+        }
+        let (merged, _) = Job {
+            ir: axes_core::ir::Ir::default(),
+            leaves,
+            kept: job.lens.clone(),
+            reduced: Vec::new(),
+            reduce: axes_kernels::ReduceOp::Sum,
+            out: job.out,
+        }
+        .merged(None);
+        let count: usize = merged.kept.iter().product();
+        if count == 0 {
+            return Ok(None);
+        }
+        let largest = (merged.leaves.iter())
+            .map(|leaf| leaf.memory.bytes() / leaf.dtype.size())
+            .chain([count])
+            .max()
+            .unwrap_or(0);
+        let spec = Spec {
+            ir: &job.ir,
+            leaves: &types,
+            out,
+            wide: Spec::needs_wide(largest),
+        };
+        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
+        let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, dialect)?;
+        let mut args = vec![Slot::Index(count as Index)];
+        args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
+        let (sources, written) = merged.leaves.split_at(job.leaves.len());
+        for (j, target) in written.iter().enumerate() {
+            args.extend([Slot::Out(j), Slot::Index(target.offset as Index)]);
+            args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
+        }
+        for (k, leaf) in sources.iter().enumerate() {
+            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
+            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+        }
+        Ok(Some(JobPlan {
+            kernel,
+            wide: spec.wide,
+            args,
+            items: count,
+            reduction: false,
+            out_bytes: 0,
+            splits: 1,
         }))
     }
 }
@@ -249,7 +354,7 @@ impl JobPlan {
         let kernel = Arc::new(axes_kernels::matmul(ty, wide, dialect)?);
         let i = |v: usize| Slot::Index(v as Index);
         let mut args = vec![i(job.batch), i(job.m), i(job.n), i(job.k)];
-        args.extend([Slot::Out, i(0), i(job.m * job.n), i(job.n), i(1)]);
+        args.extend([Slot::Out(0), i(0), i(job.m * job.n), i(job.n), i(1)]);
         for (k, side) in [job.lhs, job.rhs].iter().enumerate() {
             args.extend([
                 Slot::Leaf(k),

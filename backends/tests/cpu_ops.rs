@@ -153,6 +153,15 @@ impl axes::protocol::Backend for ResultByResult {
 }
 
 #[test]
+fn random_multi_into_jobs_match_the_reference() {
+    let ran = common::jobs::random_multi_into_jobs(&CPU_BACKEND, 48);
+    println!(
+        "{ran} random jobs written into buffers matched on {}",
+        device()
+    );
+}
+
+#[test]
 fn random_multi_jobs_match_the_reference_result_by_result() {
     common::jobs::random_multi_jobs(&ResultByResult, 96);
 }

@@ -136,6 +136,16 @@ fn gpu_random_multi_jobs_match_the_reference() {
 }
 
 #[test]
+fn gpu_random_multi_into_jobs_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let ran = common::jobs::random_multi_into_jobs(cuda, 48);
+    println!(
+        "{ran} random jobs written into buffers in one launch matched on {}",
+        axes::Device::Accelerator(cuda)
+    );
+}
+
+#[test]
 fn gpu_gradients_match_the_cpu() {
     let Some(gpu) = gpu() else { return };
     common::ops::gradients(&gpu);

@@ -86,6 +86,18 @@ fn random_multi_jobs_match_the_reference() {
 }
 
 #[test]
+fn random_multi_into_jobs_match_the_reference() {
+    let Some(cl) = common::opencl_device() else {
+        return;
+    };
+    let ran = common::jobs::random_multi_into_jobs(cl, 12);
+    println!(
+        "{ran} random jobs written into buffers in one launch matched on {}",
+        Device::Accelerator(cl)
+    );
+}
+
+#[test]
 fn gradients_match_the_cpu() {
     let Some(device) = device() else { return };
     common::ops::gradients(&device);

@@ -144,11 +144,30 @@ pub(crate) fn expression(
     body: &mut String,
     indent: &str,
 ) -> Result<String> {
+    let root = spec.ir.nodes.len().checked_sub(1);
+    let roots = root.ok_or_else(|| unsupported("an empty expression".into()))?;
+    let mut values = expressions(spec, &[roots], dialect, loads, body, indent)?;
+    Ok(values.pop().expect("one value per root"))
+}
+
+/// [`expression`] for several roots at once (nodes they share are computed once): the
+/// expression of each root, in order.
+pub(crate) fn expressions(
+    spec: &Spec<'_>,
+    roots: &[usize],
+    dialect: Dialect,
+    loads: &[String],
+    body: &mut String,
+    indent: &str,
+) -> Result<Vec<String>> {
     let nodes = &spec.ir.nodes;
-    if nodes.is_empty() {
-        return Err(unsupported("an empty expression".into()));
+    if let Some(&bad) = roots.iter().find(|&&r| r >= nodes.len()) {
+        return Err(unsupported(format!(
+            "node {bad} of an expression of {} nodes as a result",
+            nodes.len()
+        )));
     }
-    let live = spec.ir.live(&[nodes.len() - 1]);
+    let live = spec.ir.live(roots);
     let mut types: Vec<Option<Value>> = vec![None; nodes.len()];
     // The operand `i` as type `ty` (constants take the type of their use).
     let operand = |i: usize, ty: CType| match nodes[i] {
@@ -216,9 +235,10 @@ pub(crate) fn expression(
         writeln!(body, "{indent}{c_type} v{i} = ({c_type})({expr});").expect("writing to a String");
         types[i] = Some(ty);
     }
-    let root = nodes.len() - 1;
-    Ok(match nodes[root] {
-        IrNode::Scalar(v) => literal(v, spec.out, dialect),
-        _ => format!("v{root}"),
-    })
+    Ok((roots.iter())
+        .map(|&root| match nodes[root] {
+            IrNode::Scalar(v) => literal(v, spec.out, dialect),
+            _ => format!("v{root}"),
+        })
+        .collect())
 }

@@ -7,7 +7,7 @@
 //!
 //! - [`elementwise`]: `out[i] = f(leaves[i])` over any strides (stride 0 broadcasts, negative
 //!   strides reverse); casts and contiguous copies are elementwise kernels of `cast(leaf0)`
-//!   and `leaf0`.
+//!   and `leaf0`. [`elementwise_outputs`] writes several results of one pass.
 //! - [`reduction`]: `out[kept] = ⊕ over reduced of f(leaves)`, one work-group (block) per
 //!   output element: its threads stride over the reduced elements, then combine their
 //!   partial results in a tree in local (shared) memory.
@@ -44,7 +44,7 @@ mod emit;
 mod matmul;
 mod reduction;
 
-pub use elementwise::elementwise;
+pub use elementwise::{elementwise, elementwise_outputs};
 pub use matmul::{MATMUL_TILE, matmul};
 pub use reduction::{REDUCE_GROUP, reduction};
 
@@ -154,8 +154,9 @@ pub const MAX_LAUNCH: usize = 1 << 30;
 /// Generated kernel source and how to call it.
 ///
 /// Arguments, in order — `IDX` is `int`, or the 64-bit integer type when [`Spec::wide`]:
-/// - elementwise of rank `R`: `n` (element count), `len_0 .. len_{R-1}`, then the output
-///   (pointer, offset, `R` strides), then each leaf (pointer, offset, `R` strides);
+/// - elementwise of rank `R`: `n` (element count), `len_0 .. len_{R-1}`, then each output
+///   (pointer, offset, `R` strides; one, or one per root of [`elementwise_outputs`]), then
+///   each leaf (pointer, offset, `R` strides);
 /// - reduction with `K` kept and `Q` reduced axes: `m` (outputs), `r` (elements reduced per
 ///   output), `splits` (parts each output's elements are cut into), the `K` kept lengths,
 ///   the `Q` reduced lengths, then the output (pointer, offset, `K` strides, the stride

@@ -38,7 +38,8 @@ mod transfer;
 pub(crate) use lower::{Work, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
-    Input, Output, assembled, copied_into, filled, placed, run_output, run_outputs, written_out,
+    Input, Output, assembled, copied_into, filled, passes_or_job, placed, run_output, run_outputs,
+    written_out,
 };
 
 use std::any::TypeId;

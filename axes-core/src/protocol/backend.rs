@@ -36,6 +36,34 @@ pub trait Backend: Send + Sync {
         run_each_output(self, job)
     }
 
+    /// Runs `job`, whose every result keeps every iteration axis and starts from nothing,
+    /// into `targets` (one region of an existing buffer per result, in order): how an
+    /// optimizer writes the next parameters and moments. The default runs each result as a
+    /// job of its own with [`Backend::run_into`]; a backend that writes them all in one
+    /// launch overrides it.
+    fn run_multi_into(&self, job: &MultiJob<'_>, targets: Vec<JobTarget<'_>>) -> Result<()> {
+        if targets.len() != job.outputs.len() {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{} targets for a job of {} results",
+                    targets.len(),
+                    job.outputs.len()
+                ),
+            });
+        }
+        for (k, target) in targets.into_iter().enumerate() {
+            match job.output_job(k) {
+                (single, None) => self.run_into(&single, target)?,
+                (_, Some(_)) => {
+                    return Err(Error::Unsupported {
+                        what: "a reduced result onto starting values, written into a buffer".into(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until the work queued on the device is done (reads wait by themselves; this is
     /// for timing). The default has nothing to wait for.
     fn synchronize(&self) -> Result<()> {

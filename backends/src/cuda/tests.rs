@@ -20,7 +20,7 @@ use crate::reference::{
 };
 use axes_core::CPU_BACKEND;
 use axes_core::ir::{Ir, IrNode};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob};
 use axes_kernels::{
     CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
 };
@@ -271,6 +271,16 @@ impl Backend for Recording {
         }
         CPU_BACKEND.run_into(job, target)
     }
+    fn run_multi_into(
+        &self,
+        job: &MultiJob<'_>,
+        targets: Vec<JobTarget<'_>>,
+    ) -> axes_core::Result<()> {
+        if let Some(plan) = JobPlan::outputs(job, &targets, Dialect::Cuda)? {
+            self.keep(&plan.kernel);
+        }
+        CPU_BACKEND.run_multi_into(job, targets)
+    }
     fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
         // cuBLAS runs f32 and f64 products on a GPU; the tiled kernel is the fallback.
         self.keep(&JobPlan::matmul(job, Dialect::Cuda)?.kernel);
@@ -343,6 +353,13 @@ fn every_kernel_of_a_training_step_compiles_for_cuda() {
         "only {} kernels recorded",
         kernels.len()
     );
+    // Adam writes parameters and two moments in one launch, SGD parameters and velocity.
+    for fused in ["axes_ew1x3_", "axes_ew1x2_"] {
+        assert!(
+            kernels.iter().any(|k| k.name.starts_with(fused)),
+            "no {fused} kernel recorded"
+        );
+    }
     compile_all(&kernels);
 }
 

@@ -354,3 +354,98 @@ pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
     }
     cases
 }
+
+/// `cases` random jobs of several element-wise results written into regions of existing
+/// buffers in one call ([`Backend::run_multi_into`], how an optimizer writes parameters and
+/// moments): each result a random node of one expression over every axis in a random order,
+/// its region at a random offset and storage order; every element checked against the plain
+/// reference, and every element outside the regions unchanged. Returns how many ran.
+pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for case in 0..cases {
+        let (dtype, round, tolerance) = case_type(case);
+        let rank = rng.random_range(0..=3);
+        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let leaves = rng.random_range(1..=3);
+        let ir = random_ir(&mut rng, leaves, 5);
+        let operands: Vec<Operand> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
+        let numeric: Vec<usize> = (0..ir.nodes.len())
+            .filter(|&i| !matches!(ir.nodes[i], IrNode::Compare(..)))
+            .collect();
+        let wants: Vec<(usize, Vec<usize>, Region)> = (0..rng.random_range(1..=3))
+            .map(|_| {
+                let mut kept: Vec<usize> = (0..rank).collect();
+                for i in (1..kept.len()).rev() {
+                    kept.swap(i, rng.random_range(0..=i));
+                }
+                let kept_lens: Vec<usize> = kept.iter().map(|&a| lens[a]).collect();
+                let region = Region::random(&mut rng, &kept_lens);
+                (numeric[rng.random_range(0..numeric.len())], kept, region)
+            })
+            .collect();
+        let upload = |values: &[f64]| backend.upload(&bytes_of(values, dtype)).unwrap();
+        let memories: Vec<DeviceMemory> = operands.iter().map(|o| upload(&o.data)).collect();
+        let mut buffers: Vec<DeviceMemory> = wants.iter().map(|w| upload(&w.2.before)).collect();
+        let job = MultiJob {
+            ir: ir.clone(),
+            leaves: (operands.iter().zip(&memories))
+                .map(|(o, memory)| JobLeaf {
+                    dtype,
+                    memory,
+                    offset: o.offset as usize,
+                    strides: o.strides.iter().map(|&s| s as isize).collect(),
+                })
+                .collect(),
+            lens: lens.clone(),
+            out: dtype,
+            outputs: (wants.iter())
+                .map(|(root, kept, _)| JobOutput {
+                    root: *root,
+                    kept: kept.clone(),
+                    reduce: ReduceOp::Sum,
+                    start: None,
+                })
+                .collect(),
+        };
+        let targets = (buffers.iter_mut().zip(&wants))
+            .map(|(memory, (_, _, region))| JobTarget {
+                memory,
+                offset: region.offset as usize,
+                strides: region.strides.iter().map(|&s| s as isize).collect(),
+            })
+            .collect();
+        backend.run_multi_into(&job, targets).unwrap();
+        for (k, ((root, kept, region), memory)) in wants.iter().zip(&buffers).enumerate() {
+            let mut after = values_of(&backend.download(memory).unwrap(), dtype);
+            let sub = ir.pruned(*root);
+            let kept_lens: Vec<usize> = kept.iter().map(|&a| lens[a]).collect();
+            for kept_index in indices(&kept_lens) {
+                let mut index = vec![0; rank];
+                for (&a, &i) in kept.iter().zip(&kept_index) {
+                    index[a] = i;
+                }
+                let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+                let expected = eval(&sub, &values, round);
+                let at = kept_index.iter().zip(&region.strides);
+                let position =
+                    (region.offset + at.map(|(&i, &s)| i as i64 * s).sum::<i64>()) as usize;
+                assert!(
+                    close(after[position], expected, tolerance),
+                    "case {case}, result {k} ({}, axes {kept:?} of {lens:?}) at {kept_index:?}: \
+                     {} vs {expected}\nexpression {sub}",
+                    dtype.name(),
+                    after[position],
+                );
+                after[position] = round_to(region.before[position], dtype);
+            }
+            let before: Vec<f64> = region.before.iter().map(|&v| round_to(v, dtype)).collect();
+            assert_eq!(
+                after, before,
+                "case {case}, result {k}: elements outside the region"
+            );
+        }
+    }
+    cases
+}
