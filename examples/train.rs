@@ -215,14 +215,15 @@ fn options() -> Result<Options, String> {
 const SHOW_EVERY: usize = 16;
 
 /// The cost of a training step on its device: the first step (which compiles the kernels it
-/// launches) apart from the rest, launches per step, and the most device memory one step
-/// held.
+/// launches) apart from the rest, launches and reads back to the host per step, and the
+/// most device memory one step held.
 #[derive(Default)]
 struct StepReport {
     first: Option<f64>,
     steps: usize,
     seconds: f64,
     launches: u64,
+    reads: u64,
     peak_bytes: u64,
 }
 
@@ -247,11 +248,12 @@ impl StepReport {
     }
 
     /// Adds an epoch's `steps` steps, which took `seconds` (up to the read of its loss,
-    /// which waits for the device) and `launches` launches.
-    fn epoch(&mut self, steps: usize, seconds: f64, launches: u64) {
+    /// which waits for the device), `launches` launches and `reads` reads.
+    fn epoch(&mut self, steps: usize, seconds: f64, (launches, reads): (u64, u64)) {
         self.steps += steps;
         self.seconds += seconds;
         self.launches += launches;
+        self.reads += reads;
     }
 
     fn print(&self, device: &Device) {
@@ -271,8 +273,10 @@ impl StepReport {
             println!();
         } else {
             println!(
-                "; {:.1} launches a step; peak device memory {:.2} MB in a step",
+                "; {:.1} launches and {:.3} reads to the host a step (the loss every {SHOW_EVERY} \
+                 steps); peak device memory {:.2} MB in a step",
                 self.launches as f64 / self.steps.max(1) as f64,
+                self.reads as f64 / self.steps.max(1) as f64,
                 self.peak_bytes as f64 / 1e6
             );
         }
@@ -392,7 +396,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // for the device) only every `SHOW_EVERY` steps and at the end of the epoch.
         let mut loss_sum: Option<Tensor<f32, ()>> = None;
         let epoch_started = Instant::now();
-        let launches = options.device.counters().map_or(0, |c| c.launches);
+        let counted = || {
+            options
+                .device
+                .counters()
+                .map_or((0, 0), |c| (c.launches, c.reads))
+        };
+        let (launches, reads) = counted();
         for (step, indices) in batches.iter().enumerate() {
             let before = steps.start(&options.device);
             let (x, y) = batch(&epoch_data, indices, &options.device)?;
@@ -423,7 +433,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         steps.epoch(
             batches.len(),
             epoch_started.elapsed().as_secs_f64(),
-            options.device.counters().map_or(0, |c| c.launches) - launches,
+            (counted().0 - launches, counted().1 - reads),
         );
         let train_accuracy = accuracy(&model, &params, &train)?;
         let test_accuracy = accuracy(&model, &params, &test)?;

@@ -234,3 +234,36 @@ fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// A training step with a minibatch copied from host memory reads nothing back from the
+/// device (the labels' range is checked on their host copy), so steps queue without waiting;
+/// reading the loss is one read.
+#[test]
+fn a_training_step_on_opencl_reads_nothing_back() -> Result<(), Error> {
+    let Some(device) = opencl() else {
+        return Ok(());
+    };
+    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    let (x, y) = digits();
+    let mut builder = ParamsBuilder::new();
+    let model = Mlp::new(&mut builder)?;
+    let mut params = builder.build::<f32>(5)?.to(&device)?;
+    let mut adam = Adam::new(1e-3);
+    let reads = || device.counters().map_or(0, |c| c.reads);
+    let batches = minibatches::<Batch>(x.len_of::<Sample>(), BATCH, 2)?;
+    for (step, indices) in batches.iter().take(3).enumerate() {
+        let before = reads();
+        let xb = x.gather::<Sample, _, _>(indices)?.to(&device)?;
+        let yb = y.gather::<Sample, _, _>(indices)?.to(&device)?;
+        let tape = Tape::new();
+        let p = params.bind(&tape);
+        let logits = model.logits(&p, &tape.constant(xb))?;
+        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb)?.mean::<(Batch,)>()?;
+        let grad = p.gradient(&loss.backward()?)?;
+        adam.step(&mut params, &grad)?;
+        assert_eq!(reads() - before, 0, "step {step}");
+        assert!(loss.value().try_to_vec()?[0].is_finite());
+        assert_eq!(reads() - before, 1, "step {step}: reading the loss");
+    }
+    Ok(())
+}

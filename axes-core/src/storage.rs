@@ -81,6 +81,27 @@ impl<T: Element> Storage<T> {
         }))
     }
 
+    /// This device buffer keeping `values`, its elements, in host memory as well: reading
+    /// them then waits for nothing queued on the device (the copy goes when the buffer is next
+    /// written in place). A host buffer, or values of another length, are left as they are.
+    pub(crate) fn with_host_copy(self, values: Vec<T>) -> Self {
+        if let Buffer::Device { host, len, .. } = &*self.0
+            && *len == values.len()
+        {
+            let _ = host.set(values);
+        }
+        self
+    }
+
+    /// The elements in host memory when they are there without waiting: a host buffer, or a
+    /// device buffer's host copy (see [`Storage::with_host_copy`]).
+    pub(crate) fn host_now(&self) -> Option<&[T]> {
+        match &*self.0 {
+            Buffer::Host(data) => Some(data),
+            Buffer::Device { host, .. } => host.get().map(Vec::as_slice),
+        }
+    }
+
     /// The device that holds the elements.
     pub fn device(&self) -> Device {
         match &*self.0 {

@@ -575,6 +575,7 @@ impl Backend for Cuda {
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        self.meter.read();
         Cuda::download(self, buffer_of(memory)?)
     }
 

@@ -380,6 +380,7 @@ impl Backend for OpenCl {
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        self.meter.read();
         OpenCl::download(self, buffer_of(memory)?)
     }
 

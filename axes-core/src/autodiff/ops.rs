@@ -248,7 +248,9 @@ fn label_test(ir: &mut Ir, dtype: DType) -> usize {
 }
 
 /// An error naming the first label outside `0..classes`, found by one job (the smallest and
-/// largest label) on the labels' device.
+/// largest label): in host memory when the labels are there or keep a copy there (as small
+/// tensors copied to a device do), so the check waits for nothing queued on a device; else on
+/// their device, whose result the host then waits for.
 fn check_labels<C: Axis, Ix: IndexElement>(
     labels: &Tensor<Ix, impl AxisSet>,
     classes: usize,
@@ -260,7 +262,10 @@ fn check_labels<C: Axis, Ix: IndexElement>(
     let label = ir.leaf();
     let wide = ir.push(IrNode::Cast(DType::I64, label));
     let axes: Vec<usize> = (0..labels.lens().len()).collect();
-    let input = Input::new(labels.storage(), labels.layout(), &axes, axes.len())?;
+    let input = match labels.storage().host_now() {
+        Some(values) => Input::host(values, labels.layout(), &axes, axes.len())?,
+        None => Input::new(labels.storage(), labels.layout(), &axes, axes.len())?,
+    };
     let bound = |reduce| Output::<i64>::new(wide, Vec::new(), reduce);
     let bounds = run_outputs(
         &ir,

@@ -39,16 +39,31 @@ impl<'a> Input<'a> {
         axes: &[usize],
         rank: usize,
     ) -> Result<Self> {
+        let data = match storage.memory() {
+            Some(memory) => InputData::Device(storage.device(), T::DTYPE, memory),
+            None => InputData::Host(T::elements(storage.host()?)),
+        };
+        Input::laid_out(data, layout, axes, rank)
+    }
+
+    /// Elements in host memory, laid out as in [`Input::new`]: a device buffer's host copy
+    /// ([`Storage::host_now`]) read without waiting for the device.
+    pub(crate) fn host<T: Element>(
+        values: &'a [T],
+        layout: &Layout,
+        axes: &[usize],
+        rank: usize,
+    ) -> Result<Self> {
+        Input::laid_out(InputData::Host(T::elements(values)), layout, axes, rank)
+    }
+
+    fn laid_out(data: InputData<'a>, layout: &Layout, axes: &[usize], rank: usize) -> Result<Self> {
         if layout.is_padded() {
             return Err(Error::Unsupported {
                 what: "a padded view as an operand here: write it out with `.contiguous()` first"
                     .into(),
             });
         }
-        let data = match storage.memory() {
-            Some(memory) => InputData::Device(storage.device(), T::DTYPE, memory),
-            None => InputData::Host(T::elements(storage.host()?)),
-        };
         Ok(Input {
             data,
             offset: layout.offset(),

@@ -14,6 +14,9 @@ use crate::protocol::{Device, as_bytes};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
+/// Tensors up to this size keep a host copy when copied to a device (see [`Tensor::to`]).
+const KEEP_ON_HOST_BYTES: usize = 64 << 10;
+
 impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The device that holds this tensor's elements.
     pub fn device(&self) -> Device {
@@ -22,7 +25,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 
     /// This tensor on `device`: the same tensor (no copy) when it is there already, else a
     /// copy. Copying to a device copies only what the view reaches (a view that skips or
-    /// repeats elements is made contiguous first); copying back keeps the layout.
+    /// repeats elements is made contiguous first); copying back keeps the layout. A tensor
+    /// of at most 64 KiB copied from host memory keeps its host copy too, so reading it
+    /// (labels checked by [`softmax_cross_entropy`](crate::autodiff::softmax_cross_entropy))
+    /// does not wait for the device.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -52,9 +58,16 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             && !layout.is_padded()
             && layout.element_count() == Some(host.storage().len());
         let host = if whole { host } else { host.contiguous() };
-        let len = host.storage().len();
-        let memory = backend.upload(as_bytes(host.storage().host()?))?;
-        Ok(host.with_storage(device_storage(backend, memory, len)?))
+        let values = host.storage().host()?;
+        let memory = backend.upload(as_bytes(values))?;
+        let storage = device_storage(backend, memory, values.len())?;
+        // A small tensor (labels, indices) keeps its host copy: reading it, as the label check
+        // of `softmax_cross_entropy` does each step, then waits for nothing on the device.
+        let storage = match std::mem::size_of_val(values) <= KEEP_ON_HOST_BYTES {
+            true => storage.with_host_copy(values.to_vec()),
+            false => storage,
+        };
+        Ok(host.with_storage(storage))
     }
 
     /// The elements copied row-major with the axes in `order` (positions in `A`), on the

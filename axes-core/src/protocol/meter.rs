@@ -1,5 +1,5 @@
-//! What a device's work costs, counted by its backend: launches and the bytes its buffers
-//! hold.
+//! What a device's work costs, counted by its backend: launches, reads back to the host,
+//! and the bytes its buffers hold.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct DeviceCounters {
     /// Kernels and library calls (such as a cuBLAS product) launched so far.
     pub launches: u64,
+    /// Copies of a buffer to the host so far: each waits for the work queued before it.
+    pub reads: u64,
     /// Bytes held now by the device buffers the backend made.
     pub bytes: u64,
     /// The most bytes held at once since the backend was made or [`Meter::reset_peak`].
@@ -26,9 +28,10 @@ pub struct DeviceCounters {
 /// let a = DeviceMemory::metered((), 100, &meter);
 /// let b = DeviceMemory::metered((), 50, &meter);
 /// meter.launched();
+/// meter.read();
 /// drop(a);
 /// let now = meter.counters();
-/// assert_eq!((now.launches, now.bytes, now.peak_bytes), (1, 50, 150));
+/// assert_eq!((now.launches, now.reads, now.bytes, now.peak_bytes), (1, 1, 50, 150));
 /// meter.reset_peak();
 /// assert_eq!(meter.counters().peak_bytes, 50);
 /// # drop(b);
@@ -36,6 +39,7 @@ pub struct DeviceCounters {
 #[derive(Debug, Default)]
 pub struct Meter {
     launches: AtomicU64,
+    reads: AtomicU64,
     bytes: AtomicU64,
     peak_bytes: AtomicU64,
 }
@@ -46,10 +50,16 @@ impl Meter {
         self.launches.fetch_add(1, Relaxed);
     }
 
+    /// Counts one read of a buffer back to the host.
+    pub fn read(&self) {
+        self.reads.fetch_add(1, Relaxed);
+    }
+
     /// The counters now.
     pub fn counters(&self) -> DeviceCounters {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
+            reads: self.reads.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
             peak_bytes: self.peak_bytes.load(Relaxed),
         }
