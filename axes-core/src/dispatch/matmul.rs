@@ -3,7 +3,7 @@
 
 use crate::dispatch::{common_device, device_storage};
 use crate::element::Element;
-use crate::engine::matmul::{HostMatrix, batched_matmul};
+use crate::engine::matmul::{HostMatrix, batched_matmul_into};
 use crate::error::{Error, Result};
 use crate::num::Num;
 use crate::protocol::{Backend, Device, MatmulJob, MatrixSide};
@@ -51,9 +51,19 @@ pub(crate) fn matmul<T: Num>(
         };
         return device_storage(backend, memory, count);
     }
-    let mut out = crate::storage::filled(count, T::zero());
+    // Written by the product alone: no zeros first.
+    let mut out = crate::storage::with_capacity(count);
     let (l, r) = (in_host(lhs)?, in_host(rhs)?);
-    batched_matmul(&mut out, &[batch], (m, n, k), &l, &r)?;
+    batched_matmul_into(
+        &mut out.spare_capacity_mut()[..count],
+        &[batch],
+        (m, n, k),
+        &l,
+        &r,
+    )?;
+    // SAFETY: `batched_matmul_into` returned Ok, so it wrote every one of the `count`
+    // elements, and `out` has room for them.
+    unsafe { out.set_len(count) };
     Ok(Storage::new(out))
 }
 

@@ -3,6 +3,7 @@
 //! integers by a plain loop (wrapping arithmetic).
 
 use std::any::TypeId;
+use std::mem::MaybeUninit;
 
 use half::{bf16, f16};
 
@@ -49,6 +50,21 @@ impl<T> HostMatrix<'_, T> {
 pub(crate) fn batched_matmul<T: Num>(
     out: &mut [T],
     batch_lens: &[usize],
+    shape: (usize, usize, usize),
+    lhs: &HostMatrix<'_, T>,
+    rhs: &HostMatrix<'_, T>,
+) -> Result<()> {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`, and what is written through the view
+    // is an initialised `T` (the view is never used to de-initialise an element).
+    let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+    batched_matmul_into(out, batch_lens, shape, lhs, rhs)
+}
+
+/// [`batched_matmul`] into memory not yet initialised (as a `Vec`'s spare capacity): every
+/// element of `out` is written when it returns `Ok`, none read.
+pub(crate) fn batched_matmul_into<T: Num>(
+    out: &mut [MaybeUninit<T>],
+    batch_lens: &[usize],
     (m, n, k): (usize, usize, usize),
     lhs: &HostMatrix<'_, T>,
     rhs: &HostMatrix<'_, T>,
@@ -66,7 +82,9 @@ pub(crate) fn batched_matmul<T: Num>(
         return Ok(());
     }
     if k == 0 {
-        out.fill(T::zero());
+        for o in out.iter_mut() {
+            o.write(T::zero());
+        }
         return Ok(());
     }
     if !lhs.fits(batch_lens, m, k) || !rhs.fits(batch_lens, k, n) {
@@ -142,7 +160,7 @@ fn rows_per_part(m: usize, n: usize, threads: usize) -> Option<usize> {
 
 /// `dst` = rows `rows` of `lhs · rhs`, `n` columns each, by `gemm` (f32 or f64 only).
 fn gemm_rows<T: Num>(
-    dst: &mut [T],
+    dst: &mut [MaybeUninit<T>],
     rows: std::ops::Range<usize>,
     n: usize,
     k: usize,
@@ -171,13 +189,15 @@ fn gemm_rows<T: Num>(
     // SAFETY: T is f32 or f64 (asserted above), which gemm supports; every position the
     // operands reach lies in their buffers (asserted above over the whole ranges read,
     // whatever the strides' signs); `dst` holds `rows.len()`×n elements with row stride n
-    // and column stride 1, and is borrowed mutably, so nothing else writes it meanwhile.
+    // and column stride 1, and is borrowed mutably, so nothing else writes it meanwhile;
+    // with alpha 0 gemm writes every element of `dst` without reading it, so it may start
+    // uninitialised.
     unsafe {
         gemm::gemm(
             rows.len(),
             n,
             k,
-            dst.as_mut_ptr(),
+            dst.as_mut_ptr().cast::<T>(),
             1,
             n as isize,
             false,
@@ -201,7 +221,7 @@ fn gemm_rows<T: Num>(
 /// (row, column) strides that keep every element inside its buffer.
 #[allow(clippy::too_many_arguments)]
 fn matmul<T: Num>(
-    dst: &mut [T],
+    dst: &mut [MaybeUninit<T>],
     m: usize,
     n: usize,
     k: usize,
@@ -289,10 +309,13 @@ fn matmul<T: Num>(
             };
         let a = widen(lhs, lo, l_rs, l_cs, m, k);
         let b = widen(rhs, ro, r_rs, r_cs, k, n);
-        let mut c = vec![0f32; m * n];
-        matmul(&mut c, m, n, k, &a, 0, k as isize, 1, &b, 0, n as isize, 1);
+        let mut c = Vec::with_capacity(m * n);
+        let written = &mut c.spare_capacity_mut()[..m * n];
+        matmul(written, m, n, k, &a, 0, k as isize, 1, &b, 0, n as isize, 1);
+        // SAFETY: `matmul` wrote every one of the m×n elements.
+        unsafe { c.set_len(m * n) };
         for (d, v) in dst.iter_mut().zip(c) {
-            *d = T::from_f64(f64::from(v));
+            d.write(T::from_f64(f64::from(v)));
         }
         return;
     }
@@ -305,7 +328,7 @@ fn matmul<T: Num>(
                 let b = rhs[(ro + p as isize * r_rs + j as isize * r_cs) as usize];
                 acc = acc.add(a.mul(b));
             }
-            dst[i * n + j] = acc;
+            dst[i * n + j].write(acc);
         }
     }
 }
@@ -361,11 +384,11 @@ mod tests {
     ) {
         let product = |threads: usize| {
             super::threads::set_threads(threads).unwrap();
-            let mut out = vec![T::zero(); m * n];
+            let mut out = Vec::with_capacity(m * n);
             let s = |v: usize| v as isize;
             let (lo, ro) = (0, 0);
             matmul(
-                &mut out,
+                &mut out.spare_capacity_mut()[..m * n],
                 m,
                 n,
                 k,
@@ -378,6 +401,8 @@ mod tests {
                 s(r_rs),
                 s(r_cs),
             );
+            // SAFETY: `matmul` wrote every one of the m×n elements.
+            unsafe { out.set_len(m * n) };
             out
         };
         let one = product(1);
