@@ -462,3 +462,16 @@ fn nan_and_infinity_through_every_reduction() {
         "the mean of nothing is NaN"
     );
 }
+
+/// A tensor can be used inside `catch_unwind` and after it: it is `UnwindSafe` and
+/// `RefUnwindSafe`, and a caught panic leaves it as it was.
+#[test]
+fn tensors_survive_a_caught_panic() {
+    let x = Tensor::<f32, (Hidden,)>::from_vec(Hidden.len(3), vec![1., 2., 3.]).unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        let _sum = x.sum_all().unwrap();
+        panic!("after a sum")
+    });
+    assert!(caught.is_err());
+    assert_eq!(x.sum_all().unwrap(), 6.0);
+}

@@ -204,13 +204,16 @@ pub trait Element:
 
     /// This value converted to another element type: exactly between integer types (with
     /// `as` wrapping), through `f64` where a float is involved (rounding to nearest, floats
-    /// to integers truncating toward zero and saturating). This is the conversion of a
-    /// marshalling assignment.
+    /// to integers truncating toward zero and saturating, NaN giving 0: Rust's `as`). This is
+    /// the conversion of a marshalling assignment.
     ///
     /// ```
     /// # extern crate axes_core as axes;
     /// use axes::Element;
     /// assert_eq!(2.7f32.cast::<i32>(), 2);
+    /// assert_eq!(1e10f64.cast::<i32>(), i32::MAX);
+    /// assert_eq!((-1e10f64).cast::<u8>(), 0);
+    /// assert_eq!(f32::NAN.cast::<i64>(), 0);
     /// assert_eq!(i64::MAX.cast::<i64>(), i64::MAX);
     /// assert_eq!(300i32.cast::<u8>(), 44);
     /// assert!(3u8.cast::<bool>());

@@ -37,6 +37,11 @@ pub trait Num: Element {
 }
 
 /// Floating-point element types.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a float type: this needs f32, f64, f16 or bf16 elements",
+    label = "integer or bool elements here",
+    note = "cast to a float type first, e.g. `x.cast::<f32>()`"
+)]
 pub trait Float: Num {
     /// e^x
     fn exp(self) -> Self;

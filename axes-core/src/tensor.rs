@@ -49,6 +49,15 @@ pub struct Tensor<T: Element, A: AxisSet> {
     _axes: PhantomData<fn() -> A>,
 }
 
+// A tensor can be used again after a panic caught while it was borrowed: its elements change
+// only through a buffer nobody else holds (copy-on-write, or a device buffer written in place
+// when unique), and the one lazily filled field, a device buffer's host copy, is a `OnceLock`
+// that is either set whole or not at all. What keeps the auto traits off is the device
+// backend behind a `&'static dyn Backend` and a device buffer's `dyn Any` handle, neither of
+// which a tensor's methods leave half-changed.
+impl<T: Element, A: AxisSet> std::panic::UnwindSafe for Tensor<T, A> {}
+impl<T: Element, A: AxisSet> std::panic::RefUnwindSafe for Tensor<T, A> {}
+
 /// The part lengths of the `Flat` axes a tensor was flattened into, keyed by the `Flat`
 /// axis type, so that `unflatten` needs no lengths. Shared by all views of the tensor, and
 /// carried into the results computed from it (`unflatten` checks them against the length).

@@ -108,7 +108,8 @@ pub trait ExprExt: Expr {
             binary::Add,
         )
     }
-    /// Converts every element to `U` ([`Element::cast`]).
+    /// Converts every element to `U` ([`Element::cast`]: floats to integers truncate and
+    /// saturate, NaN gives 0, as Rust's `as`).
     fn cast<U: Element>(self) -> Cast<Self, U> {
         Cast::new(self)
     }
@@ -165,7 +166,8 @@ pub trait ExprExt: Expr {
         evaluate(&self, &[], Assign, Self::Elem::zero())
     }
 
-    /// The sum of every element, in one pass with no temporary.
+    /// The sum of every element, in one pass with no temporary (integer sums wrap on
+    /// overflow, as in NumPy and PyTorch).
     fn sum_all(self) -> Result<Self::Elem>
     where
         Self::Elem: Num,
@@ -173,7 +175,8 @@ pub trait ExprExt: Expr {
         reduce::sum_all(&self)
     }
 
-    /// Sums over the axes `Over` (each one of the expression's).
+    /// Sums over the axes `Over` (each one of the expression's; integer sums wrap on
+    /// overflow, as in NumPy and PyTorch).
     fn sum<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, Reduced<Self, Over>>>
     where
         Self::Elem: Num,
@@ -211,11 +214,11 @@ pub trait ExprExt: Expr {
         reduce::reduce::<Self, Over, _>(&self, reduce::min_sink())
     }
 
-    /// The mean over the axes `Over` (NaN for floats over an empty axis; integer means
-    /// truncate).
+    /// The mean over the axes `Over` (NaN over an empty axis). Floats only: an integer
+    /// mean would truncate, so cast first (`.cast::<f32>()`).
     fn mean<Over: AxisSet>(self) -> Result<Tensor<Self::Elem, Reduced<Self, Over>>>
     where
-        Self::Elem: Num,
+        Self::Elem: Float,
         Self::Axes: Reducible<Over>,
     {
         reduce::mean::<Self, Over>(&self)

@@ -129,7 +129,7 @@ fn divide<T: Num, A: AxisSet>(t: &Tensor<T, A>, count: usize) -> Result<Tensor<T
 
 pub(crate) fn mean<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
 where
-    E::Elem: Num,
+    E::Elem: Float,
     E::Axes: Reducible<Over>,
 {
     let count: usize = lengths_of(expr, Over::IDS)?.iter().product();

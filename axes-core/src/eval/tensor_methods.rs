@@ -29,12 +29,13 @@ macro_rules! tensor_unary_method {
 crate::for_each_unary_op!(crate::unary_method_rows, tensor_unary_method);
 
 macro_rules! reductions {
-    ($bound:ident: $($(#[$doc:meta])* $name:ident;)*) => {
-        impl<T: $bound, A: AxisSet> Tensor<T, A> {$(
+    ($($(#[$doc:meta])* $name:ident $(where T: $float:ident)?;)*) => {
+        impl<T: Num, A: AxisSet> Tensor<T, A> {$(
             $(#[$doc])*
             pub fn $name<Over: AxisSet>(&self) -> Result<Tensor<T, Reduced<&Self, Over>>>
             where
                 A: Reducible<Over>,
+                $(T: $float,)?
             {
                 ExprExt::$name::<Over>(self)
             }
@@ -42,8 +43,11 @@ macro_rules! reductions {
     };
 }
 
-reductions! { Num:
-    /// The sum over the axes `Over` ([`ExprExt::sum`]).
+// The float-only ones bound `T: Float` on the method, not the impl, so that calling one on
+// integers names the bound (and its message: cast to a float type first).
+reductions! {
+    /// The sum over the axes `Over` ([`ExprExt::sum`]; integer sums wrap, as in NumPy and
+    /// PyTorch).
     sum;
     /// The product over the axes `Over`.
     prod;
@@ -51,17 +55,14 @@ reductions! { Num:
     max_over;
     /// The smallest element over the axes `Over` (NaN if any is NaN).
     min_over;
-    /// The mean over the axes `Over`.
-    mean;
-}
-
-reductions! { Float:
+    /// The mean over the axes `Over` (floats only: cast integers first).
+    mean where T: Float;
     /// ln Σ e^x over the axes `Over`, computed stably.
-    logsumexp;
+    logsumexp where T: Float;
     /// The population variance over the axes `Over`.
-    var;
+    var where T: Float;
     /// The population standard deviation over the axes `Over`.
-    std;
+    std where T: Float;
 }
 
 impl<T: Num, A: AxisSet> Tensor<T, A> {
