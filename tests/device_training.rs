@@ -130,6 +130,13 @@ fn opencl() -> Option<Device> {
     }
 }
 
+/// ‖a − b‖₂ and ‖b‖₂.
+fn distance(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let squares = |v: &mut dyn Iterator<Item = f32>| v.map(|x| f64::from(x).powi(2)).sum::<f64>();
+    let difference = squares(&mut a.iter().zip(b).map(|(a, b)| a - b)).sqrt();
+    (difference, squares(&mut b.iter().copied()).sqrt())
+}
+
 /// Held by each test while it uses the device, so that one test's launches do not count in
 /// another's.
 static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -160,13 +167,7 @@ fn twenty_digit_steps_on_opencl_match_the_cpu() -> Result<(), Error> {
             &on_device.arena().flat()[region.clone()],
             &cpu.arena().flat()[region],
         );
-        let difference: f64 = a
-            .iter()
-            .zip(b)
-            .map(|(a, b)| f64::from(a - b).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let norm: f64 = b.iter().map(|b| f64::from(*b).powi(2)).sum::<f64>().sqrt();
+        let (difference, norm) = distance(a, b);
         assert!(
             difference <= 1e-4 * norm,
             "parameter {name}: ‖a − b‖ = {difference:e}, ‖b‖ = {norm:e}"
@@ -222,11 +223,7 @@ fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
         // The gradients differ in their last bits between the devices, and Adam's first
         // steps move a parameter by about the learning rate whatever its gradient's size.
         let (a, b) = (on_device.arena().flat(), on_cpu.arena().flat());
-        let difference: f64 = (a.iter().zip(b))
-            .map(|(a, b)| f64::from(a - b).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let norm: f64 = b.iter().map(|b| f64::from(*b).powi(2)).sum::<f64>().sqrt();
+        let (difference, norm) = distance(a, b);
         assert!(
             difference <= 1e-5 * norm,
             "Adam: {adam}: ‖a − b‖ = {difference:e}, ‖b‖ = {norm:e}"
