@@ -54,6 +54,18 @@ impl Mlp {
         let h = self.middle.forward(p, h)?.relu();
         self.output.forward(p, h)?.eval()
     }
+
+    /// The mean softmax cross-entropy of the minibatch `x` against `labels`.
+    fn loss(
+        &self,
+        tape: &Tape<f32>,
+        p: &Bound<'_, f32>,
+        x: Tensor<f32, (Pixel, Batch)>,
+        labels: &Tensor<i64, (Batch,)>,
+    ) -> axes::Result<Var<f32, ()>> {
+        let logits = self.logits(p, &tape.constant(x))?;
+        softmax_cross_entropy::<Class, _, _, _, _>(logits, labels)?.mean::<(Batch,)>()
+    }
 }
 
 /// Digit images (pixels scaled to [0, 1]) and their labels.
@@ -96,8 +108,7 @@ fn train(device: &Device) -> axes::Result<(Vec<f32>, Params<f32>)> {
         let yb = y.gather::<Sample, _, _>(indices)?.to(device)?;
         let tape = Tape::new();
         let p = params.bind(&tape);
-        let logits = model.logits(&p, &tape.constant(xb))?;
-        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb)?.mean::<(Batch,)>()?;
+        let loss = model.loss(&tape, &p, xb, &yb)?;
         assert_eq!(
             loss.value().device(),
             *device,
@@ -137,16 +148,19 @@ fn distance(a: &[f32], b: &[f32]) -> (f64, f64) {
     (difference, squares(&mut b.iter().copied()).sqrt())
 }
 
-/// Held by each test while it uses the device, so that one test's launches do not count in
-/// another's.
-static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// [`opencl`], held by this test alone while the guard lives, so that one test's launches
+/// and reads do not count in another's.
+fn opencl_alone() -> Option<(Device, std::sync::MutexGuard<'static, ()>)> {
+    static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let device = opencl()?;
+    Some((device, DEVICE.lock().unwrap_or_else(|e| e.into_inner())))
+}
 
 #[test]
 fn twenty_digit_steps_on_opencl_match_the_cpu() -> Result<(), Error> {
-    let Some(device) = opencl() else {
+    let Some((device, _only)) = opencl_alone() else {
         return Ok(());
     };
-    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let (cpu_losses, cpu) = train(&Device::Cpu)?;
     let (device_losses, on_device) = train(&device)?;
     for (step, (a, b)) in device_losses.iter().zip(&cpu_losses).enumerate() {
@@ -181,10 +195,9 @@ fn twenty_digit_steps_on_opencl_match_the_cpu() -> Result<(), Error> {
 /// CPU.
 #[test]
 fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
-    let Some(device) = opencl() else {
+    let Some((device, _only)) = opencl_alone() else {
         return Ok(());
     };
-    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let (x, y) = digits();
     let mut builder = ParamsBuilder::new();
     let model = Mlp::new(&mut builder)?;
@@ -200,9 +213,7 @@ fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
         let mut params = start.to(device)?;
         let tape = Tape::new();
         let p = params.bind(&tape);
-        let logits = model.logits(&p, &tape.constant(xb.to(device)?))?;
-        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb.to(device)?)?
-            .mean::<(Batch,)>()?;
+        let loss = model.loss(&tape, &p, xb.to(device)?, &yb.to(device)?)?;
         let grad = p.gradient(&loss.backward()?)?;
         let mut adam_w = Adam::new(1e-2).with_weight_decay(1e-2);
         let mut sgd = Sgd::new(1e-2, 0.9);
@@ -237,10 +248,9 @@ fn an_optimizer_step_on_opencl_is_one_launch() -> Result<(), Error> {
 /// reading the loss is one read.
 #[test]
 fn a_training_step_on_opencl_reads_nothing_back() -> Result<(), Error> {
-    let Some(device) = opencl() else {
+    let Some((device, _only)) = opencl_alone() else {
         return Ok(());
     };
-    let _only = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let (x, y) = digits();
     let mut builder = ParamsBuilder::new();
     let model = Mlp::new(&mut builder)?;
@@ -254,8 +264,7 @@ fn a_training_step_on_opencl_reads_nothing_back() -> Result<(), Error> {
         let yb = y.gather::<Sample, _, _>(indices)?.to(&device)?;
         let tape = Tape::new();
         let p = params.bind(&tape);
-        let logits = model.logits(&p, &tape.constant(xb))?;
-        let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &yb)?.mean::<(Batch,)>()?;
+        let loss = model.loss(&tape, &p, xb, &yb)?;
         let grad = p.gradient(&loss.backward()?)?;
         adam.step(&mut params, &grad)?;
         assert_eq!(reads() - before, 0, "step {step}");
