@@ -75,7 +75,8 @@
 //! - [`Axis`] (derive it), [`Dual`], [`roles`]: axes as types;
 //! - [`list`]: type-level axis lists (union, difference, broadcast order, checks);
 //! - [`Tensor`]: a typed [`Layout`] over a shared [`Storage`];
-//! - [`expr`] and [`eval`]: lazy expressions and running them; [`dot`] for contractions;
+//! - [`expr`] and [`eval`]: lazy expressions and running them; [`dot`] and [`dot_over`] for
+//!   contractions, [`outer`] for outer products;
 //! - [`autodiff`], [`nn`], [`optim`]: gradients, parameters and layers, optimizers;
 //! - [`device`] and [`backends`]: a [`Device`] by name (`"cpu"`, `"opencl:0"`, `"cuda:0"`);
 //!   tensors and parameters moved there with `to` compute and train there;

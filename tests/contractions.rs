@@ -101,13 +101,20 @@ fn shared_axes_contract_in_any_order_and_stride() {
         let ra = Ref::random_with(&mut rng, &["A"], &[lens[0]]);
         let a = Tensor::<f64, (A,)>::from_vec(A.len(lens[0]), ra.data.clone()).unwrap();
         assert_close(&dot(&x, &a).unwrap(), &naive(&rx, &ra, &["A"]), 1e-12);
-        // vector · vector -> scalar; no shared axis -> outer product
+        // vector · vector -> scalar; no shared axis -> `outer` (dot would not compile)
         let s: Tensor<f64, ()> = dot(&a, &a).unwrap();
         assert_close(&s, &naive(&ra, &ra, &["A"]), 1e-12);
         let rd = Ref::random_with(&mut rng, &["D"], &[d]);
         let dv = Tensor::<f64, (D,)>::from_vec(D.len(d), rd.data.clone()).unwrap();
-        let outer: Tensor<f64, (A, D)> = dot(&a, &dv).unwrap();
-        assert_matches(&outer, &ra.zip(&rd, |p, q| p * q));
+        let ad: Tensor<f64, (A, D)> = outer(&a, &dv).unwrap();
+        assert_matches(&ad, &ra.zip(&rd, |p, q| p * q));
+        let da: Tensor<f64, (D, C, B)> = outer(&dv, &yt.sum::<(D,)>().unwrap()).unwrap();
+        assert_matches(
+            &da,
+            &rd.zip(&ry.reduce(&["D"], 0.0, |s, v| s + v), |p, q| p * q),
+        );
+        let abcd: Tensor<f64, (A, B, C, D)> = outer(&x, &dv).unwrap();
+        assert_matches(&abcd, &rx.zip(&rd, |p, q| p * q));
     }
 }
 

@@ -60,7 +60,7 @@ pub mod nn;
 pub mod optim;
 
 pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
-pub use contract::{dot, dot_on, dot_over};
+pub use contract::{dot, dot_on, dot_over, outer};
 pub use element::{DType, Element};
 pub use engine::cpu::{CPU_BACKEND, CpuBackend};
 pub use engine::threads::{set_threads, threads};
@@ -78,7 +78,7 @@ pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Len};
-    pub use crate::contract::{dot, dot_over};
+    pub use crate::contract::{dot, dot_over, outer};
     pub use crate::element::Element;
     pub use crate::eval::{ExprExt, argmax, argmin, log_softmax, softmax};
     pub use crate::expr::{Expr, select};

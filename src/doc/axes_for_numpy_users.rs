@@ -16,7 +16,9 @@
 //! | `x.sum(axis=0)` | `x.sum::<(Batch,)>()?` |
 //! | `x.max(axis=1, keepdims=True)` | generic code uses keep-dims reductions internally; see `softmax` |
 //! | `np.einsum("bi,io->bo", x, w)` | `tensor!([Batch, Out] = x[Batch, In] * w[In, Out])?` or `dot(&x, &w)?` |
-//! | `x @ w` | `dot(&x, &w)?` — contracts the axes both have, whatever their positions |
+//! | `x @ w` (matrices) | `dot(&x, &w)?` — contracts *every* axis both have, whatever their positions |
+//! | `q @ k.transpose(-1, -2)` (batched) | `dot_over::<(Dim,), _, _, _>(&q, &k)?` — contracts `Dim` only; `Batch`, `Head` stay batch axes |
+//! | `np.outer(x, y)`, `x[:, None] * y[None, :]` | `outer(&x, &y)?`, or `(&x * &y).eval()?` (broadcast by name) |
 //! | `np.pad(x, ((0, 0), (1, 2)))` | `x.pad::<Hidden>(1, 2)?` (a view: nothing stored for the zeros) |
 //! | `x.reshape(32, -1)` | `x.flatten::<(Channel, Height, Width)>()?` into `Flat<(Channel, Height, Width)>` |
 //! | `x.astype(np.float64)` | `x.cast::<f64>().eval()?` |
@@ -47,6 +49,28 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
+//! `x @ w` on batched operands multiplies matrices per batch entry; `dot` instead contracts
+//! every axis the operands share, so attention scores name the one axis to contract:
+//!
+//! ```
+//! use axes::prelude::*;
+//! #[derive(Axis)] struct Batch;
+//! #[derive(Axis)] struct Head;
+//! #[derive(Axis)] struct Query;
+//! #[derive(Axis)] struct Key;
+//! #[derive(Axis)] struct Dim;
+//!
+//! let q = Tensor::<f32, (Batch, Head, Query, Dim)>::ones((Batch.len(2), Head.len(4), Query.len(8), Dim.len(16)))?;
+//! let k = Tensor::<f32, (Batch, Head, Key, Dim)>::ones((Batch.len(2), Head.len(4), Key.len(8), Dim.len(16)))?;
+//! // q @ k.transpose(-1, -2): Batch and Head stay, Dim is summed
+//! let scores: Tensor<f32, (Batch, Head, Query, Key)> = dot_over::<(Dim,), _, _, _>(&q, &k)?;
+//! assert!(scores.to_vec().iter().all(|&s| s == 16.0));
+//! // dot(&q, &k) would sum Batch, Head and Dim: its result has the axes (Query, Key)
+//! let summed: Tensor<f32, (Query, Key)> = dot(&q, &k)?;
+//! assert!(summed.to_vec().iter().all(|&s| s == 2.0 * 4.0 * 16.0));
+//! # Ok::<(), axes::Error>(())
+//! ```
+//!
 //! What NumPy would accept and `axes` rejects at compile time:
 //!
 //! ```compile_fail
@@ -57,4 +81,15 @@
 //! let x = Tensor::<f32, (Batch, Hidden)>::zeros((Batch.len(4), Hidden.len(4))).unwrap();
 //! // the two axes have the same length, but Class is not one of them
 //! let s = x.sum::<(Class,)>();
+//! ```
+//!
+//! ```compile_fail
+//! use axes::prelude::*;
+//! #[derive(Axis)] struct Batch;
+//! #[derive(Axis)] struct Hidden;
+//! #[derive(Axis)] struct Class;
+//! let x = Tensor::<f32, (Batch,)>::zeros(Batch.len(4)).unwrap();
+//! let w = Tensor::<f32, (Hidden, Class)>::zeros((Hidden.len(4), Class.len(2))).unwrap();
+//! // no shared axis: `dot` would contract nothing (an outer product is `outer(&x, &w)`)
+//! let y = dot(&x, &w);
 //! ```

@@ -1,5 +1,6 @@
 //! Contractions: [`dot`] over the axes two tensors share, and [`dot_over`] over named axes
-//! with the other shared axes kept as batch axes, at BLAS speed on the CPU.
+//! with the other shared axes kept as batch axes, at BLAS speed on the CPU; and [`outer`],
+//! the product of two tensors that share no axis.
 //!
 //! A contraction is mapped onto one (batched) GEMM of the `gemm` crate: the kept axes of
 //! each operand and the contracted axes are merged into single matrix dimensions when the
@@ -22,9 +23,11 @@ use roles::{Roles, dot_roles, over_roles};
 
 use crate::dispatch;
 use crate::error::Result;
+use crate::eval::ExprExt;
 use crate::layout::Layout;
 use crate::list::{
-    AxisSet, Difference, DifferenceWith, DotAxes, DotWith, SubsetOf, Union, UnionWith,
+    AxisSet, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith, SubsetOf, Union,
+    UnionWith,
 };
 use crate::num::Num;
 use crate::protocol::Device;
@@ -46,6 +49,13 @@ pub fn packed_operands() -> usize {
 /// `dot(x, y)`: contracts the axes `x` and `y` pair (DESIGN.md §2: first each `Dual<A>` on one
 /// side with `A` on the other, then every other axis both have); the result has `x`'s
 /// remaining axes, then `y`'s. Computed when called.
+///
+/// `dot` contracts *every* axis the operands share, as NumPy's `tensordot` over all common
+/// axes does — not as `x @ w` does for batched operands. For attention's
+/// (Batch, Head, Query, Dim)·(Batch, Head, Key, Dim), `dot` would sum Batch and Head too; name
+/// the contracted axes with [`dot_over`] (`dot_over::<(Dim,), _, _, _>` keeps Batch and Head as
+/// batch axes) or write the product in index notation (`tensor!`). Operands that share no
+/// axis are a compile error: an outer product is [`outer`].
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -71,6 +81,43 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     let (data, layout) = contract(x, y, &roles)?;
     let result = Tensor::from_parts(data, layout).expect("a fresh result fits its buffer");
     Ok(result.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
+}
+
+/// The outer product of two tensors that share no axis: every element of `x` times every
+/// element of `y`, with `x`'s axes then `y`'s. Computed when called, on the device both
+/// operands are on. (An axis in both is a compile error: it would appear twice.)
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Row;
+/// #[derive(Axis)] struct Col;
+/// let x = Tensor::<i32, (Row,)>::from_vec(Row.len(2), vec![1, 2])?;
+/// let y = Tensor::<i32, (Col,)>::from_vec(Col.len(3), vec![1, 10, 100])?;
+/// let xy: Tensor<i32, (Row, Col)> = outer(&x, &y)?;
+/// assert_eq!(xy.to_vec(), [1, 10, 100, 2, 20, 200]);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn outer<T: Num, L, R>(x: &Tensor<T, L>, y: &Tensor<T, R>) -> Result<Tensor<T, Concat<L, R>>>
+where
+    L: AxisSet + ConcatWith<R>,
+    R: AxisSet,
+    Concat<L, R>: AxisSet,
+{
+    let rank = L::RANK + R::RANK;
+    let lens: Vec<usize> = x.lens().iter().chain(y.lens()).copied().collect();
+    let spread = |from: &dyn Fn(usize) -> Option<usize>, layout: &Layout| {
+        let from: Vec<Option<usize>> = (0..rank).map(from).collect();
+        layout.broadcast(&from, &lens)
+    };
+    let xs = spread(&|axis| (axis < L::RANK).then_some(axis), x.layout());
+    let ys = spread(&|axis| axis.checked_sub(L::RANK), y.layout());
+    let xs = Tensor::<T, Concat<L, R>>::from_parts(x.storage().clone(), xs)
+        .expect("a broadcast view stays inside its buffer");
+    let ys = Tensor::<T, Concat<L, R>>::from_parts(y.storage().clone(), ys)
+        .expect("a broadcast view stays inside its buffer");
+    let product = (&xs * &ys).eval()?;
+    Ok(product.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
 }
 
 /// [`dot`] computed on `device` for one call: the operands are copied there (those already

@@ -5,6 +5,7 @@
 
 use typenum::{B0, B1, Bit};
 
+use super::checks::ContractsWith;
 use super::{AxisList, AxisSet, Cons, Nil, ToTuple};
 use crate::axis::Axis;
 use crate::axis::id::IdEq;
@@ -140,6 +141,38 @@ impl<T, R> AndThenAllIn<T, R> for B0 {
 
 impl<T: AllIn<R>, R> AndThenAllIn<T, R> for B1 {
     type Out = <T as AllIn<R>>::Out;
+}
+
+/// Whether any axis of an internal list is in `R`.
+pub trait AnyIn<R> {
+    /// [`B1`] when the list shares an axis with `R`.
+    type Out: Bit;
+}
+
+impl<R> AnyIn<R> for Nil {
+    type Out = B0;
+}
+
+impl<H, T, R> AnyIn<R> for Cons<H, T>
+where
+    R: Has<H>,
+    <R as Has<H>>::Out: OrElseAnyIn<T, R>,
+{
+    type Out = <<R as Has<H>>::Out as OrElseAnyIn<T, R>>::Out;
+}
+
+/// After one membership test: stop at [`B1`], test the rest at [`B0`].
+pub trait OrElseAnyIn<T, R> {
+    /// The result of the whole test.
+    type Out: Bit;
+}
+
+impl<T, R> OrElseAnyIn<T, R> for B1 {
+    type Out = B1;
+}
+
+impl<T: AnyIn<R>, R> OrElseAnyIn<T, R> for B0 {
+    type Out = <T as AnyIn<R>>::Out;
 }
 
 /// Chooses between two lists by a bit: `Then` at [`B1`], `Else` at [`B0`].
@@ -286,8 +319,10 @@ type DualUnpaired<L, R> = Difference<L, Transposed<R>>;
 /// assert!(same::<DotAxes<(A, B, C), (B, C, D)>, (A, D)>());
 /// assert!(same::<DotAxes<(Dual<B>, B), (B, A)>, (B, A)>());
 /// assert!(same::<DotAxes<(A, B), (Dual<B>, B)>, (A, B)>());
-/// assert!(same::<DotAxes<(A,), (B,)>, (A, B)>());
 /// ```
+///
+/// Two lists that pair no axis have no `DotWith`: a `dot` that would contract nothing is a
+/// compile error pointing to [`outer`](crate::outer).
 pub trait DotWith<R: AxisSet>: AxisSet {
     /// The axes of the result.
     type Output: AxisSet;
@@ -295,7 +330,7 @@ pub trait DotWith<R: AxisSet>: AxisSet {
 
 impl<L, R> DotWith<R> for L
 where
-    L: AxisSet + TransposeAxes + DifferenceWith<Transposed<R>>,
+    L: AxisSet + TransposeAxes + DifferenceWith<Transposed<R>> + ContractsWith<R>,
     R: AxisSet + TransposeAxes + DifferenceWith<Transposed<L>>,
     DualUnpaired<L, R>: DifferenceWith<DualUnpaired<R, L>>,
     DualUnpaired<R, L>: DifferenceWith<DualUnpaired<L, R>>,
