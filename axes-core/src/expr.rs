@@ -31,6 +31,7 @@ mod ops;
 
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
+pub use operators::SameElement;
 pub use ops::{Clamp, Powf, Powi};
 
 use crate::element::Element;

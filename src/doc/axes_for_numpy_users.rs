@@ -71,6 +71,15 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
+//! Two compile errors a NumPy user meets first:
+//! - "an operand of `f64` elements in an expression of `f32` elements": NumPy promotes,
+//!   `axes` never converts implicitly; cast one side (`y.cast::<f32>()`).
+//! - "mismatched types: expected `Tensor<f32, (Out, Batch)>`, found `Tensor<f32, (Batch,
+//!   Out)>`" (E0308): the same axes in another order are another type. Reorder the result
+//!   with `.axes_with_order::<(Out, Batch)>()` (a view, no copy), or declare the type the
+//!   operation gives. (rustc cannot attach advice to a type mismatch, so this one says no
+//!   more.)
+//!
 //! What NumPy would accept and `axes` rejects at compile time:
 //!
 //! ```compile_fail

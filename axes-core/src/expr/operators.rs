@@ -31,10 +31,21 @@ macro_rules! arithmetic {
     };
 }
 
+/// The element type `T` itself: the bound that keeps both operands of an operator of one
+/// element type, with a message that says how to mix two.
+#[diagnostic::on_unimplemented(
+    message = "an operand of `{Self}` elements in an expression of `{T}` elements",
+    label = "`{Self}` operand where `{T}` is expected",
+    note = "element types never convert implicitly: cast one side, e.g. `y.cast::<{T}>()` for an `{Self}` operand `y`"
+)]
+pub trait SameElement<T> {}
+
+impl<T> SameElement<T> for T {}
+
 /// Expression op expression (of the same element type), and `-expression`.
 macro_rules! expr_operators {
     ($([$($generics:tt)*] $ty:ty => $elem:ty;)*) => {$(
-        arithmetic!([$($generics)*, Rhs: Expr<Elem = $elem>] $ty, Rhs => $elem, $ty, Rhs, |a, b| a, b);
+        arithmetic!([$($generics)*, Rhs: Expr<Elem: SameElement<$elem>>] $ty, Rhs => $elem, $ty, Rhs, |a, b| a, b);
         impl<$($generics)*> Neg for $ty {
             type Output = Unary<$elem, Self, unary::Neg>;
             fn neg(self) -> Self::Output {
