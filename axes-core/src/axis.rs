@@ -34,9 +34,10 @@ use std::marker::PhantomData;
     note = "an axis is a unit struct with `#[derive(Axis)]`, e.g. `#[derive(Axis)] struct Batch;`"
 )]
 pub trait Axis: 'static {
-    /// The type-level id (hex digits of a hash; see [`id`]).
+    /// The type-level id (hex digits of a hash; see [`id`]). Equal to itself: so generic
+    /// code over one axis `F` can use `(F,)` as a set of axes.
     #[doc(hidden)]
-    type Id;
+    type Id: id::IdEq<Self::Id, Out = typenum::B1>;
     /// The axis `transpose` maps this one to: `Dual<A>` for `A`, and `A` for `Dual<A>`.
     type Transposed: Axis;
     /// The length every tensor must give this axis, if it was fixed with `#[axis(len = N)]`.

@@ -29,6 +29,7 @@ mod operand;
 mod operators;
 mod ops;
 
+pub use crate::list::Reducible;
 pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
 pub use operators::SameElement;
@@ -38,7 +39,7 @@ use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
 use crate::ir::Ir;
-use crate::list::{AxisSet, Difference, DifferenceWith, SubsetOf};
+use crate::list::{AxisSet, Difference};
 use crate::protocol::Buffers;
 use crate::tensor::FlatPartsList;
 
@@ -64,11 +65,6 @@ mod sealed {
 
 /// The axes left after reducing expression `E` over `Over`.
 pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
-
-/// Axes that can be reduced over `Over` (every axis of `Over` is one of them).
-pub trait Reducible<Over: AxisSet>: AxisSet + DifferenceWith<Over> {}
-
-impl<A: AxisSet + DifferenceWith<Over>, Over: AxisSet + SubsetOf<A>> Reducible<Over> for A {}
 
 /// A lazy expression over named axes.
 ///

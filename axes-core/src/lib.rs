@@ -82,7 +82,10 @@ pub mod prelude {
     pub use crate::element::Element;
     pub use crate::eval::{ExprExt, argmax, argmin, log_softmax, softmax};
     pub use crate::expr::{Expr, select};
-    pub use crate::list::{AxisList, AxisSet, Flat, HasAxis, SameAxes, SubsetOf};
+    pub use crate::list::{
+        AxisList, AxisSet, DotOverWith, DotWith, ElementwiseWith, Flat, HasAxis, Includes,
+        Reducible, SameAxes, SubsetOf,
+    };
     pub use crate::protocol::Device;
     pub use crate::tensor::Tensor;
     pub use axes_macros::{Axis, tensor};

@@ -24,10 +24,25 @@
 //! assert_eq!(<(N, C) as AxisList>::IDS, [TypeId::of::<N>(), TypeId::of::<C>()]);
 //! ```
 
+/// An internal list trait whose failure names the public bounds: these traits hold for every
+/// concrete list, so they fail only on a list the compiler cannot see, the axes of a generic
+/// parameter, and the fix is a bound on that parameter.
+macro_rules! hint_generic_bounds {
+    ($message:tt, $($item:tt)*) => {
+        #[diagnostic::on_unimplemented(
+            message = $message,
+            note = "these axes come from a generic parameter: state what the function does with its axes `A` by one bound (all in the prelude): `A: Reducible<Over>` (sum, mean, max_over, ...), `A: HasAxis<X>` (len_of, softmax, slice), `A: ElementwiseWith<R>` (operators with other axes), `A: Includes<R>` (the same, keeping `A`), `A: DotWith<R>` (dot), `A: DotOverWith<R, Over>` (dot_over), `A: SameAxes<O>` (axes_with_order, assign); two generic axes in one tuple need `(F, G): AxisSet`. Guide: `axes::doc::generic_code`"
+        )]
+        $($item)*
+    };
+}
+
+mod bounds;
 mod checks;
 mod flat;
 mod ops;
 
+pub use bounds::{DotOverWith, ElementwiseWith, Includes, Reducible};
 pub use checks::{AxisSet, HasAxis, SameAxes, SameCount, SubsetOf};
 pub use flat::Flat;
 pub use ops::{
@@ -137,11 +152,14 @@ const fn pad_to_max_rank(given: &[Option<usize>]) -> [Option<usize>; MAX_RANK] {
     out
 }
 
-/// Position of axis `A` in an internal list (the list's length when `A` is absent).
-pub trait Find<A> {
-    /// The zero-based position.
-    const POS: usize;
-}
+hint_generic_bounds!(
+    "cannot find the axis `{A}` in the axes `{Self}`",
+    /// Position of axis `A` in an internal list (the list's length when `A` is absent).
+    pub trait Find<A> {
+        /// The zero-based position.
+        const POS: usize;
+    }
+);
 
 impl<A> Find<A> for Nil {
     const POS: usize = 0;
@@ -158,11 +176,14 @@ where
     };
 }
 
-/// For each axis of an internal list, its position in another list `M`.
-pub trait PositionsIn<M> {
-    /// Entry `i` is the position in `M` of this list's axis `i`; unused entries are 0.
-    const POSITIONS: [usize; MAX_RANK];
-}
+hint_generic_bounds!(
+    "cannot place the axes `{Self}` in the axes `{M}`",
+    /// For each axis of an internal list, its position in another list `M`.
+    pub trait PositionsIn<M> {
+        /// Entry `i` is the position in `M` of this list's axis `i`; unused entries are 0.
+        const POSITIONS: [usize; MAX_RANK];
+    }
+);
 
 impl<M> PositionsIn<M> for Nil {
     const POSITIONS: [usize; MAX_RANK] = [0; MAX_RANK];

@@ -25,10 +25,7 @@ use crate::dispatch;
 use crate::error::Result;
 use crate::eval::ExprExt;
 use crate::layout::Layout;
-use crate::list::{
-    AxisSet, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith, SubsetOf, Union,
-    UnionWith,
-};
+use crate::list::{AxisSet, Concat, ConcatWith, DotAxes, DotOverWith, DotWith};
 use crate::num::Num;
 use crate::protocol::Device;
 use crate::storage::Storage;
@@ -132,7 +129,7 @@ pub fn dot_on<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
 }
 
 /// The axes of `dot_over::<Over>(x, y)`.
-pub type DotOverAxes<L, R, Over> = Union<Difference<L, Over>, Difference<R, Over>>;
+pub type DotOverAxes<L, R, Over> = <L as DotOverWith<R, Over>>::Output;
 
 /// Contracts only the axes `Over` (each in both operands); every other axis the operands share
 /// is a batch axis, kept once. The result has `x`'s remaining axes, then `y`'s new ones:
@@ -156,11 +153,10 @@ pub fn dot_over<Over, T, L, R>(
     y: &Tensor<T, R>,
 ) -> Result<Tensor<T, DotOverAxes<L, R, Over>>>
 where
-    Over: AxisSet + SubsetOf<L> + SubsetOf<R>,
+    Over: AxisSet,
     T: Num,
-    L: AxisSet + DifferenceWith<Over>,
-    R: AxisSet + DifferenceWith<Over>,
-    Difference<L, Over>: UnionWith<Difference<R, Over>>,
+    L: DotOverWith<R, Over>,
+    R: AxisSet,
 {
     // The result type lists the batch axes where they stand among x's kept axes.
     let (data, layout) = contract(x, y, &over_roles::<L, R>(Over::IDS))?;

@@ -31,8 +31,11 @@ where
 {
 }
 
-/// Internal: no axis of the list appears again later in it (`W` is the whole tuple).
-pub trait NoDuplicates<W> {}
+hint_generic_bounds!(
+    "cannot tell whether the axes `{W}` are distinct",
+    /// Internal: no axis of the list appears again later in it (`W` is the whole tuple).
+    pub trait NoDuplicates<W> {}
+);
 
 impl<W> NoDuplicates<W> for Nil {}
 
@@ -65,12 +68,12 @@ impl<A, W> AppearsOnce<A, W> for B0 {}
     message = "`{Self}` has no axis `{A}`",
     label = "axis `{A}` is not among these axes"
 )]
-pub trait HasAxis<A>: AxisList {
+pub trait HasAxis<A>: AxisSet {
     /// The position of `A` in the list.
     const POS: usize;
 }
 
-impl<L: AxisList, A: Axis> HasAxis<A> for L
+impl<L: AxisSet, A: Axis> HasAxis<A> for L
 where
     L::List: Has<A> + Find<A>,
     <L::List as Has<A>>::Out: AxisPresent<A, L>,
@@ -97,8 +100,11 @@ pub trait SubsetOf<R: AxisList>: AxisList {}
 
 impl<L: AxisList, R: AxisList> SubsetOf<R> for L where L::List: EachIn<R, L> {}
 
-/// Internal: each axis of the list is in `R` (`W` is the whole tuple).
-pub trait EachIn<R, W> {}
+hint_generic_bounds!(
+    "cannot tell whether the axes `{W}` are all in `{R}`",
+    /// Internal: each axis of the list is in `R` (`W` is the whole tuple).
+    pub trait EachIn<R, W> {}
+);
 
 impl<R, W> EachIn<R, W> for Nil {}
 
@@ -124,13 +130,13 @@ impl<A, W, R> FoundIn<A, W, R> for B1 {}
     message = "the axes `{Self}` are not a reordering of `{R}`",
     label = "expected the axes of `{R}` in some order"
 )]
-pub trait SameAxes<R: AxisList>: AxisList {
+pub trait SameAxes<R: AxisList>: AxisSet {
     /// Entry `i` is the position in `Self` of `R`'s axis `i`: data in `Self`'s order is read
     /// into `R`'s order by taking entry `FROM[i]` for axis `i`.
     const FROM: [usize; MAX_RANK];
 }
 
-impl<L: AxisList, R: AxisList> SameAxes<R> for L
+impl<L: AxisSet, R: AxisList> SameAxes<R> for L
 where
     L::List: EachIn<R, L>,
     R::List: EachIn<L, R> + PositionsIn<L::List>,

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use super::{AxisSet, Cons, MAX_RANK, Nil};
-use crate::axis::id::FlatId;
+use crate::axis::id::{FlatId, IdListEq};
 use crate::axis::{Axis, Dual, PrimalAxis};
 
 /// The composite axis made of the axes `L` in order (the last varying fastest), as
@@ -23,8 +23,8 @@ pub struct Flat<L>(PhantomData<fn() -> L>);
 
 /// The ids of the axes of an internal list, as a nested tuple.
 pub trait ListIds {
-    /// `(Id0, (Id1, ..., ()))`
-    type Ids;
+    /// `(Id0, (Id1, ..., ()))`, equal to itself (as every axis id is).
+    type Ids: IdListEq<Self::Ids, Out = typenum::B1>;
 }
 
 impl ListIds for Nil {

@@ -10,11 +10,14 @@ use super::{AxisList, AxisSet, Cons, Nil, ToTuple};
 use crate::axis::Axis;
 use crate::axis::id::IdEq;
 
-/// Whether an internal list contains axis `A` (stops at the first match).
-pub trait Has<A> {
-    /// [`B1`] when `A` is in the list.
-    type Out: Bit;
-}
+hint_generic_bounds!(
+    "cannot tell whether the axes `{Self}` include `{A}`",
+    /// Whether an internal list contains axis `A` (stops at the first match).
+    pub trait Has<A> {
+        /// [`B1`] when `A` is in the list.
+        type Out: Bit;
+    }
+);
 
 impl<A> Has<A> for Nil {
     type Out = B0;
@@ -56,12 +59,15 @@ impl<H, T> KeepIf<H, T> for B0 {
     type Out = T;
 }
 
-/// Internal: the axes of a list that are (`Keep = B1`) or are not (`Keep = B0`) in `R`, in
-/// the list's order.
-pub trait Filter<R, Keep> {
-    /// The filtered list.
-    type Out;
-}
+hint_generic_bounds!(
+    "cannot split the axes `{Self}` by the axes `{R}`",
+    /// Internal: the axes of a list that are (`Keep = B1`) or are not (`Keep = B0`) in `R`, in
+    /// the list's order.
+    pub trait Filter<R, Keep> {
+        /// The filtered list.
+        type Out;
+    }
+);
 
 impl<R, Keep> Filter<R, Keep> for Nil {
     type Out = Nil;
@@ -97,11 +103,14 @@ impl Xnor<B1> for B1 {
     type Out = B1;
 }
 
-/// Internal list concatenation.
-pub trait Append<R> {
-    /// `Self` followed by `R`.
-    type Out;
-}
+hint_generic_bounds!(
+    "cannot append the axes `{R}` to the axes `{Self}`",
+    /// Internal list concatenation.
+    pub trait Append<R> {
+        /// `Self` followed by `R`.
+        type Out;
+    }
+);
 
 impl<R> Append<R> for Nil {
     type Out = R;
@@ -111,11 +120,14 @@ impl<H, T: Append<R>, R> Append<R> for Cons<H, T> {
     type Out = Cons<H, <T as Append<R>>::Out>;
 }
 
-/// Whether every axis of an internal list is in `R`.
-pub trait AllIn<R> {
-    /// [`B1`] when the list is a subset of `R`.
-    type Out: Bit;
-}
+hint_generic_bounds!(
+    "cannot tell whether the axes `{Self}` are all in `{R}`",
+    /// Whether every axis of an internal list is in `R`.
+    pub trait AllIn<R> {
+        /// [`B1`] when the list is a subset of `R`.
+        type Out: Bit;
+    }
+);
 
 impl<R> AllIn<R> for Nil {
     type Out = B1;
@@ -143,11 +155,14 @@ impl<T: AllIn<R>, R> AndThenAllIn<T, R> for B1 {
     type Out = <T as AllIn<R>>::Out;
 }
 
-/// Whether any axis of an internal list is in `R`.
-pub trait AnyIn<R> {
-    /// [`B1`] when the list shares an axis with `R`.
-    type Out: Bit;
-}
+hint_generic_bounds!(
+    "cannot tell whether the axes `{Self}` share an axis with `{R}`",
+    /// Whether any axis of an internal list is in `R`.
+    pub trait AnyIn<R> {
+        /// [`B1`] when the list shares an axis with `R`.
+        type Out: Bit;
+    }
+);
 
 impl<R> AnyIn<R> for Nil {
     type Out = B0;
@@ -267,11 +282,14 @@ tuple_op!(@
         BroadcastList<L, R>: ToTuple,
 );
 
-/// Internal: every axis replaced by its transpose (`A` ↔ `Dual<A>`).
-pub trait MapTranspose {
-    /// The mapped list.
-    type Out;
-}
+hint_generic_bounds!(
+    "cannot transpose the axes `{Self}`",
+    /// Internal: every axis replaced by its transpose (`A` ↔ `Dual<A>`).
+    pub trait MapTranspose {
+        /// The mapped list.
+        type Out;
+    }
+);
 
 impl MapTranspose for Nil {
     type Out = Nil;
