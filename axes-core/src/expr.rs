@@ -30,7 +30,7 @@ mod operators;
 mod ops;
 
 pub use crate::list::Reducible;
-pub use nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
+pub use nodes::{Binary, BinaryOf, Cast, MapFn, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
 pub use operators::SameElement;
 pub use ops::{Clamp, Powf, Powi};
@@ -57,7 +57,7 @@ mod sealed {
     impl<E: Sealed> Sealed for &E {}
     impl<T> Sealed for Scalar<T> {}
     impl<T, E, Op> Sealed for Unary<T, E, Op> {}
-    impl<T, L, R, Op> Sealed for Binary<T, L, R, Op> {}
+    impl<T, L, R, Op, A> Sealed for Binary<T, L, R, Op, A> {}
     impl<T, C, A, B> Sealed for Select<T, C, A, B> {}
     impl<E, U> Sealed for Cast<E, U> {}
     impl<U, E, F> Sealed for MapFn<U, E, F> {}

@@ -6,11 +6,11 @@ use crate::element::Element;
 use crate::engine::exec::Assign;
 use crate::error::Result;
 use crate::expr::{
-    Binary, Cast, Clamp, Expr, MapFn, Operand, Powf, Powi, Reduced, Reducible, Scalar, Select,
-    Unary,
+    Binary, BinaryOf, Cast, Clamp, Expr, MapFn, Operand, Powf, Powi, Reduced, Reducible, Scalar,
+    Select, Unary,
 };
 use crate::ir::{BinaryFn, ReduceOp, UnaryFn, binary, unary};
-use crate::list::{AxisSet, SameAxes};
+use crate::list::{AxisSet, Broadcast, ElementwiseWith, SameAxes};
 use crate::num::{Float, Num};
 use crate::protocol::Device;
 use crate::tensor::Tensor;
@@ -37,9 +37,10 @@ macro_rules! expr_binary_method {
         fn $method<R: Operand<Self::Elem>>(
             self,
             other: R,
-        ) -> Binary<<binary::$op as BinaryFn<Self::Elem>>::Out, Self, R::Expr, binary::$op>
+        ) -> BinaryOf<<binary::$op as BinaryFn<Self::Elem>>::Out, Self, R::Expr, binary::$op>
         where
             Self::Elem: $domain,
+            Self::Axes: ElementwiseWith<<R::Expr as Expr>::Axes>,
         {
             self.binary(other, binary::$op)
         }
@@ -61,7 +62,10 @@ pub trait ExprExt: Expr {
         self,
         other: R,
         op: Op,
-    ) -> Binary<Op::Out, Self, R::Expr, Op> {
+    ) -> BinaryOf<Op::Out, Self, R::Expr, Op>
+    where
+        Self::Axes: ElementwiseWith<<R::Expr as Expr>::Axes>,
+    {
         Binary::new(self, other.into_operand(), op)
     }
 
@@ -98,9 +102,11 @@ pub trait ExprExt: Expr {
         self,
         b: B,
         c: C,
-    ) -> Binary<Self::Elem, Binary<Self::Elem, Self, B::Expr, binary::Mul>, C::Expr, binary::Add>
+    ) -> BinaryOf<Self::Elem, BinaryOf<Self::Elem, Self, B::Expr, binary::Mul>, C::Expr, binary::Add>
     where
         Self::Elem: Num,
+        Self::Axes: ElementwiseWith<<B::Expr as Expr>::Axes>,
+        Broadcast<Self::Axes, <B::Expr as Expr>::Axes>: ElementwiseWith<<C::Expr as Expr>::Axes>,
     {
         Binary::new(
             Binary::new(self, b.into_operand(), binary::Mul),
@@ -257,7 +263,7 @@ pub trait ExprExt: Expr {
 // inherent methods that borrow it (see `tensor_methods`), not consume it.
 impl<E: Expr> ExprExt for &E {}
 impl<T, E, Op> ExprExt for Unary<T, E, Op> where Self: Expr {}
-impl<T, L, R, Op> ExprExt for Binary<T, L, R, Op> where Self: Expr {}
+impl<T, L, R, Op, A> ExprExt for Binary<T, L, R, Op, A> where Self: Expr {}
 impl<T, C, A, B> ExprExt for Select<T, C, A, B> where Self: Expr {}
 impl<E, U> ExprExt for Cast<E, U> where Self: Expr {}
 impl<U, E, F> ExprExt for MapFn<U, E, F> where Self: Expr {}

@@ -121,17 +121,26 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     }
 }
 
-/// An element-wise function of two expressions; the result axes follow the elementwise
-/// ordering rules ([`Broadcast`]).
+/// An element-wise function of two expressions, with result element type `T` and result axes
+/// `A`: those of the elementwise ordering rules ([`Broadcast`]), worked out once where the node
+/// is built ([`BinaryOf`]), so that a long expression's type never asks the compiler to work
+/// out its inner nodes' axes again.
 #[derive(Clone, Copy, Debug)]
-pub struct Binary<T, L, R, Op> {
+pub struct Binary<T, L, R, Op, A> {
     pub(crate) left: L,
     pub(crate) right: R,
     pub(crate) op: Op,
-    _out: PhantomData<fn() -> T>,
+    _out: PhantomData<fn() -> (T, A)>,
 }
 
-impl<T, L, R, Op> Binary<T, L, R, Op> {
+/// The [`Binary`] node of `op` on `L` and `R`, with its result axes.
+pub type BinaryOf<T, L, R, Op> =
+    Binary<T, L, R, Op, Broadcast<<L as Expr>::Axes, <R as Expr>::Axes>>;
+
+impl<T, L, R, Op, A> Binary<T, L, R, Op, A> {
+    /// The node of `op` on `left` and `right`. The caller names `A`, which must be
+    /// `Broadcast<L::Axes, R::Axes>` (the same set of axes, and the same order, as the types
+    /// the operators and `ExprExt` methods give).
     pub(crate) fn new(left: L, right: R, op: Op) -> Self {
         Binary {
             left,
@@ -176,17 +185,16 @@ unsafe impl<L: ChunkEval, R: ChunkEval<Out = L::Out>, Op: BinaryFn<L::Out>> Chun
     }
 }
 
-impl<T, L, R, Op> Expr for Binary<T, L, R, Op>
+impl<T, L, R, Op, A> Expr for Binary<T, L, R, Op, A>
 where
     T: Element,
     L: Expr,
     R: Expr<Elem = L::Elem>,
-    L::Axes: BroadcastWith<R::Axes>,
-    Broadcast<L::Axes, R::Axes>: AxisSet,
+    A: AxisSet,
     Op: BinaryFn<L::Elem, Out = T>,
 {
     type Elem = T;
-    type Axes = Broadcast<L::Axes, R::Axes>;
+    type Axes = A;
     type Eval<'a>
         = BinaryEval<L::Eval<'a>, R::Eval<'a>, Op>
     where
