@@ -78,6 +78,8 @@
 //! - [`expr`] and [`eval`]: lazy expressions and running them; [`dot`] and [`dot_over`] for
 //!   contractions, [`outer`] for outer products;
 //! - [`autodiff`], [`nn`], [`optim`]: gradients, parameters and layers, optimizers;
+//! - [`io`]: tensors and checkpoints in safetensors files, PyTorch's included
+//!   ([`nn::Params::load_with`] loads a PyTorch `state_dict` into a typed model);
 //! - [`device`] and [`backends`]: a [`Device`] by name (`"cpu"`, `"opencl:0"`, `"cuda:0"`);
 //!   tensors and parameters moved there with `to` compute and train there;
 //! - [`Error`]: every run-time failure, naming the axis and the lengths.

@@ -277,7 +277,7 @@ fn save_and_load_round_trip_and_check_axes() {
     let err = other.load(&path).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "parameter `first.weight`: saved with axes (In,Hidden), the model has (In,Class)"
+        "parameter `first.weight`: stored with the axes (In, Hidden), wanted (In, Class)"
     );
     // Other lengths.
     let mut builder = ParamsBuilder::new();
@@ -285,7 +285,7 @@ fn save_and_load_round_trip_and_check_axes() {
     let err = builder.build::<f32>(0).unwrap().load(&path).unwrap_err();
     assert!(
         err.to_string()
-            .contains("saved with lengths [5, 7] for (In,Hidden), the model has [5, 8]"),
+            .contains("saved with lengths [5, 7] for (In, Hidden), the model has [5, 8]"),
         "{err}"
     );
     // A parameter the file lacks.

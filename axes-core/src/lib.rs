@@ -56,6 +56,7 @@ pub mod contract;
 
 pub mod autodiff;
 
+pub mod io;
 pub mod nn;
 pub mod optim;
 

@@ -39,3 +39,4 @@ mod serialize;
 pub use data::minibatches;
 pub use layers::{Linear, Square};
 pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};
+pub use serialize::Load;

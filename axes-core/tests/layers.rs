@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["tensor"],
     &["expr"],
     &["dispatch"],
-    &["eval", "arena"],
+    &["eval", "arena", "io"],
     &["contract"],
     &["autodiff"],
     &["nn", "optim"],

@@ -1,157 +1,139 @@
-//! Saving and loading parameters in the safetensors format, with each parameter's axis names
-//! recorded in the file's metadata (`"axes:{name}": "In,Hidden"`), so a file can only be
-//! loaded into a model whose parameters have the same names, axes and lengths.
+//! Saving and loading parameters in the safetensors format ([`crate::io::TensorFile`]): each
+//! parameter under its name, with its axis names in the file's metadata. Files written by
+//! other tools (PyTorch, candle, Hugging Face) load by name too: their dimensions are taken in
+//! the order of the parameter's axes, or in the order [`Load::stored_as`] names.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use safetensors::tensor::{Dtype, SafeTensors, TensorView};
-
 use super::params::Params;
 use crate::dispatch::placed;
-use crate::element::DType;
 use crate::error::{Error, Result};
+use crate::io::TensorFile;
+use crate::layout::Layout;
+use crate::list::AxisList;
 use crate::num::Float;
 
-/// The metadata key that marks files written by this crate.
-const FORMAT_KEY: &str = "format";
-const FORMAT: &str = "axes";
-/// The metadata key of a parameter's axis names.
-fn axes_key(name: &str) -> String {
-    format!("axes:{name}")
+/// How [`Params::load_with`] reads a file: strict by default (every tensor of the file must be
+/// a parameter of the model, every parameter must be in the file).
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::nn::Load;
+/// use axes::prelude::*;
+/// #[derive(Axis)] struct Pixel;
+/// #[derive(Axis)] struct Hidden;
+/// // a PyTorch checkpoint: `fc1.weight` is stored (out, in); other tensors in it are ignored
+/// let options = Load::new().partial().stored_as::<(Hidden, Pixel)>("fc1.weight");
+/// # let _ = options;
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Load {
+    partial: bool,
+    stored: HashMap<String, Vec<String>>,
 }
 
-fn io_error(path: &Path, reason: impl ToString) -> Error {
-    Error::Io {
-        path: path.display().to_string(),
-        reason: reason.to_string(),
+impl Load {
+    /// Strict loading, each parameter stored in the order of its own axes.
+    pub fn new() -> Self {
+        Self::default()
     }
-}
 
-fn dtype_of<T: Float>() -> Result<Dtype> {
-    match T::DTYPE {
-        DType::F32 => Ok(Dtype::F32),
-        DType::F64 => Ok(Dtype::F64),
-        other => Err(Error::Unsupported {
-            what: format!("saving {} parameters", other.name()),
-        }),
+    /// Tensors of the file that are not parameters of the model are skipped (by default each
+    /// one is an error). Every parameter must still be in the file.
+    pub fn partial(mut self) -> Self {
+        self.partial = true;
+        self
     }
-}
 
-fn to_bytes<T: Float>(values: impl Iterator<Item = T>, dtype: Dtype) -> Vec<u8> {
-    match dtype {
-        Dtype::F64 => values.flat_map(|v| v.to_f64().to_le_bytes()).collect(),
-        _ => values
-            .flat_map(|v| (v.to_f64() as f32).to_le_bytes())
-            .collect(),
-    }
-}
-
-fn from_bytes<T: Float>(bytes: &[u8], dtype: Dtype) -> Vec<T> {
-    match dtype {
-        Dtype::F64 => bytes
-            .chunks_exact(8)
-            .map(|b| T::from_f64(f64::from_le_bytes(b.try_into().expect("8 bytes"))))
-            .collect(),
-        _ => bytes
-            .chunks_exact(4)
-            .map(|b| T::from_f64(f32::from_le_bytes(b.try_into().expect("4 bytes")) as f64))
-            .collect(),
+    /// The file stores parameter `name` with its dimensions in the order of the axes `S`
+    /// (the parameter's axes in another order), as PyTorch stores a linear layer's weight as
+    /// (out, in). Files written by this crate record their order; it must agree.
+    pub fn stored_as<S: AxisList>(mut self, name: &str) -> Self {
+        let order = S::names().iter().map(|n| n.to_string()).collect();
+        self.stored.insert(name.into(), order);
+        self
     }
 }
 
 impl<T: Float> Params<T> {
-    /// Writes every parameter to `path` (safetensors), with its axis names.
+    /// Writes every parameter to `path` (safetensors), with its axis names. PyTorch's
+    /// `safetensors.torch.load_file` reads the file.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let dtype = dtype_of::<T>()?;
         let flat = self.arena.storage().host()?;
-        let buffers: Vec<(String, Vec<usize>, Vec<u8>)> = self
-            .entries
-            .iter()
-            .zip(self.arena.layouts())
-            .map(|(entry, layout)| {
-                let values = layout.positions().map(|p| flat[p.expect("not padded")]);
-                (
-                    entry.name.clone(),
-                    layout.lens().to_vec(),
-                    to_bytes(values, dtype),
-                )
-            })
-            .collect();
-        let views = buffers
-            .iter()
-            .map(|(name, shape, bytes)| {
-                TensorView::new(dtype, shape.clone(), bytes)
-                    .map(|view| (name.as_str(), view))
-                    .map_err(|e| io_error(path, e))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut metadata: HashMap<String, String> = self
-            .entries
-            .iter()
-            .map(|e| (axes_key(&e.name), e.axes.join(",")))
-            .collect();
-        metadata.insert(FORMAT_KEY.into(), FORMAT.into());
-        safetensors::serialize_to_file(views, Some(metadata), path).map_err(|e| io_error(path, e))
+        let mut file = TensorFile::new();
+        for (entry, layout) in self.entries.iter().zip(self.arena.layouts()) {
+            let values: Vec<T> = layout
+                .positions()
+                .map(|p| flat[p.expect("not padded")])
+                .collect();
+            file.insert_values(
+                &entry.name,
+                entry.axes.clone(),
+                layout.lens().to_vec(),
+                &values,
+            )?;
+        }
+        file.write(path)
     }
 
-    /// Replaces every parameter's values by those saved in `path` by [`Params::save`]. Every
-    /// parameter must be in the file with the same axis names (in the same order) and lengths.
+    /// Replaces every parameter's values by those of the tensors of the same names in the
+    /// safetensors file `path` ([`Params::load_with`] with strict [`Load`] options).
     pub fn load(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        self.load_with(path, &Load::new())
+    }
+
+    /// Replaces every parameter's values by those of the tensor of the same name in `path`:
+    /// written by [`Params::save`] (its axis names must be the parameter's, in any order) or
+    /// by another tool (dimensions in the parameter's axis order, or as `options` says). The
+    /// lengths must be the model's; f16, bf16, f32 and f64 files load into any float type, and
+    /// a value that overflows `T` is an error, as is (unless `options` is partial) a tensor of
+    /// the file that is not a parameter.
+    pub fn load_with(&mut self, path: impl AsRef<Path>, options: &Load) -> Result<()> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
-        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| io_error(path, e))?;
-        let axes_of = header.metadata().clone().unwrap_or_default();
-        let file = SafeTensors::deserialize(&bytes).map_err(|e| io_error(path, e))?;
+        let file = TensorFile::read(path)?;
         let mismatch = |name: &str, reason: String| Error::ParameterMismatch {
             name: name.into(),
             reason,
         };
         let mut values = Vec::with_capacity(self.entries.len());
         for (entry, layout) in self.entries.iter().zip(self.arena.layouts()) {
-            let view = file
-                .tensor(&entry.name)
-                .map_err(|_| mismatch(&entry.name, format!("not in {}", path.display())))?;
-            let expected = entry.axes.join(",");
-            match axes_of.get(&axes_key(&entry.name)) {
-                Some(saved) if *saved == expected => {}
-                Some(saved) => {
-                    return Err(mismatch(
-                        &entry.name,
-                        format!("saved with axes ({saved}), the model has ({expected})"),
-                    ));
-                }
-                None => {
-                    return Err(mismatch(
-                        &entry.name,
-                        format!("{} records no axis names for it", path.display()),
-                    ));
-                }
+            if !file.names().any(|n| n == entry.name) {
+                return Err(mismatch(&entry.name, format!("not in {}", path.display())));
             }
-            if view.shape() != layout.lens() {
+            let stored = options.stored.get(&entry.name).map(Vec::as_slice);
+            let (data, lens, from) = file.values_in_order::<T>(&entry.name, &entry.axes, stored)?;
+            let wanted: Vec<usize> = from.iter().map(|&at| lens[at]).collect();
+            if wanted != layout.lens() {
                 return Err(mismatch(
                     &entry.name,
                     format!(
-                        "saved with lengths {:?} for ({expected}), the model has {:?}",
-                        view.shape(),
+                        "saved with lengths {wanted:?} for ({}), the model has {:?}",
+                        entry.axes.join(", "),
                         layout.lens()
                     ),
                 ));
             }
-            if !matches!(view.dtype(), Dtype::F32 | Dtype::F64) {
-                return Err(mismatch(
-                    &entry.name,
-                    format!("saved as {:?}, expected f32 or f64", view.dtype()),
-                ));
-            }
-            values.push(from_bytes::<T>(view.data(), view.dtype()));
+            values.push((data, Layout::row_major(&lens).permuted(&from)));
+        }
+        if !options.partial
+            && let Some(extra) = file
+                .names()
+                .find(|n| !self.entries.iter().any(|e| e.name == *n))
+        {
+            return Err(mismatch(
+                extra,
+                format!(
+                    "in {} but not a parameter of the model (to skip such tensors, load with `Load::new().partial()`)",
+                    path.display()
+                ),
+            ));
         }
         // Read from a file, assembled in host memory, then placed where the arena lives.
         let mut flat = self.arena.storage().host()?.to_vec();
-        for (layout, values) in self.arena.layouts().iter().zip(values) {
-            for (pos, v) in layout.positions().zip(values) {
-                flat[pos.expect("not padded")] = v;
+        for (layout, (data, stored)) in self.arena.layouts().iter().zip(values) {
+            for (to, from) in layout.positions().zip(stored.positions()) {
+                flat[to.expect("not padded")] = data[from.expect("not padded")];
             }
         }
         let flat = placed(flat, self.arena.device())?;

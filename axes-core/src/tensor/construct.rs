@@ -169,6 +169,30 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(Self::row_major_in_written_order(&lengths, data))
     }
 
+    /// A tensor over `data` stored row-major in another order of `A`'s axes: `stored_lens`
+    /// are the lengths in that order, and `from[i]` is the stored position of `A`'s axis `i`.
+    /// Checks fixed lengths and the element count.
+    pub(crate) fn from_stored_order(
+        stored_lens: &[usize],
+        from: &[usize],
+        data: Vec<T>,
+    ) -> Result<Self> {
+        let mut lens = [0; MAX_RANK];
+        for (axis, &at) in from.iter().enumerate() {
+            lens[axis] = stored_lens[at];
+        }
+        let shape = Self::shape_in_order(lens)?;
+        if data.len() != shape.count {
+            return Err(Error::ElementCount {
+                lengths: describe_lengths::<A>(shape.lens()),
+                expected: shape.count,
+                got: data.len(),
+            });
+        }
+        let layout = Layout::row_major(stored_lens).permuted(from);
+        Ok(Self::new_unchecked(Storage::new(data), layout))
+    }
+
     /// Views `data`, row-major in the order the lengths are named, in `A`'s order.
     fn row_major_in_written_order<S>(lengths: &S, data: Vec<T>) -> Self
     where
