@@ -475,3 +475,68 @@ fn tensors_survive_a_caught_panic() {
     assert!(caught.is_err());
     assert_eq!(x.sum_all().unwrap(), 6.0);
 }
+
+/// Integer division by zero is an error wherever it happens (as in PyTorch); dividing by
+/// integers that are not zero, and float division by zero, are not.
+#[test]
+fn integer_division_by_zero_is_an_error() {
+    let n = 50_000; // enough elements for several tasks on more than one thread
+    let x = Tensor::<i32, (Batch, Hidden)>::from_fn((Batch.len(n), Hidden.len(3)), |ix| {
+        ix.of::<Batch>() as i32 - 7
+    })
+    .unwrap();
+    let nonzero = Tensor::<i32, (Hidden,)>::from_vec(Hidden.len(3), vec![2, -3, 5]).unwrap();
+    let with_zero = Tensor::<i32, (Hidden,)>::from_vec(Hidden.len(3), vec![2, 0, 5]).unwrap();
+    for threads in [1, 2] {
+        axes::set_threads(threads).unwrap();
+        let q = (&x / &nonzero).eval().unwrap();
+        assert_eq!(q.get((Batch.at(0), Hidden.at(1))).unwrap(), 2); // -7 / -3
+        assert!(matches!(
+            (&x / &with_zero).eval(),
+            Err(Error::DivisionByZero)
+        ));
+        assert!(matches!((&x / 0).eval(), Err(Error::DivisionByZero)));
+        // inside a larger expression, a reduction, an assignment, and after a cast
+        assert!(matches!(
+            ((&x / &with_zero) + 1).sum::<(Hidden,)>(),
+            Err(Error::DivisionByZero)
+        ));
+        assert!(matches!(
+            (&x / &with_zero).cast::<f32>().eval(),
+            Err(Error::DivisionByZero)
+        ));
+        let mut z = Tensor::<i32, (Batch, Hidden)>::zeros((Batch.len(n), Hidden.len(3))).unwrap();
+        assert!(matches!(
+            z.assign(&x / &with_zero),
+            Err(Error::DivisionByZero)
+        ));
+        z.assign(&x / &nonzero).unwrap();
+        assert_eq!(z, q);
+        // one zero divisor among many, on whichever thread has it
+        let mostly = Tensor::<i64, (Batch,)>::from_fn(Batch.len(n), |ix| {
+            if ix.of::<Batch>() == n - 2 {
+                0
+            } else {
+                1 + ix.of::<Batch>() as i64
+            }
+        })
+        .unwrap();
+        assert!(matches!(
+            (mostly.cast::<i64>() * 3 / &mostly).eval(),
+            Err(Error::DivisionByZero)
+        ));
+        let bytes = Tensor::<u8, (Batch,)>::full(Batch.len(4), 0).unwrap();
+        assert!(matches!(
+            (&bytes / &bytes).eval(),
+            Err(Error::DivisionByZero)
+        ));
+    }
+    axes::set_threads(2).unwrap();
+    // floats: ±inf and NaN, as in PyTorch
+    let f = (&x.cast::<f32>().eval().unwrap() / 0.0).eval().unwrap();
+    assert_eq!(
+        f.get((Batch.at(0), Hidden.at(0))).unwrap(),
+        f32::NEG_INFINITY
+    );
+    assert!(f.get((Batch.at(7), Hidden.at(0))).unwrap().is_nan());
+}

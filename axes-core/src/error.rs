@@ -146,6 +146,9 @@ pub enum Error {
         /// The array's number of axes.
         got: usize,
     },
+    /// An integer division by zero (as in PyTorch; float division gives ±inf or NaN).
+    #[error("integer division by zero")]
+    DivisionByZero,
     /// A reduction that needs at least one element got an empty axis.
     #[error("cannot reduce over the empty axis `{axis}`: it has length 0")]
     EmptyReduction {

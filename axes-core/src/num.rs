@@ -73,13 +73,33 @@ pub trait Float: Num {
     fn is_nan(self) -> bool;
 }
 
+thread_local! {
+    /// Set when an integer division by zero happened on this thread (see
+    /// [`take_division_by_zero`]).
+    static DIVIDED_BY_ZERO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// An integer division by zero: noted for the evaluation running on this thread to report
+/// as an error, and 0 meanwhile (the evaluation's result is discarded).
+#[cold]
+#[inline(never)]
+fn divided_by_zero<T: Default>() -> T {
+    DIVIDED_BY_ZERO.with(|flag| flag.set(true));
+    T::default()
+}
+
+/// Whether an integer division by zero happened on this thread since the last call.
+pub(crate) fn take_division_by_zero() -> bool {
+    DIVIDED_BY_ZERO.with(|flag| flag.replace(false))
+}
+
 macro_rules! int_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
             #[inline(always)] fn add(self, b: Self) -> Self { self.wrapping_add(b) }
             #[inline(always)] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
             #[inline(always)] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
-            #[inline(always)] fn div(self, b: Self) -> Self { if b == 0 { 0 } else { self.wrapping_div(b) } }
+            #[inline(always)] fn div(self, b: Self) -> Self { if b == 0 { divided_by_zero() } else { self.wrapping_div(b) } }
             #[inline(always)] fn neg(self) -> Self { (0 as $t).wrapping_sub(self) }
             #[inline(always)] fn max(self, b: Self) -> Self { Ord::max(self, b) }
             #[inline(always)] fn min(self, b: Self) -> Self { Ord::min(self, b) }
@@ -119,7 +139,7 @@ impl Num for u8 {
     }
     #[inline(always)]
     fn div(self, b: Self) -> Self {
-        self.checked_div(b).unwrap_or(0)
+        self.checked_div(b).unwrap_or_else(divided_by_zero)
     }
     #[inline(always)]
     fn neg(self) -> Self {

@@ -106,7 +106,7 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, &mut data, sink, &make);
+    exec::run(&plan, &mut data, sink, &make)?;
     Ok((Storage::new(data), layout))
 }
 
@@ -181,7 +181,7 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, data, sink, &make);
+    exec::run(&plan, data, sink, &make)?;
     Ok(())
 }
 

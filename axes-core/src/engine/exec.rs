@@ -10,14 +10,17 @@
 //! picked at run time.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::plan::Plan;
 #[cfg(target_arch = "x86_64")]
 use super::simd::stream_copy;
 use super::threads;
 use crate::element::Element;
+use crate::error::{Error, Result};
 use crate::ir::{ReduceFn, ReduceOp};
 use crate::list::MAX_RANK;
+use crate::num::take_division_by_zero;
 
 /// Below this many iterations an evaluation runs on the calling thread: handing work to the
 /// pool costs far more than a small fused op (figures: `benches/NOTES.md`).
@@ -153,8 +156,35 @@ unsafe impl<T: Send> Sync for Dest<T> {}
 /// The destination's layout must be injective (no two indices at one position) when the
 /// plan has more than one iteration per destination element only along axes where the
 /// destination has stride 0.
-pub fn run<T, E, S>(plan: &Plan, dest: &mut [T], sink: S, make_eval: &(dyn Fn() -> E + Sync))
+///
+/// An integer division by zero is [`Error::DivisionByZero`], with `dest` partly written.
+pub fn run<T, E, S>(
+    plan: &Plan,
+    dest: &mut [T],
+    sink: S,
+    make_eval: &(dyn Fn() -> E + Sync),
+) -> Result<()>
 where
+    T: Element,
+    E: ChunkEval<Out = T>,
+    S: Sink<T>,
+{
+    let divided = AtomicBool::new(false);
+    run_tasks(plan, dest, sink, make_eval, &divided);
+    if divided.load(Ordering::Relaxed) {
+        return Err(Error::DivisionByZero);
+    }
+    Ok(())
+}
+
+/// [`run`], noting in `divided` whether a task divided an integer by zero.
+fn run_tasks<T, E, S>(
+    plan: &Plan,
+    dest: &mut [T],
+    sink: S,
+    make_eval: &(dyn Fn() -> E + Sync),
+    divided: &AtomicBool,
+) where
     T: Element,
     E: ChunkEval<Out = T>,
     S: Sink<T>,
@@ -172,7 +202,7 @@ where
     if outer_kept {
         let len0 = if plan.rank == 0 { 1 } else { plan.lens[0] };
         if !parallel || len0 < 2 {
-            run_task(plan, d, streaming, sink, make_eval, 0, len0);
+            run_task(plan, d, streaming, sink, make_eval, 0, len0, divided);
             return;
         }
         threads::install(|| {
@@ -180,7 +210,9 @@ where
             rayon::scope(|scope| {
                 for t in 0..tasks {
                     let (lo, hi) = (len0 * t / tasks, len0 * (t + 1) / tasks);
-                    scope.spawn(move |_| run_task(plan, d, streaming, sink, make_eval, lo, hi));
+                    scope.spawn(move |_| {
+                        run_task(plan, d, streaming, sink, make_eval, lo, hi, divided)
+                    });
                 }
             });
         });
@@ -193,7 +225,7 @@ where
         .clamp(1, MAX_BLOCKS)
         .min(len0);
     if blocks == 1 {
-        run_task(plan, d, streaming, sink, make_eval, 0, len0);
+        run_task(plan, d, streaming, sink, make_eval, 0, len0, divided);
         return;
     }
     let mut partials = vec![sink.identity(); blocks * d.len];
@@ -213,6 +245,7 @@ where
             make_eval,
             len0 * b / blocks,
             len0 * (b + 1) / blocks,
+            divided,
         )
     };
     if parallel {
@@ -249,7 +282,30 @@ fn streams<T: Element, S: Sink<T>>(plan: &Plan) -> bool {
 }
 
 /// Runs the positions `lo..hi` of the outermost axis, picking the widest SIMD the CPU has.
+#[allow(clippy::too_many_arguments)]
 fn run_task<T, E, S>(
+    plan: &Plan,
+    dest: Dest<T>,
+    streaming: bool,
+    sink: S,
+    make_eval: &(dyn Fn() -> E + Sync),
+    lo: usize,
+    hi: usize,
+    divided: &AtomicBool,
+) where
+    T: Element,
+    E: ChunkEval<Out = T>,
+    S: Sink<T>,
+{
+    take_division_by_zero();
+    run_task_on_cpu(plan, dest, streaming, sink, make_eval, lo, hi);
+    if take_division_by_zero() {
+        divided.store(true, Ordering::Relaxed);
+    }
+}
+
+/// [`run_task`] with the widest vector instructions this CPU has.
+fn run_task_on_cpu<T, E, S>(
     plan: &Plan,
     dest: Dest<T>,
     streaming: bool,

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
 use crate::layout::within;
-use crate::num::Num;
+use crate::num::{Num, take_division_by_zero};
 
 /// Elements per block.
 pub(crate) const BLOCK: usize = 256;
@@ -399,6 +399,16 @@ pub(crate) fn run(
     if lens.contains(&0) {
         return Ok(());
     }
+    take_division_by_zero();
+    run_checked(program, lens, sources, sinks);
+    if take_division_by_zero() {
+        return Err(Error::DivisionByZero);
+    }
+    Ok(())
+}
+
+/// [`run`] after its checks.
+fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks: &mut [Sink<'_>]) {
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
     let outer_lens = &lens[..rank.saturating_sub(1)];
@@ -464,7 +474,6 @@ pub(crate) fn run(
             index[axis] = 0;
         }
     }
-    Ok(())
 }
 
 fn fill<T: Element>(out: &mut [T], v: f64) {
