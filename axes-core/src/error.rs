@@ -146,6 +146,18 @@ pub enum Error {
         /// The array's number of axes.
         got: usize,
     },
+    /// Two distinct axis types with the same type-level id (a collision of the 64-bit hashes
+    /// that name axes at compile time, as between two crates): the compiler took them for
+    /// one axis where the computation tells them apart.
+    #[error(
+        "the axes ({left}) and ({right}) pair differently by type than by type-level id: two distinct axis types share an id (a hash collision); rename one of them"
+    )]
+    AxisIdCollision {
+        /// One operand's axes.
+        left: String,
+        /// The other operand's axes.
+        right: String,
+    },
     /// An integer division by zero (as in PyTorch; float division gives ±inf or NaN).
     #[error("integer division by zero")]
     DivisionByZero,

@@ -7,6 +7,12 @@
 //! Two ids are compared digit by digit and the comparison stops at the first digit that
 //! differs, so comparing two distinct axes almost always costs the compiler one step.
 //!
+//! Two distinct axis types could still share an id (a 64-bit hash collision, as between two
+//! crates, about one chance in 10^19 per pair). The type checker then takes them for one axis;
+//! the computation, which matches axes by `TypeId`, does not, and every operation that
+//! combines them returns [`Error::AxisIdCollision`](crate::Error::AxisIdCollision) (the
+//! planner's iteration space and the contractions check for it), never a wrong result.
+//!
 //! The digits are sixteen distinct marker types (not typenum's unsigned integers): each has its
 //! own type head, so rustc finds the one matching impl by its self type instead of trying a
 //! long list of candidates. typenum supplies the type-level booleans ([`B0`], [`B1`]).

@@ -22,7 +22,7 @@ use matrices::Matrices;
 use roles::{Roles, dot_roles, over_roles};
 
 use crate::dispatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::layout::Layout;
 use crate::list::{AxisSet, Concat, ConcatWith, DotAxes, DotOverWith, DotWith};
@@ -75,6 +75,7 @@ pub fn dot<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     y: &Tensor<T, R>,
 ) -> Result<Tensor<T, DotAxes<L, R>>> {
     let roles = dot_roles::<L, R>();
+    check_pairing::<L, R, DotAxes<L, R>>(&roles)?;
     let (data, layout) = contract(x, y, &roles)?;
     let result = Tensor::from_parts(data, layout).expect("a fresh result fits its buffer");
     Ok(result.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
@@ -159,9 +160,29 @@ where
     R: AxisSet,
 {
     // The result type lists the batch axes where they stand among x's kept axes.
-    let (data, layout) = contract(x, y, &over_roles::<L, R>(Over::IDS))?;
+    let roles = over_roles::<L, R>(Over::IDS);
+    check_pairing::<L, R, DotOverAxes<L, R, Over>>(&roles)?;
+    if roles.k.len() != Over::RANK {
+        return Err(Error::AxisIdCollision {
+            left: L::names().join(", "),
+            right: R::names().join(", "),
+        });
+    }
+    let (data, layout) = contract(x, y, &roles)?;
     let result = Tensor::from_parts(data, layout).expect("a fresh result fits its buffer");
     Ok(result.with_flat_parts(FlatParts::merged(&[x.flat_parts(), y.flat_parts()])))
+}
+
+/// Checks that `roles`, worked out from the axes' type ids, give the result axes `O` the type
+/// checker worked out: they differ only when two distinct axis types share a type-level id.
+fn check_pairing<L: AxisSet, R: AxisSet, O: AxisSet>(roles: &Roles) -> Result<()> {
+    if roles.result_ids(L::IDS, R::IDS) != O::IDS {
+        return Err(Error::AxisIdCollision {
+            left: L::names().join(", "),
+            right: R::names().join(", "),
+        });
+    }
+    Ok(())
 }
 
 /// Runs the contraction described by `roles`, on the device both operands are on; returns

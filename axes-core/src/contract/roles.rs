@@ -18,6 +18,24 @@ pub(super) struct Roles {
     pub(super) n: Vec<usize>,
 }
 
+impl Roles {
+    /// The type ids of the result's axes: batch and kept axes in `left`'s order, then the
+    /// right side's kept axes.
+    pub(super) fn result_ids(&self, left: &[TypeId], right: &[TypeId]) -> Vec<TypeId> {
+        let mut kept: Vec<usize> = self
+            .b
+            .iter()
+            .map(|&(a, _)| a)
+            .chain(self.m.iter().copied())
+            .collect();
+        kept.sort_unstable();
+        kept.iter()
+            .map(|&a| left[a])
+            .chain(self.n.iter().map(|&b| right[b]))
+            .collect()
+    }
+}
+
 /// The roles of `dot(x, y)`'s axes: first each `Dual<A>` on one side with `A` on the other,
 /// then every other axis both have.
 pub(super) fn dot_roles<L: AxisSet, R: AxisSet>() -> Roles {

@@ -137,12 +137,15 @@ impl<'s> Space<'s> {
         for leaf in leaves {
             for (axis, id) in leaf.ids.iter().enumerate() {
                 let Some(s) = self.position(id) else {
-                    return Err(Error::Unsupported {
-                        what: format!(
-                            "axis `{}` of an operand is none of the evaluation's axes (two \
-                             axis types with one id?)",
-                            (leaf.names)()[axis]
-                        ),
+                    // The type checker placed every operand axis among the result's and the
+                    // reduced ones: only two axis types with one type-level id get here.
+                    let mut evaluation = kept_names().join(", ");
+                    if !self.reduced.is_empty() {
+                        evaluation += &format!(" and {} reduced", self.reduced.len());
+                    }
+                    return Err(Error::AxisIdCollision {
+                        left: (leaf.names)().join(", "),
+                        right: evaluation,
                     });
                 };
                 let len = leaf.layout.lens()[axis];
