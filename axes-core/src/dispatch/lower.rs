@@ -4,11 +4,11 @@
 use std::any::TypeId;
 use std::borrow::Cow;
 
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::engine::plan::{LeafLayout, Leaves, Space};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
-use crate::ir::{Ir, IrNode, ReduceOp};
+use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::protocol::{
@@ -167,7 +167,74 @@ fn with_job<T: Element, R>(
         reduce,
         out: T::DTYPE,
     };
+    check_integer_divisors(backend, &job)?;
     run(&job, count)
+}
+
+/// For a job that divides integers, a job run first that tells whether any divisor is zero
+/// (a maximum over every axis of `divisor == 0`, one `i32` read back): such a job is then
+/// [`Error::DivisionByZero`] on a device as on the CPU, where kernels would give 0.
+fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Result<()> {
+    let leaf_types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
+    let types = node_types(&job.ir, &leaf_types, job.out);
+    let divisors: Vec<usize> = (job.ir.nodes.iter().enumerate())
+        .filter_map(|(i, node)| match *node {
+            IrNode::Binary(BinaryOp::Div, _, b) if types[i].is_some_and(is_integer) => Some(b),
+            _ => None,
+        })
+        .collect();
+    let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
+    if divisors.is_empty() || lens.contains(&0) {
+        return Ok(());
+    }
+    let mut ir = job.ir.clone();
+    let zero = ir.push(IrNode::Scalar(0.0));
+    let mut any_zero = None;
+    for divisor in divisors {
+        let is_zero = ir.push(IrNode::Compare(CompareOp::Equal, divisor, zero));
+        let flag = ir.push(IrNode::Cast(DType::I32, is_zero));
+        any_zero = Some(match any_zero {
+            None => flag,
+            Some(before) => ir.push(IrNode::Binary(BinaryOp::Max, before, flag)),
+        });
+    }
+    let check = Job {
+        ir,
+        leaves: job.leaves.clone(),
+        kept: Vec::new(),
+        reduced: lens,
+        reduce: ReduceOp::Max,
+        out: DType::I32,
+    };
+    let flag = backend.download(&backend.run(&check)?)?;
+    if flag.iter().any(|&byte| byte != 0) {
+        return Err(Error::DivisionByZero);
+    }
+    Ok(())
+}
+
+fn is_integer(dtype: DType) -> bool {
+    matches!(dtype, DType::I32 | DType::I64 | DType::U8)
+}
+
+/// The element type of each node of `ir` over leaves of the types `leaf_types`, as the kernel
+/// generator assigns them: an operation takes its first typed operand's type, else the
+/// result's `out`; constants and comparisons have none of their own.
+fn node_types(ir: &Ir, leaf_types: &[DType], out: DType) -> Vec<Option<DType>> {
+    let mut types: Vec<Option<DType>> = Vec::with_capacity(ir.nodes.len());
+    for node in &ir.nodes {
+        let ty = match *node {
+            IrNode::Scalar(_) | IrNode::Compare(..) | IrNode::Map(_) => None,
+            IrNode::Leaf(k) => leaf_types.get(k).copied(),
+            IrNode::Unary(_, a) => Some(types[a].unwrap_or(out)),
+            IrNode::Binary(_, a, b) | IrNode::Select(_, a, b) => {
+                Some(types[a].or(types[b]).unwrap_or(out))
+            }
+            IrNode::Cast(to, _) => Some(to),
+        };
+        types.push(ty);
+    }
+    types
 }
 
 /// A leaf's buffer on the job's device: copied there for the job, or already there.

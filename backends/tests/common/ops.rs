@@ -497,6 +497,46 @@ pub fn errors(device: &Device) {
         Ok(doubled) => assert_eq!(doubled.to_vec(), [half::f16::from_f32(2.0); 3]),
         Err(e) => assert!(e.to_string().contains("f16"), "{e}"),
     }
+    // Integer division by zero is an error (as on the CPU), in an expression, a reduction and
+    // an assignment; dividing by integers that are not zero is not, and floats give inf.
+    let numbers = Tensor::<i32, (B, I)>::from_fn((B.len(3), I.len(4)), |ix| {
+        ix.of::<B>() as i32 * 10 - ix.of::<I>() as i32
+    })
+    .unwrap();
+    let divisors = |values: Vec<i32>| {
+        Tensor::<i32, (I,)>::from_vec(I.len(4), values)
+            .unwrap()
+            .to(device)
+            .unwrap()
+    };
+    let (numbers_on, nonzero, with_zero) = (
+        numbers.to(device).unwrap(),
+        divisors(vec![1, -2, 3, 4]),
+        divisors(vec![1, -2, 0, 4]),
+    );
+    let quotient = (&numbers_on / &nonzero).eval().unwrap();
+    assert_eq!(quotient.device(), *device);
+    assert_eq!(
+        quotient.to(&Device::Cpu).unwrap(),
+        (&numbers / &nonzero.to(&Device::Cpu).unwrap())
+            .eval()
+            .unwrap()
+    );
+    let by_zero = |result: axes::Result<()>| {
+        assert!(
+            matches!(result, Err(axes::Error::DivisionByZero)),
+            "{result:?}"
+        );
+    };
+    by_zero((&numbers_on / &with_zero).eval().map(drop));
+    by_zero(((&numbers_on + 1) / &with_zero * 2).sum::<(I,)>().map(drop));
+    by_zero((&numbers_on / 0).cast::<f32>().eval().map(drop));
+    let mut target = numbers_on.clone();
+    by_zero(target.assign(&numbers_on / &with_zero));
+    let floats = (numbers_on.cast::<f32>().eval().unwrap() / 0.0)
+        .eval()
+        .unwrap();
+    assert_eq!(floats.to_vec()[1], f32::NEG_INFINITY);
     // Copies: to the device and back is the identity; to the same device shares storage.
     assert_eq!(dev.p.to(&Device::Cpu).unwrap(), cpu.p);
     assert!(dev.p.to(device).unwrap().shares_storage_with(&dev.p));
