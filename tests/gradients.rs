@@ -3,7 +3,7 @@
 //! views, broadcasts, reductions, contractions (dual pairs too), the softmax cross-entropy
 //! and fused expressions. The error is the relative 2-norm ‖analytic − numeric‖ / ‖numeric‖.
 
-use axes::autodiff::{Tape, Var, VarExpr, dot, softmax_cross_entropy};
+use axes::autodiff::{Tape, Var, VarExpr, dot, dot_over, softmax_cross_entropy};
 use axes::prelude::*;
 use axes::{Layout, Storage};
 use rand::{Rng, SeedableRng};
@@ -250,6 +250,67 @@ fn dot_gradients_on_the_right_axes() {
             let v = wv.tape().var(xh.clone());
             project(dot(&v, wv)?.expr(), &rh)
         });
+    }
+}
+
+/// `dot_over` keeps the shared axes it does not contract as batch axes: attention's
+/// (B, H, Q, D)·(B, H, K, D) over D, here (B, O, I)·(C, I, B) over I, in permuted and strided
+/// layouts, and with two batch axes.
+#[test]
+fn dot_over_gradients_keep_batch_axes() {
+    let mut rng = rng(7);
+    for round in 0..3 {
+        let (nb, ni, no, nc) = (len(&mut rng), len(&mut rng), len(&mut rng), len(&mut rng));
+        // x (B, O, I) as a permuted view of (I, B, O); y (C, I, B) sliced along I.
+        let x = random::<(I, B, O)>(&[ni, nb, no], -1.0, 1.0, &mut rng);
+        let x: Tensor<f64, (B, O, I)> = x.axes_with_order();
+        let y = random::<(C, I, B)>(&[nc, 2 * ni, nb], -1.0, 1.0, &mut rng);
+        let y = y.slice::<I>(.., 2).unwrap();
+        // the result: x's kept axes (B, O), then y's (C)
+        let r = random::<(B, O, C)>(&[nb, no, nc], -1.0, 1.0, &mut rng);
+        check(&format!("dot_over I d/dx #{round}"), &x, |v| {
+            let w = v.tape().var(y.clone());
+            project(dot_over::<(I,), _, _, _, _, _>(v, &w)?.expr(), &r)
+        });
+        check(&format!("dot_over I d/dy #{round}"), &y, |w| {
+            let v = w.tape().var(x.clone());
+            project(dot_over::<(I,), _, _, _, _, _>(&v, w)?.expr(), &r)
+        });
+        // two batch axes (B, H), contracted I; y's batch axes in another order.
+        let nh = len(&mut rng);
+        let x2 = random::<(B, H, O, I)>(&[nb, nh, no, ni], -1.0, 1.0, &mut rng);
+        let y2 = random::<(H, C, B, I)>(&[nh, nc, nb, ni], -1.0, 1.0, &mut rng);
+        let r2 = random::<(B, H, O, C)>(&[nb, nh, no, nc], -1.0, 1.0, &mut rng);
+        check(
+            &format!("dot_over two batch axes d/dx #{round}"),
+            &x2,
+            |v| {
+                let w = v.tape().var(y2.clone());
+                project(dot_over::<(I,), _, _, _, _, _>(v, &w)?.expr(), &r2)
+            },
+        );
+        check(
+            &format!("dot_over two batch axes d/dy #{round}"),
+            &y2,
+            |w| {
+                let v = w.tape().var(x2.clone());
+                project(dot_over::<(I,), _, _, _, _, _>(&v, w)?.expr(), &r2)
+            },
+        );
+        // contracting every shared axis is dot: both gradients agree with dot's
+        let r3 = random::<(O, C)>(&[no, nc], -1.0, 1.0, &mut rng);
+        let grads = |over: bool| {
+            let tape = Tape::new();
+            let (v, w) = (tape.var(x2.clone()), tape.var(y2.clone()));
+            let z = if over {
+                dot_over::<(B, H, I), _, _, _, _, _>(&v, &w).unwrap()
+            } else {
+                dot(&v, &w).unwrap()
+            };
+            let g = project(z.expr(), &r3).unwrap().backward().unwrap();
+            (z.value().clone(), g.get(&v).unwrap(), g.get(&w).unwrap())
+        };
+        assert_eq!(grads(true), grads(false));
     }
 }
 

@@ -40,5 +40,5 @@ mod ops;
 mod tape;
 
 pub use fused::{IntoVar, IntoVarExpr, VarExpr};
-pub use ops::{dot, softmax_cross_entropy};
+pub use ops::{dot, dot_over, softmax_cross_entropy};
 pub use tape::{Grads, Tape, Var};

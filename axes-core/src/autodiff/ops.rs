@@ -6,14 +6,14 @@ use std::any::TypeId;
 use super::fused::{IntoVar, IntoVarExpr};
 use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
-use crate::contract::{self, dot_grads};
+use crate::contract::{self, DotOverAxes, dot_grads, dot_over_grads};
 use crate::dispatch::{Input, Output, common_device, placed, run_output, run_outputs};
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
-use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotWith, HasAxis};
+use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotOverWith, DotWith, HasAxis};
 use crate::num::Float;
 use crate::protocol::Device;
 use crate::storage::Storage;
@@ -81,6 +81,65 @@ where
                 return Ok(());
             };
             let (dx, dy) = dot_grads(&xv, &yv, &dz, (x_needs, y_needs))?;
+            if let Some(dx) = dx {
+                grads.accumulate(xid, dx)?;
+            }
+            if let Some(dy) = dy {
+                grads.accumulate(yid, dy)?;
+            }
+            Ok(())
+        }))
+}
+
+/// `dot_over::<Over>(x, y)` of variables: contracts only the axes `Over`, every other axis
+/// both have is a batch axis, kept once (as [`crate::dot_over`]); attention scores contract
+/// the head dimension and keep Batch and Head. Its backward is two contractions with the
+/// same batch axes.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::autodiff::{self, Tape};
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] struct Query;
+/// #[derive(Axis)] struct Key;
+/// #[derive(Axis)] struct Dim;
+///
+/// let tape = Tape::<f64>::new();
+/// let q = tape.var(Tensor::<f64, (Batch, Query, Dim)>::ones((Batch.len(2), Query.len(3), Dim.len(4)))?);
+/// let k = tape.var(Tensor::<f64, (Batch, Key, Dim)>::ones((Batch.len(2), Key.len(5), Dim.len(4)))?);
+/// let scores: autodiff::Var<f64, (Batch, Query, Key)> = autodiff::dot_over::<(Dim,), _, _, _, _, _>(&q, &k)?;
+/// assert!(scores.value().to_vec().iter().all(|&s| s == 4.0));
+/// let grads = scores.sum::<(Batch, Query, Key)>()?.backward()?;
+/// let dq: Tensor<f64, (Batch, Query, Dim)> = grads.get(&q)?;
+/// assert!(dq.to_vec().iter().all(|&g| g == 5.0)); // one per key
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn dot_over<Over, T, L, R, X, Y>(x: X, y: Y) -> Result<Var<T, DotOverAxes<L, R, Over>>>
+where
+    Over: AxisSet,
+    T: Float,
+    L: DotOverWith<R, Over>,
+    R: AxisSet,
+    X: IntoVar<Elem = T, Axes = L>,
+    Y: IntoVar<Elem = T, Axes = R>,
+{
+    let (x, y) = (x.into_var()?, y.into_var()?);
+    if !x.tape().same_as(y.tape()) {
+        return Err(Error::Unsupported {
+            what: "combining variables of different tapes".into(),
+        });
+    }
+    let value = contract::dot_over::<Over, _, _, _>(x.value(), y.value())?;
+    let (xv, yv) = (x.value().clone(), y.value().clone());
+    let (xid, yid) = (x.id(), y.id());
+    let (x_needs, y_needs) = (x.needs_grad(), y.needs_grad());
+    Ok(x.tape()
+        .record(value, x_needs || y_needs, move |grads, id| {
+            let Some(dz) = grads.tensor::<DotOverAxes<L, R, Over>>(id) else {
+                return Ok(());
+            };
+            let (dx, dy) = dot_over_grads::<_, _, _, Over>(&xv, &yv, &dz, (x_needs, y_needs))?;
             if let Some(dx) = dx {
                 grads.accumulate(xid, dx)?;
             }

@@ -2,9 +2,9 @@
 //! the forward one.
 
 use super::contract;
-use super::roles::{Roles, dot_roles};
+use super::roles::{Roles, dot_roles, over_roles};
 use crate::error::Result;
-use crate::list::{AxisSet, DotAxes, DotWith};
+use crate::list::{AxisSet, DotAxes, DotOverWith, DotWith};
 use crate::num::Num;
 use crate::tensor::Tensor;
 
@@ -78,5 +78,93 @@ pub(crate) fn dot_grads<T: Num, L: AxisSet + DotWith<R>, R: AxisSet>(
     Ok((
         dx,
         Some(Tensor::from_parts(dy, layout).expect("a fresh result fits")),
+    ))
+}
+
+/// The gradients of `z = dot_over::<Over>(x, y)` given `dz` (whose axes are x's batch and
+/// kept axes in x's order, then y's kept axes): `dx` contracts `dz` with `y` over y's kept
+/// axes, `dy` contracts `x` with `dz` over x's kept axes, both keeping the batch axes as batch
+/// axes. Views in the operands' axis order; each computed only when `want` asks for it.
+pub(crate) fn dot_over_grads<T: Num, L, R, Over>(
+    x: &Tensor<T, L>,
+    y: &Tensor<T, R>,
+    dz: &Tensor<T, <L as DotOverWith<R, Over>>::Output>,
+    want: (bool, bool),
+) -> Result<DotGrads<T, L, R>>
+where
+    L: DotOverWith<R, Over>,
+    R: AxisSet,
+    Over: AxisSet,
+{
+    let roles = over_roles::<L, R>(Over::IDS);
+    // x's axes that z keeps (batch or not), in x's order: z's first axes.
+    let mut kept: Vec<usize> = roles
+        .b
+        .iter()
+        .map(|&(a, _)| a)
+        .chain(roles.m.iter().copied())
+        .collect();
+    kept.sort_unstable();
+    let in_z = |a: usize| kept.iter().position(|&k| k == a).expect("an axis z keeps");
+    let nk = kept.len();
+    let dx = if want.0 {
+        // y's contracted axes in y's order: the last axes of dx before the reorder.
+        let mut y_k: Vec<(usize, usize)> = roles.k.iter().map(|&(a, b)| (b, a)).collect();
+        y_k.sort_unstable();
+        let dx_roles = Roles {
+            k: roles
+                .n
+                .iter()
+                .enumerate()
+                .map(|(j, &b)| (nk + j, b))
+                .collect(),
+            b: roles.b.iter().map(|&(a, b)| (in_z(a), b)).collect(),
+            m: roles.m.iter().map(|&a| in_z(a)).collect(),
+            n: y_k.iter().map(|&(b, _)| b).collect(),
+        };
+        let (dx, layout) = contract(dz, y, &dx_roles)?;
+        // dx's axes: z's kept axes (x's order), then x's contracted axes in y's order.
+        let order: Vec<usize> = (0..L::RANK)
+            .map(|a| match kept.iter().position(|&k| k == a) {
+                Some(p) => p,
+                None => {
+                    nk + y_k
+                        .iter()
+                        .position(|&(_, xa)| xa == a)
+                        .expect("a contracted axis")
+                }
+            })
+            .collect();
+        Some(Tensor::from_parts(dx, layout.permuted(&order)).expect("a fresh result fits"))
+    } else {
+        None
+    };
+    if !want.1 {
+        return Ok((dx, None));
+    }
+    // dy's first axes: x's batch and contracted axes in x's order, then z's y-side axes.
+    let mut first: Vec<(usize, usize)> = roles.b.iter().chain(&roles.k).copied().collect();
+    first.sort_unstable();
+    let is_batch = |a: usize| roles.b.iter().any(|&(ba, _)| ba == a);
+    let dy_roles = Roles {
+        k: roles.m.iter().map(|&a| (a, in_z(a))).collect(),
+        b: roles.b.iter().map(|&(a, _)| (a, in_z(a))).collect(),
+        m: first
+            .iter()
+            .filter(|&&(a, _)| !is_batch(a))
+            .map(|&(a, _)| a)
+            .collect(),
+        n: (0..roles.n.len()).map(|j| nk + j).collect(),
+    };
+    let (dy, layout) = contract(x, dz, &dy_roles)?;
+    let order: Vec<usize> = (0..R::RANK)
+        .map(|b| match first.iter().position(|&(_, yb)| yb == b) {
+            Some(p) => p,
+            None => first.len() + roles.n.iter().position(|&n| n == b).expect("a kept axis"),
+        })
+        .collect();
+    Ok((
+        dx,
+        Some(Tensor::from_parts(dy, layout.permuted(&order)).expect("a fresh result fits")),
     ))
 }

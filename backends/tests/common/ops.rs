@@ -543,9 +543,10 @@ pub fn errors(device: &Device) {
 }
 
 /// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
-/// broadcast bias, tanh, softmax cross-entropy averaged over B, and penalties that use the
-/// input and the weight a second time (their gradients accumulate), over permuted and
-/// reversed inputs. Returns how many seeds ran.
+/// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
+/// (`dot_over` contracting J and keeping B as a batch axis), and penalties that use the input
+/// and the weight a second time (their gradients accumulate), over permuted and reversed
+/// inputs. Returns how many seeds ran.
 pub fn gradients(device: &Device) -> usize {
     use axes::autodiff::{self, Tape, softmax_cross_entropy};
     for seed in SEEDS {
@@ -564,18 +565,25 @@ pub fn gradients(device: &Device) -> usize {
             Tensor::<f32, (J,)>::from_fn(J.len(nj), |_| rng.random_range(-1.0..1.0)).unwrap();
         let labels =
             Tensor::<i64, (B,)>::from_fn(B.len(nb), |_| rng.random_range(0..nj as i64)).unwrap();
+        let keys =
+            Tensor::<f32, (J, B)>::from_fn((J.len(nj), B.len(nb)), |_| rng.random_range(-1.0..1.0))
+                .unwrap();
         let run = |on: &Device| {
             let tape = Tape::<f32>::new();
             let x = tape.var(inputs.x.to(on).unwrap());
             let w = tape.var(w.to(on).unwrap());
             let bias = tape.var(bias.to(on).unwrap());
+            let keys = tape.var(keys.to(on).unwrap());
             let labels = labels.to(on).unwrap();
             let h = ((autodiff::dot(&x, &w).unwrap() + &bias).tanh() * 2.0)
                 .eval()
                 .unwrap();
             let ce = softmax_cross_entropy::<J, _, _, _, _>(&h, &labels).unwrap();
-            let penalty =
-                (&w * &w).sum::<(I, J)>().unwrap() * 0.01 + (&x * &x).mean::<(B, I)>().unwrap();
+            // a score per example: J contracted, B kept as a batch axis
+            let scores = autodiff::dot_over::<(J,), _, _, _, _, _>(&h, &keys).unwrap();
+            let penalty = (&w * &w).sum::<(I, J)>().unwrap() * 0.01
+                + (&x * &x).mean::<(B, I)>().unwrap()
+                + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
@@ -584,6 +592,7 @@ pub fn gradients(device: &Device) -> usize {
                 grads.get(&x).unwrap().to(&cpu).unwrap(),
                 grads.get(&w).unwrap().to(&cpu).unwrap(),
                 grads.get(&bias).unwrap().to(&cpu).unwrap(),
+                grads.get(&keys).unwrap().to(&cpu).unwrap(),
             )
         };
         let (here, there) = (run(&Device::Cpu), run(device));
@@ -592,6 +601,7 @@ pub fn gradients(device: &Device) -> usize {
         agree("d x", &here.1, &there.1, 1e-4);
         agree("d w", &here.2, &there.2, 1e-4);
         agree("d bias", &here.3, &there.3, 1e-4);
+        agree("d keys", &here.4, &there.4, 1e-4);
     }
     SEEDS.count()
 }
