@@ -6,6 +6,7 @@
 use axes::autodiff::{Tape, Var, VarExpr, dot, dot_over, softmax_cross_entropy};
 use axes::prelude::*;
 use axes::{Layout, Storage};
+use axes::{log_softmax, softmax};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -312,6 +313,72 @@ fn dot_over_gradients_keep_batch_axes() {
         };
         assert_eq!(grads(true), grads(false));
     }
+}
+
+/// softmax, log-softmax, logsumexp and max along an axis of a variable: values against the
+/// tensor functions, gradients against finite differences, on permuted inputs.
+#[test]
+fn softmax_family_and_max_along_an_axis() {
+    let mut rng = rng(8);
+    for round in 0..3 {
+        let (nb, nc) = (len(&mut rng), len(&mut rng) + 1);
+        let x = random::<(C, B)>(&[nc, nb], -2.0, 2.0, &mut rng);
+        let x: Tensor<f64, (B, C)> = x.axes_with_order();
+        let r = random::<(B, C)>(&[nb, nc], -1.0, 1.0, &mut rng);
+        let rb = random::<(B,)>(&[nb], -1.0, 1.0, &mut rng);
+        let tape = Tape::new();
+        let v = tape.constant(x.clone());
+        let close = |a: &Tensor<f64, (B, C)>, b: &Tensor<f64, (B, C)>| {
+            a.to_vec()
+                .iter()
+                .zip(b.to_vec())
+                .all(|(p, q)| (p - q).abs() < 1e-12)
+        };
+        assert!(close(
+            v.softmax::<C>().unwrap().value(),
+            &softmax::<_, _, C>(&x).unwrap()
+        ));
+        assert!(close(
+            v.log_softmax::<C>().unwrap().value(),
+            &log_softmax::<_, _, C>(&x).unwrap()
+        ));
+        let lse = v.logsumexp::<C>().unwrap().value().to_vec();
+        let expected = x.logsumexp::<(C,)>().unwrap().to_vec();
+        assert!(
+            lse.iter()
+                .zip(&expected)
+                .all(|(p, q)| (p - q).abs() < 1e-12)
+        );
+        assert_eq!(
+            v.max_over::<C>().unwrap().value(),
+            &x.max_over::<(C,)>().unwrap()
+        );
+        check(&format!("softmax #{round}"), &x, |v| {
+            project(v.softmax::<C>()?.expr(), &r)
+        });
+        check(&format!("log_softmax #{round}"), &x, |v| {
+            project(v.log_softmax::<C>()?.expr(), &r)
+        });
+        check(&format!("logsumexp #{round}"), &x, |v| {
+            project(v.logsumexp::<C>()?.expr(), &rb)
+        });
+        check(&format!("max_over #{round}"), &x, |v| {
+            project(v.max_over::<C>()?.expr(), &rb)
+        });
+    }
+    // ties share the gradient of the maximum evenly; an empty axis is an error
+    let tape = Tape::new();
+    let v = tape.var(Tensor::<f64, (C,)>::from_vec(C.len(4), vec![1., 3., 3., 0.]).unwrap());
+    let dx: Tensor<f64, (C,)> = v
+        .max_over::<C>()
+        .unwrap()
+        .backward()
+        .unwrap()
+        .get(&v)
+        .unwrap();
+    assert_eq!(dx.to_vec(), [0., 0.5, 0.5, 0.]);
+    let empty = tape.var(Tensor::<f64, (B, C)>::zeros((B.len(2), C.len(0))).unwrap());
+    assert!(empty.max_over::<C>().is_err());
 }
 
 #[test]

@@ -11,4 +11,5 @@ mod tensor_methods;
 
 pub use assign::sum_in;
 pub use ext::ExprExt;
+pub(crate) use reduce::finite_or_zero;
 pub use reduce::{argmax, argmin, log_softmax, softmax};

@@ -10,6 +10,8 @@ use crate::contract::{self, DotOverAxes, dot_grads, dot_over_grads};
 use crate::dispatch::{Input, Output, common_device, placed, run_output, run_outputs};
 use crate::element::DType;
 use crate::error::{Error, Result};
+use crate::eval::ExprExt;
+use crate::eval::finite_or_zero;
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
@@ -34,6 +36,72 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         A: Reducible<Over>,
     {
         self.into_var_expr().mean::<Over>()
+    }
+
+    /// `ln Σ e^x` over the axis `X`, computed stably (shifted by the maximum along `X`, a
+    /// constant to the gradient, which cancels); its gradient is the softmax along `X`.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::Tape;
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] struct Class;
+    /// let tape = Tape::<f64>::new();
+    /// let x = tape.var(Tensor::<f64, (Batch, Class)>::from_vec((Batch.len(1), Class.len(2)), vec![1000., 1000.])?);
+    /// let lse = x.logsumexp::<Class>()?;
+    /// assert!((lse.value().to_vec()[0] - (1000. + 2f64.ln())).abs() < 1e-9);
+    /// let dx: Tensor<f64, (Batch, Class)> = lse.sum::<(Batch,)>()?.backward()?.get(&x)?;
+    /// assert_eq!(dx.to_vec(), [0.5, 0.5]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn logsumexp<X: Axis>(&self) -> Result<Var<T, Difference<A, (X,)>>>
+    where
+        A: Reducible<(X,)>,
+    {
+        let shift = finite_or_zero(&self.value().max_over::<(X,)>()?)?;
+        let shift = self.tape().constant(shift);
+        ((self - &shift).exp().sum::<(X,)>()?.ln() + &shift).eval()
+    }
+
+    /// The softmax along the axis `X`: `e^x / Σ e^x`, computed stably; differentiable.
+    pub fn softmax<X: Axis>(&self) -> Result<Var<T, A>>
+    where
+        A: Reducible<(X,)>,
+    {
+        let lse = self.logsumexp::<X>()?;
+        (self - &lse).exp().eval()
+    }
+
+    /// The log-softmax along the axis `X`: `x - ln Σ e^x`, computed stably; differentiable.
+    pub fn log_softmax<X: Axis>(&self) -> Result<Var<T, A>>
+    where
+        A: Reducible<(X,)>,
+    {
+        let lse = self.logsumexp::<X>()?;
+        (self - &lse).eval()
+    }
+
+    /// The maximum along the axis `X` (an empty axis is an error). The gradient goes to the
+    /// elements equal to the maximum, shared evenly among ties (as PyTorch's `amax`).
+    pub fn max_over<X: Axis>(&self) -> Result<Var<T, Difference<A, (X,)>>>
+    where
+        A: Reducible<(X,)>,
+    {
+        let x = self.value().clone();
+        let value = x.max_over::<(X,)>()?;
+        let max = value.clone();
+        let id = self.id();
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<Difference<A, (X,)>>(at) else {
+                    return Ok(());
+                };
+                let at_max = (&x).equal(&max).cast::<T>().eval()?;
+                let ties = at_max.sum::<(X,)>()?;
+                grads.accumulate(id, (&at_max * &dz / &ties).eval()?)
+            }))
     }
 }
 

@@ -138,7 +138,8 @@ where
 
 /// Replaces non-finite shifts (an all -inf or empty slice) by 0: `m - m` is 0 exactly
 /// where `m` is finite (an expression, so it runs on any device).
-fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
+/// `m` with every infinite or NaN element replaced by 0 (a safe shift for a stable exp).
+pub(crate) fn finite_or_zero<T: Float, A: AxisSet>(m: &Tensor<T, A>) -> Result<Tensor<T, A>> {
     let finite = m.binary(m, binary::Sub).equal(Scalar(T::zero()));
     select(finite, m, Scalar(T::zero())).eval()
 }

@@ -544,7 +544,8 @@ pub fn errors(device: &Device) {
 
 /// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
 /// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
-/// (`dot_over` contracting J and keeping B as a batch axis), and penalties that use the input
+/// (`dot_over` contracting J and keeping B as a batch axis), the maximum and the
+/// log-softmax along J, and penalties that use the input
 /// and the weight a second time (their gradients accumulate), over permuted and reversed
 /// inputs. Returns how many seeds ran.
 pub fn gradients(device: &Device) -> usize {
@@ -581,9 +582,14 @@ pub fn gradients(device: &Device) -> usize {
             let ce = softmax_cross_entropy::<J, _, _, _, _>(&h, &labels).unwrap();
             // a score per example: J contracted, B kept as a batch axis
             let scores = autodiff::dot_over::<(J,), _, _, _, _, _>(&h, &keys).unwrap();
+            // the largest logit, and the mean log-probability, of each example
+            let peak = h.max_over::<J>().unwrap();
+            let log_p = h.log_softmax::<J>().unwrap();
             let penalty = (&w * &w).sum::<(I, J)>().unwrap() * 0.01
                 + (&x * &x).mean::<(B, I)>().unwrap()
-                + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1;
+                + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1
+                + peak.mean::<(B,)>().unwrap() * 0.1
+                - log_p.mean::<(B, J)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
