@@ -381,6 +381,49 @@ fn softmax_family_and_max_along_an_axis() {
     assert!(empty.max_over::<C>().is_err());
 }
 
+/// Views of variables: another axis order, slices forwards and backwards, padding — each
+/// gradient against finite differences; steps other than ±1 are an error.
+#[test]
+fn views_of_variables() {
+    let mut rng = rng(9);
+    for round in 0..3 {
+        let (nb, ni) = (len(&mut rng), len(&mut rng) + 2);
+        let x = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        let start = rng.random_range(0..ni - 1);
+        let end = rng.random_range(start + 1..=ni);
+        let rs = random::<(B, I)>(&[nb, end - start], -1.0, 1.0, &mut rng);
+        let rp = random::<(B, I)>(&[nb, ni + 3], -1.0, 1.0, &mut rng);
+        let rt = random::<(I, B)>(&[ni, nb], -1.0, 1.0, &mut rng);
+        let rt2 = rt.clone();
+        check(&format!("slice #{round}"), &x, |v| {
+            project(v.slice::<I>(start..end, 1)?.expr(), &rs)
+        });
+        check(&format!("reversed slice #{round}"), &x, |v| {
+            project((v.slice::<I>(start..end, -1)?.expr()) * 2.0, &rs)
+        });
+        check(&format!("pad #{round}"), &x, |v| {
+            project(v.pad::<I>(2, 1)?.expr(), &rp)
+        });
+        check(&format!("axes_with_order #{round}"), &x, |v| {
+            let t: Var<f64, (I, B)> = v.axes_with_order();
+            project(t.expr().exp(), &rt2)
+        });
+        let tape = Tape::new();
+        let v = tape.var(x.clone());
+        assert_eq!(
+            v.slice::<I>(start..end, -1).unwrap().value(),
+            &x.slice::<I>(start..end, -1).unwrap()
+        );
+        assert!(
+            v.slice::<I>(.., 2)
+                .unwrap_err()
+                .to_string()
+                .contains("step 2")
+        );
+        assert!(v.slice::<I>(0..ni + 1, 1).is_err());
+    }
+}
+
 #[test]
 fn softmax_cross_entropy_gradient() {
     let mut rng = rng(5);

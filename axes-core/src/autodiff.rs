@@ -38,6 +38,7 @@
 mod fused;
 mod ops;
 mod tape;
+mod views;
 
 pub use fused::{IntoVar, IntoVarExpr, VarExpr};
 pub use ops::{dot, dot_over, softmax_cross_entropy};

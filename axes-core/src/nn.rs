@@ -33,10 +33,12 @@
 
 mod data;
 mod layers;
+mod masks;
 mod params;
 mod serialize;
 
 pub use data::minibatches;
 pub use layers::{Linear, Square};
+pub use masks::causal_mask;
 pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};
 pub use serialize::Load;

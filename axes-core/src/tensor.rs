@@ -8,6 +8,7 @@ mod join;
 mod views;
 
 pub use join::{Gathered, IndexElement};
+pub(crate) use views::resolve_range;
 pub use views::{Flattened, Unflattened};
 
 use std::any::TypeId;

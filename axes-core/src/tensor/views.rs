@@ -26,7 +26,10 @@ pub type Flattened<A, L> = Concat<Difference<A, L>, (Flat<L>,)>;
 pub type Unflattened<A, L> = Concat<Difference<A, (Flat<L>,)>, L>;
 
 /// `start..end` of a range over an axis of length `len`, checked.
-fn resolve_range<X: Axis>(range: &impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+pub(crate) fn resolve_range<X: Axis>(
+    range: &impl RangeBounds<usize>,
+    len: usize,
+) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.saturating_add(1),

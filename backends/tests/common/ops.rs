@@ -545,7 +545,7 @@ pub fn errors(device: &Device) {
 /// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
 /// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
 /// (`dot_over` contracting J and keeping B as a batch axis), the maximum and the
-/// log-softmax along J, and penalties that use the input
+/// log-softmax along J, views (J reversed, padded, reordered), and penalties that use the input
 /// and the weight a second time (their gradients accumulate), over permuted and reversed
 /// inputs. Returns how many seeds ran.
 pub fn gradients(device: &Device) -> usize {
@@ -585,11 +585,15 @@ pub fn gradients(device: &Device) -> usize {
             // the largest logit, and the mean log-probability, of each example
             let peak = h.max_over::<J>().unwrap();
             let log_p = h.log_softmax::<J>().unwrap();
+            // views of a variable: J reversed, padded, reordered
+            let edge = h.slice::<J>(.., -1).unwrap().pad::<J>(1, 2).unwrap();
+            let edge = edge.axes_with_order::<(J, B)>();
             let penalty = (&w * &w).sum::<(I, J)>().unwrap() * 0.01
                 + (&x * &x).mean::<(B, I)>().unwrap()
                 + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1
                 + peak.mean::<(B,)>().unwrap() * 0.1
-                - log_p.mean::<(B, J)>().unwrap() * 0.1;
+                - log_p.mean::<(B, J)>().unwrap() * 0.1
+                + (&edge * &edge).mean::<(J, B)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
