@@ -424,6 +424,69 @@ fn views_of_variables() {
     }
 }
 
+/// Layer norm over a named axis, on a permuted input: the input's gradient against finite
+/// differences, the gain's and bias's against their closed forms, and the tape-free forward.
+#[test]
+fn layer_norm_over_a_named_axis() {
+    use axes::nn::{LayerNorm, ParamsBuilder};
+    let mut rng = rng(10);
+    for round in 0..3 {
+        let (nb, nh, nc) = (len(&mut rng), len(&mut rng) + 1, len(&mut rng));
+        let mut builder = ParamsBuilder::new();
+        let norm = LayerNorm::new(&mut builder, "ln", H.len(nh), 1e-5).unwrap();
+        let mut params = builder.build::<f64>(0).unwrap();
+        let gain = random::<(H,)>(&[nh], 0.5, 1.5, &mut rng);
+        let bias = random::<(H,)>(&[nh], -1.0, 1.0, &mut rng);
+        let mut file = axes::io::TensorFile::new();
+        file.insert("ln.weight", &gain).unwrap();
+        file.insert("ln.bias", &bias).unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "axes-ln-{}-{round}.safetensors",
+            std::process::id()
+        ));
+        file.write(&path).unwrap();
+        params.load(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let x = random::<(H, B, C)>(&[nh, nb, nc], -2.0, 2.0, &mut rng);
+        let x: Tensor<f64, (B, H, C)> = x.axes_with_order();
+        let r = random::<(B, H, C)>(&[nb, nh, nc], -1.0, 1.0, &mut rng);
+        check(&format!("layer norm d/dx #{round}"), &x, |v| {
+            project(norm.forward(&params.bind(v.tape()), v)?.expr(), &r)
+        });
+        let tape = Tape::new();
+        let bound = params.bind(&tape);
+        let y = norm.forward(&bound, tape.constant(x.clone())).unwrap();
+        let grads = project(y.expr(), &r).unwrap().backward().unwrap();
+        let d_gain = grads.get(&bound.var(&norm.gain).unwrap()).unwrap();
+        let d_bias = grads.get(&bound.var(&norm.bias).unwrap()).unwrap();
+        // the normalised input, and the closed forms Σ normalised·r and Σ r over (B, C)
+        let normalised = ((y.value() - &bias) / &gain).eval().unwrap();
+        let expected_gain = (&normalised * &r).sum::<(B, C)>().unwrap();
+        let close = |a: &Tensor<f64, (H,)>, b: &Tensor<f64, (H,)>| {
+            a.to_vec()
+                .iter()
+                .zip(b.to_vec())
+                .all(|(p, q)| (p - q).abs() < 1e-9)
+        };
+        assert!(
+            close(&d_gain, &expected_gain),
+            "{d_gain:?} vs {expected_gain:?}"
+        );
+        assert!(close(&d_bias, &r.sum::<(B, C)>().unwrap()));
+        let means = normalised.mean::<(H,)>().unwrap().to_vec();
+        assert!(means.iter().all(|m| m.abs() < 1e-9));
+        // without a tape: the same values (to rounding: the taped mean multiplies by 1/n)
+        let inferred = norm.infer(&params, &x).unwrap().to_vec();
+        let taped = y.value().to_vec();
+        assert!(
+            inferred
+                .iter()
+                .zip(&taped)
+                .all(|(p, q)| (p - q).abs() < 1e-12)
+        );
+    }
+}
+
 #[test]
 fn softmax_cross_entropy_gradient() {
     let mut rng = rng(5);

@@ -34,11 +34,13 @@
 mod data;
 mod layers;
 mod masks;
+mod norm;
 mod params;
 mod serialize;
 
 pub use data::minibatches;
 pub use layers::{Linear, Square};
 pub use masks::causal_mask;
+pub use norm::LayerNorm;
 pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};
 pub use serialize::Load;

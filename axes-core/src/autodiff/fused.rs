@@ -211,7 +211,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         self
     }
 
-    fn with_scalar(mut self, op: BinaryOp, scalar: f64, scalar_left: bool) -> Self {
+    pub(crate) fn with_scalar(mut self, op: BinaryOp, scalar: f64, scalar_left: bool) -> Self {
         let root = self.root();
         let s = self.ir.push(IrNode::Scalar(scalar));
         let (a, b) = if scalar_left { (s, root) } else { (root, s) };

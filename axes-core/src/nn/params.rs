@@ -21,6 +21,8 @@ use crate::tensor::Tensor;
 pub enum Init {
     /// All zeros (biases).
     Zeros,
+    /// All ones (the gains of normalisations).
+    Ones,
     /// He (Kaiming) normal: standard deviation `sqrt(2 / fan_in)`, for ReLU layers.
     He,
     /// Glorot (Xavier) normal: standard deviation `sqrt(2 / (fan_in + fan_out))`.
@@ -88,6 +90,12 @@ impl ParamsBuilder {
         for (k, (entry, layout)) in self.entries.iter().zip(&layouts).enumerate() {
             let std = match entry.init {
                 Init::Zeros => continue,
+                Init::Ones => {
+                    for pos in layout.positions() {
+                        flat[pos.expect("arena layouts are not padded")] = T::one();
+                    }
+                    continue;
+                }
                 Init::He => (2.0 / entry.fan_in.max(1) as f64).sqrt(),
                 Init::Glorot => (2.0 / (entry.fan_in + entry.fan_out).max(1) as f64).sqrt(),
                 Init::Normal(std) => std,
