@@ -6,7 +6,7 @@ use std::any::TypeId;
 use super::fused::{IntoVar, IntoVarExpr};
 use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
-use crate::contract::{self, DotOverAxes, dot_grads, dot_over_grads};
+use crate::contract::{self, DotGrads, DotOverAxes, dot_grads, dot_over_grads};
 use crate::dispatch::{Input, Output, common_device, placed, run_output, run_outputs};
 use crate::element::DType;
 use crate::error::{Error, Result};
@@ -133,22 +133,44 @@ where
     X: IntoVar<Elem = T, Axes = L>,
     Y: IntoVar<Elem = T, Axes = R>,
 {
-    let (x, y) = (x.into_var()?, y.into_var()?);
+    record_contraction(x.into_var()?, y.into_var()?, contract::dot, dot_grads)
+}
+
+/// A contraction of two variables of one tape, `forward(x, y)`, recorded with the backward
+/// `backward(x, y, dz, (x needs a gradient, y needs one))`.
+fn record_contraction<T, L, R, O>(
+    x: Var<T, L>,
+    y: Var<T, R>,
+    forward: impl FnOnce(&Tensor<T, L>, &Tensor<T, R>) -> Result<Tensor<T, O>>,
+    backward: impl Fn(
+        &Tensor<T, L>,
+        &Tensor<T, R>,
+        &Tensor<T, O>,
+        (bool, bool),
+    ) -> Result<DotGrads<T, L, R>>
+    + 'static,
+) -> Result<Var<T, O>>
+where
+    T: Float,
+    L: AxisSet,
+    R: AxisSet,
+    O: AxisSet,
+{
     if !x.tape().same_as(y.tape()) {
         return Err(Error::Unsupported {
             what: "combining variables of different tapes".into(),
         });
     }
-    let value = contract::dot(x.value(), y.value())?;
+    let value = forward(x.value(), y.value())?;
     let (xv, yv) = (x.value().clone(), y.value().clone());
     let (xid, yid) = (x.id(), y.id());
     let (x_needs, y_needs) = (x.needs_grad(), y.needs_grad());
     Ok(x.tape()
         .record(value, x_needs || y_needs, move |grads, id| {
-            let Some(dz) = grads.tensor::<DotAxes<L, R>>(id) else {
+            let Some(dz) = grads.tensor::<O>(id) else {
                 return Ok(());
             };
-            let (dx, dy) = dot_grads(&xv, &yv, &dz, (x_needs, y_needs))?;
+            let (dx, dy) = backward(&xv, &yv, &dz, (x_needs, y_needs))?;
             if let Some(dx) = dx {
                 grads.accumulate(xid, dx)?;
             }
@@ -192,30 +214,12 @@ where
     X: IntoVar<Elem = T, Axes = L>,
     Y: IntoVar<Elem = T, Axes = R>,
 {
-    let (x, y) = (x.into_var()?, y.into_var()?);
-    if !x.tape().same_as(y.tape()) {
-        return Err(Error::Unsupported {
-            what: "combining variables of different tapes".into(),
-        });
-    }
-    let value = contract::dot_over::<Over, _, _, _>(x.value(), y.value())?;
-    let (xv, yv) = (x.value().clone(), y.value().clone());
-    let (xid, yid) = (x.id(), y.id());
-    let (x_needs, y_needs) = (x.needs_grad(), y.needs_grad());
-    Ok(x.tape()
-        .record(value, x_needs || y_needs, move |grads, id| {
-            let Some(dz) = grads.tensor::<DotOverAxes<L, R, Over>>(id) else {
-                return Ok(());
-            };
-            let (dx, dy) = dot_over_grads::<_, _, _, Over>(&xv, &yv, &dz, (x_needs, y_needs))?;
-            if let Some(dx) = dx {
-                grads.accumulate(xid, dx)?;
-            }
-            if let Some(dy) = dy {
-                grads.accumulate(yid, dy)?;
-            }
-            Ok(())
-        }))
+    record_contraction(
+        x.into_var()?,
+        y.into_var()?,
+        contract::dot_over::<Over, _, _, _>,
+        dot_over_grads::<_, _, _, Over>,
+    )
 }
 
 /// The per-example softmax cross-entropy of `logits` over the class axis `C` with integer

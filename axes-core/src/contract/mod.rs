@@ -16,7 +16,7 @@ mod grads;
 mod matrices;
 mod roles;
 
-pub(crate) use grads::{dot_grads, dot_over_grads};
+pub(crate) use grads::{DotGrads, dot_grads, dot_over_grads};
 
 use matrices::Matrices;
 use roles::{Roles, dot_roles, over_roles};
