@@ -487,6 +487,55 @@ fn layer_norm_over_a_named_axis() {
     }
 }
 
+/// RMS norm over a named axis: the input's gradient against finite differences, the gain's
+/// against its closed form, and the tape-free forward.
+#[test]
+fn rms_norm_over_a_named_axis() {
+    use axes::nn::{ParamsBuilder, RmsNorm};
+    let mut rng = rng(11);
+    for round in 0..3 {
+        let (nb, nh) = (len(&mut rng), len(&mut rng) + 1);
+        let mut builder = ParamsBuilder::new();
+        let norm = RmsNorm::new(&mut builder, "rms", H.len(nh), 1e-6).unwrap();
+        let mut params = builder.build::<f64>(0).unwrap();
+        let gain = random::<(H,)>(&[nh], 0.5, 1.5, &mut rng);
+        let path = std::env::temp_dir().join(format!(
+            "axes-rms-{}-{round}.safetensors",
+            std::process::id()
+        ));
+        let mut file = axes::io::TensorFile::new();
+        file.insert("rms.weight", &gain).unwrap();
+        file.write(&path).unwrap();
+        params.load(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let x = random::<(H, B)>(&[nh, nb], -2.0, 2.0, &mut rng);
+        let r = random::<(H, B)>(&[nh, nb], -1.0, 1.0, &mut rng);
+        check(&format!("rms norm d/dx #{round}"), &x, |v| {
+            project(norm.forward(&params.bind(v.tape()), v)?.expr(), &r)
+        });
+        let tape = Tape::new();
+        let bound = params.bind(&tape);
+        let y = norm.forward(&bound, tape.constant(x.clone())).unwrap();
+        let grads = project(y.expr(), &r).unwrap().backward().unwrap();
+        let d_gain = grads.get(&bound.var(&norm.gain).unwrap()).unwrap().to_vec();
+        let expected = ((y.value() / &gain) * &r).sum::<(B,)>().unwrap().to_vec();
+        assert!(
+            d_gain
+                .iter()
+                .zip(&expected)
+                .all(|(p, q)| (p - q).abs() < 1e-9)
+        );
+        let inferred = norm.infer(&params, &x).unwrap().to_vec();
+        let taped = y.value().to_vec();
+        assert!(
+            inferred
+                .iter()
+                .zip(&taped)
+                .all(|(p, q)| (p - q).abs() < 1e-12)
+        );
+    }
+}
+
 #[test]
 fn softmax_cross_entropy_gradient() {
     let mut rng = rng(5);

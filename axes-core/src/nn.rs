@@ -41,6 +41,6 @@ mod serialize;
 pub use data::minibatches;
 pub use layers::{Linear, Square};
 pub use masks::causal_mask;
-pub use norm::LayerNorm;
+pub use norm::{LayerNorm, RmsNorm};
 pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};
 pub use serialize::Load;

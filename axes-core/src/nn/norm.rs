@@ -102,3 +102,81 @@ where
         (&centered / spread * &gain + &bias).eval()
     }
 }
+
+/// RMS normalisation over the axis `F`: `x / sqrt(mean(x²) + eps) * gain`, the mean taken along
+/// `F` (no centring, no bias). Parameter `{name}.weight` (the gain, ones).
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::autodiff::Tape;
+/// use axes::nn::{ParamsBuilder, RmsNorm};
+/// #[derive(Axis)] struct Token;
+/// #[derive(Axis)] struct Hidden;
+/// let mut builder = ParamsBuilder::new();
+/// let norm = RmsNorm::new(&mut builder, "rms", Hidden.len(2), 0.0)?;
+/// let params = builder.build::<f64>(0)?;
+/// let x = Tensor::<f64, (Token, Hidden)>::from_vec((Token.len(1), Hidden.len(2)), vec![3., 4.])?;
+/// let tape = Tape::new();
+/// let y = norm.forward(&params.bind(&tape), tape.constant(x.clone()))?;
+/// let rms = 12.5f64.sqrt();
+/// assert!(y.value().to_vec().iter().zip([3. / rms, 4. / rms]).all(|(a, b)| (a - b).abs() < 1e-12));
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub struct RmsNorm<F: Axis> {
+    /// The gain.
+    pub gain: Slot<(F,)>,
+    /// Added to the mean square.
+    pub eps: f64,
+}
+
+impl<F: Axis> Clone for RmsNorm<F> {
+    fn clone(&self) -> Self {
+        RmsNorm {
+            gain: self.gain,
+            eps: self.eps,
+        }
+    }
+}
+
+impl<F: Axis> RmsNorm<F>
+where
+    (F,): SameAxes<(F,)> + HasAxis<F>,
+{
+    /// Reserves the layer's gain `{name}.weight` (ones).
+    pub fn new(params: &mut ParamsBuilder, name: &str, len: Len<F>, eps: f64) -> Result<Self> {
+        let n = len.get();
+        Ok(RmsNorm {
+            gain: params.add(&format!("{name}.weight"), len, Init::Ones, n, n)?,
+            eps,
+        })
+    }
+
+    /// The normalised input, on the tape.
+    pub fn forward<T, A, V>(&self, params: &Bound<'_, T>, x: V) -> Result<Var<T, A>>
+    where
+        T: Float,
+        A: Reducible<(F,)> + Includes<(F,)>,
+        V: IntoVar<Elem = T, Axes = A>,
+    {
+        let x = x.into_var()?;
+        let square = (&x * &x).mean::<(F,)>()?;
+        let gain = params.var(&self.gain)?;
+        let rms = square
+            .expr()
+            .with_scalar(BinaryOp::Add, self.eps, false)
+            .sqrt();
+        ((&x / rms) * &gain).eval()
+    }
+
+    /// The normalised input computed without a tape (inference).
+    pub fn infer<T, A>(&self, params: &Params<T>, x: &Tensor<T, A>) -> Result<Tensor<T, A>>
+    where
+        T: Float,
+        A: Reducible<(F,)> + Includes<(F,)>,
+    {
+        let square = (x * x).mean::<(F,)>()?;
+        let rms = (&square + Scalar(T::from_f64(self.eps))).sqrt();
+        (x / rms * &params.tensor(&self.gain)?).eval()
+    }
+}
