@@ -424,6 +424,22 @@ fn views_of_variables() {
     }
 }
 
+/// Sets the parameters `values` names (each over `H`) through a file, as a checkpoint would.
+fn set_parameters(params: &mut axes::nn::Params<f64>, values: &[(&str, &Tensor<f64, (H,)>)]) {
+    let mut file = axes::io::TensorFile::new();
+    for (name, value) in values {
+        file.insert(name, value);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "axes-set-{}-{}.safetensors",
+        std::process::id(),
+        values[0].0
+    ));
+    file.write(&path).unwrap();
+    params.load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+}
+
 /// Layer norm over a named axis, on a permuted input: the input's gradient against finite
 /// differences, the gain's and bias's against their closed forms, and the tape-free forward.
 #[test]
@@ -437,16 +453,7 @@ fn layer_norm_over_a_named_axis() {
         let mut params = builder.build::<f64>(0).unwrap();
         let gain = random::<(H,)>(&[nh], 0.5, 1.5, &mut rng);
         let bias = random::<(H,)>(&[nh], -1.0, 1.0, &mut rng);
-        let mut file = axes::io::TensorFile::new();
-        file.insert("ln.weight", &gain).unwrap();
-        file.insert("ln.bias", &bias).unwrap();
-        let path = std::env::temp_dir().join(format!(
-            "axes-ln-{}-{round}.safetensors",
-            std::process::id()
-        ));
-        file.write(&path).unwrap();
-        params.load(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        set_parameters(&mut params, &[("ln.weight", &gain), ("ln.bias", &bias)]);
         let x = random::<(H, B, C)>(&[nh, nb, nc], -2.0, 2.0, &mut rng);
         let x: Tensor<f64, (B, H, C)> = x.axes_with_order();
         let r = random::<(B, H, C)>(&[nb, nh, nc], -1.0, 1.0, &mut rng);
@@ -499,15 +506,7 @@ fn rms_norm_over_a_named_axis() {
         let norm = RmsNorm::new(&mut builder, "rms", H.len(nh), 1e-6).unwrap();
         let mut params = builder.build::<f64>(0).unwrap();
         let gain = random::<(H,)>(&[nh], 0.5, 1.5, &mut rng);
-        let path = std::env::temp_dir().join(format!(
-            "axes-rms-{}-{round}.safetensors",
-            std::process::id()
-        ));
-        let mut file = axes::io::TensorFile::new();
-        file.insert("rms.weight", &gain).unwrap();
-        file.write(&path).unwrap();
-        params.load(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        set_parameters(&mut params, &[("rms.weight", &gain)]);
         let x = random::<(H, B)>(&[nh, nb], -2.0, 2.0, &mut rng);
         let r = random::<(H, B)>(&[nh, nb], -1.0, 1.0, &mut rng);
         check(&format!("rms norm d/dx #{round}"), &x, |v| {

@@ -17,7 +17,7 @@
 //! #[derive(Axis)] struct Out;
 //! let w = Tensor::<f32, (In, Out)>::from_vec((In.len(2), Out.len(3)), vec![1., 2., 3., 4., 5., 6.])?;
 //! let mut file = TensorFile::new();
-//! file.insert("w", &w)?;
+//! file.insert("w", &w);
 //! let path = std::env::temp_dir().join(format!("axes-io-doc-{}.safetensors", std::process::id()));
 //! file.write(&path)?;
 //!
@@ -144,13 +144,13 @@ impl TensorFile {
     }
 
     /// Adds (or replaces) the tensor `name`, stored in its axis order with its axis names.
-    pub fn insert<T: Element, A: AxisSet>(
-        &mut self,
-        name: &str,
-        tensor: &Tensor<T, A>,
-    ) -> Result<()> {
-        let names = A::names().iter().map(|n| n.to_string()).collect();
-        self.insert_values(name, names, tensor.lens().to_vec(), &tensor.to_vec())
+    pub fn insert<T: Element, A: AxisSet>(&mut self, name: &str, tensor: &Tensor<T, A>) {
+        self.insert_values(
+            name,
+            axis_names::<A>(),
+            tensor.lens().to_vec(),
+            &tensor.to_vec(),
+        );
     }
 
     /// Adds the tensor `name` from its values in row-major order of `axes` (with `lens`).
@@ -160,7 +160,7 @@ impl TensorFile {
         axes: Vec<String>,
         lens: Vec<usize>,
         values: &[T],
-    ) -> Result<()> {
+    ) {
         let dtype = match T::DTYPE {
             DType::F32 => Dtype::F32,
             DType::F64 => Dtype::F64,
@@ -178,7 +178,6 @@ impl TensorFile {
             data: little_endian(as_bytes(values), T::DTYPE.size()),
         };
         self.tensors.insert(name.into(), stored);
-        Ok(())
     }
 
     /// The names of the file's tensors, in sorted order.
@@ -202,8 +201,7 @@ impl TensorFile {
         &self,
         name: &str,
     ) -> Result<Tensor<T, A>> {
-        let order: Vec<String> = S::names().iter().map(|n| n.to_string()).collect();
-        self.get_in_order(name, Some(&order))
+        self.get_in_order(name, Some(&axis_names::<S>()))
     }
 
     /// The tensor `name` read into `A`, its stored dimensions in the order of the axis names
@@ -272,7 +270,7 @@ impl TensorFile {
 }
 
 /// `A`'s axis names.
-fn axis_names<A: AxisList>() -> Vec<String> {
+pub(crate) fn axis_names<A: AxisList>() -> Vec<String> {
     A::names().iter().map(|n| n.to_string()).collect()
 }
 
@@ -398,7 +396,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let mut file = TensorFile::new();
-        file.insert("tensor", self)?;
+        file.insert("tensor", self);
         file.write(path)
     }
 

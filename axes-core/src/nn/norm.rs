@@ -2,7 +2,7 @@
 
 use super::params::{Bound, Init, Params, ParamsBuilder};
 use crate::arena::Slot;
-use crate::autodiff::{IntoVar, Var};
+use crate::autodiff::{IntoVar, Var, VarExpr};
 use crate::axis::{Axis, Len};
 use crate::error::Result;
 use crate::eval::ExprExt;
@@ -76,16 +76,8 @@ where
         A: Reducible<(F,)> + Includes<(F,)>,
         V: IntoVar<Elem = T, Axes = A>,
     {
-        let x = x.into_var()?;
-        let centered = (&x - &x.mean::<(F,)>()?).eval()?;
-        let var = (&centered * &centered).mean::<(F,)>()?;
-        let gain = params.var(&self.gain)?;
-        let bias = params.var(&self.bias)?;
-        let spread = var
-            .expr()
-            .with_scalar(BinaryOp::Add, self.eps, false)
-            .sqrt();
-        ((&centered / spread) * &gain + &bias).eval()
+        let normalised = normalise::<F, _, _>(x.into_var()?, true, self.eps)?;
+        (normalised * &params.var(&self.gain)? + &params.var(&self.bias)?).eval()
     }
 
     /// The normalised input computed without a tape (inference): the values of
@@ -95,11 +87,8 @@ where
         T: Float,
         A: Reducible<(F,)> + Includes<(F,)>,
     {
-        let centered = (x - &x.mean::<(F,)>()?).eval()?;
-        let var = (&centered * &centered).mean::<(F,)>()?;
-        let (gain, bias) = (params.tensor(&self.gain)?, params.tensor(&self.bias)?);
-        let spread = (&var + Scalar(T::from_f64(self.eps))).sqrt();
-        (&centered / spread * &gain + &bias).eval()
+        let normalised = normalise_tensor::<F, _, _>(x, true, self.eps)?;
+        (&normalised * &params.tensor(&self.gain)? + &params.tensor(&self.bias)?).eval()
     }
 }
 
@@ -159,14 +148,8 @@ where
         A: Reducible<(F,)> + Includes<(F,)>,
         V: IntoVar<Elem = T, Axes = A>,
     {
-        let x = x.into_var()?;
-        let square = (&x * &x).mean::<(F,)>()?;
-        let gain = params.var(&self.gain)?;
-        let rms = square
-            .expr()
-            .with_scalar(BinaryOp::Add, self.eps, false)
-            .sqrt();
-        ((&x / rms) * &gain).eval()
+        let normalised = normalise::<F, _, _>(x.into_var()?, false, self.eps)?;
+        (normalised * &params.var(&self.gain)?).eval()
     }
 
     /// The normalised input computed without a tape (inference).
@@ -175,8 +158,40 @@ where
         T: Float,
         A: Reducible<(F,)> + Includes<(F,)>,
     {
-        let square = (x * x).mean::<(F,)>()?;
-        let rms = (&square + Scalar(T::from_f64(self.eps))).sqrt();
-        (x / rms * &params.tensor(&self.gain)?).eval()
+        let normalised = normalise_tensor::<F, _, _>(x, false, self.eps)?;
+        (&normalised * &params.tensor(&self.gain)?).eval()
     }
+}
+
+/// `x` (less its mean along `F` when `centre`) over the root of its mean square along `F` plus
+/// `eps`, on the tape: the part layer and RMS norm share.
+fn normalise<F: Axis, T: Float, A: Reducible<(F,)>>(
+    x: Var<T, A>,
+    centre: bool,
+    eps: f64,
+) -> Result<VarExpr<T, A>> {
+    let x = if centre {
+        (&x - &x.mean::<(F,)>()?).eval()?
+    } else {
+        x
+    };
+    let spread = (&x * &x).mean::<(F,)>()?.expr();
+    Ok(&x / spread.with_scalar(BinaryOp::Add, eps, false).sqrt())
+}
+
+/// [`normalise`] without a tape.
+fn normalise_tensor<F: Axis, T: Float, A: Reducible<(F,)>>(
+    x: &Tensor<T, A>,
+    centre: bool,
+    eps: f64,
+) -> Result<Tensor<T, A>> {
+    let centred;
+    let x = if centre {
+        centred = (x - &x.mean::<(F,)>()?).eval()?;
+        &centred
+    } else {
+        x
+    };
+    let spread = (x * x).mean::<(F,)>()?;
+    (x / (&spread + Scalar(T::from_f64(eps))).sqrt()).eval()
 }

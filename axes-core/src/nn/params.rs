@@ -8,6 +8,7 @@ use crate::arena::{Arena, ArenaBuilder, Slot};
 use crate::autodiff::{Grads, Tape, Var};
 use crate::dispatch::{assembled, placed};
 use crate::error::{Error, Result};
+use crate::io::axis_names;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::named::NamedLengths;
@@ -74,7 +75,7 @@ impl ParamsBuilder {
         let slot = self.arena.add::<A, f32>(lengths)?;
         self.entries.push(Entry {
             name: name.into(),
-            axes: A::names().iter().map(|n| n.to_string()).collect(),
+            axes: axis_names::<A>(),
             init,
             fan_in,
             fan_out,

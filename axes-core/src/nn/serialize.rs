@@ -9,7 +9,7 @@ use std::path::Path;
 use super::params::Params;
 use crate::dispatch::placed;
 use crate::error::{Error, Result};
-use crate::io::TensorFile;
+use crate::io::{TensorFile, axis_names};
 use crate::layout::Layout;
 use crate::list::AxisList;
 use crate::num::Float;
@@ -50,8 +50,7 @@ impl Load {
     /// (the parameter's axes in another order), as PyTorch stores a linear layer's weight as
     /// (out, in). Files written by this crate record their order; it must agree.
     pub fn stored_as<S: AxisList>(mut self, name: &str) -> Self {
-        let order = S::names().iter().map(|n| n.to_string()).collect();
-        self.stored.insert(name.into(), order);
+        self.stored.insert(name.into(), axis_names::<S>());
         self
     }
 }
@@ -72,7 +71,7 @@ impl<T: Float> Params<T> {
                 entry.axes.clone(),
                 layout.lens().to_vec(),
                 &values,
-            )?;
+            );
         }
         file.write(path)
     }
