@@ -612,3 +612,66 @@ fn fused_expression_with_a_variable_used_twice() {
         });
     }
 }
+
+#[test]
+fn gather_picks_rows_and_adds_their_gradients_back() {
+    let mut rng = rng(21);
+    for round in 0..3 {
+        let (nc, ni, nb, no) = (
+            len(&mut rng) + 1,
+            len(&mut rng),
+            len(&mut rng),
+            len(&mut rng),
+        );
+        // an embedding table stored transposed, and ids with repeats
+        let table = random::<(I, C)>(&[ni, nc], -1.0, 1.0, &mut rng).axes_with_order::<(C, I)>();
+        let ids = Tensor::<i64, (B, O)>::from_fn((B.len(nb), O.len(no)), |_| {
+            rng.random_range(0..nc as i64)
+        })
+        .unwrap();
+        let picked: Tensor<f64, (I, B, O)> = table.gather::<C, _, _>(&ids).unwrap();
+        let (rows, id) = (table.to_vec_in::<(C, I)>(), ids.to_vec());
+        let expected: Vec<f64> = (0..nb * no)
+            .flat_map(|bo| (0..ni).map(move |i| (bo, i)))
+            .map(|(bo, i)| rows[id[bo] as usize * ni + i])
+            .collect();
+        assert_eq!(picked.to_vec_in::<(B, O, I)>(), expected);
+        let r = random::<(I, B, O)>(&[ni, nb, no], -1.0, 1.0, &mut rng);
+        check(&format!("gather #{round}"), &table, |v| {
+            project((v.gather::<C, _, _>(&ids)?.expr() * 3.0).tanh(), &r)
+        });
+        // an axis the table and the ids share: a label lookup
+        let scores = random::<(C, B)>(&[nc, nb], -1.0, 1.0, &mut rng);
+        let labels =
+            Tensor::<i32, (B,)>::from_fn(B.len(nb), |_| rng.random_range(0..nc as i32)).unwrap();
+        let rb = random::<(B,)>(&[nb], -1.0, 1.0, &mut rng);
+        check(
+            &format!("gather along a shared axis #{round}"),
+            &scores,
+            |v| project(v.gather::<C, _, _>(&labels)?.expr(), &rb),
+        );
+        let tape = Tape::new();
+        let bad = (&ids + nc as i64).eval().unwrap();
+        let error = (tape.var(table.clone()).gather::<C, _, _>(&bad))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`C`") && error.contains(&nc.to_string()),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn renamed_variables() {
+    let mut rng = rng(22);
+    for round in 0..3 {
+        let (nb, ni) = (len(&mut rng), len(&mut rng));
+        let x = random::<(I, B)>(&[ni, nb], -1.0, 1.0, &mut rng).axes_with_order::<(B, I)>();
+        let r = random::<(I, O)>(&[ni, nb], -1.0, 1.0, &mut rng);
+        check(&format!("rename #{round}"), &x, |v| {
+            let renamed: Var<f64, (I, O)> = v.rename::<B, O>()?;
+            project(renamed.expr().exp() * &renamed, &r)
+        });
+    }
+}

@@ -74,7 +74,7 @@ pub use named::{Coords, NamedIndex, NamedLengths};
 pub use num::{Float, Num};
 pub use protocol::{Device, DeviceKind};
 pub use storage::Storage;
-pub use tensor::{Flattened, Gathered, IndexElement, Tensor, Unflattened};
+pub use tensor::{Flattened, Gathered, IndexElement, Renamed, Tensor, Unflattened};
 
 /// The names most programs need: `use axes::prelude::*;`.
 pub mod prelude {

@@ -32,13 +32,16 @@
 //! ```
 
 mod data;
+mod embedding;
 mod layers;
 mod masks;
 mod norm;
 mod params;
 mod serialize;
+pub mod transformer;
 
 pub use data::minibatches;
+pub use embedding::Embedding;
 pub use layers::{Linear, Square};
 pub use masks::causal_mask;
 pub use norm::{LayerNorm, RmsNorm};

@@ -7,9 +7,10 @@ mod interop;
 mod join;
 mod views;
 
+pub(crate) use join::gather_axes;
 pub use join::{Gathered, IndexElement};
 pub(crate) use views::resolve_range;
-pub use views::{Flattened, Unflattened};
+pub use views::{Flattened, Renamed, Unflattened};
 
 use std::any::TypeId;
 use std::marker::PhantomData;

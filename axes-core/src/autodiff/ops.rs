@@ -7,7 +7,10 @@ use super::fused::{IntoVar, IntoVarExpr};
 use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
 use crate::contract::{self, DotGrads, DotOverAxes, dot_grads, dot_over_grads};
-use crate::dispatch::{Input, Output, common_device, placed, run_output, run_outputs};
+use crate::dispatch::{
+    Input, Output, common_device, index_range, out_of_range, placed, run_output, run_outputs,
+    scattered,
+};
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
@@ -15,11 +18,12 @@ use crate::eval::finite_or_zero;
 use crate::expr::Reducible;
 use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
-use crate::list::{AxisSet, Difference, DifferenceWith, DotAxes, DotOverWith, DotWith, HasAxis};
+use crate::list::{
+    AxisSet, Difference, DifferenceWith, DotAxes, DotOverWith, DotWith, HasAxis, UnionWith,
+};
 use crate::num::Float;
 use crate::protocol::Device;
-use crate::storage::Storage;
-use crate::tensor::{IndexElement, Tensor};
+use crate::tensor::{Gathered, IndexElement, Tensor, gather_axes};
 
 impl<T: Float, A: AxisSet> Var<T, A> {
     /// The sum over the axes `Over` (a fused reduction, see [`super::VarExpr::sum`]).
@@ -101,6 +105,69 @@ impl<T: Float, A: AxisSet> Var<T, A> {
                 let at_max = (&x).equal(&max).cast::<T>().eval()?;
                 let ties = at_max.sum::<(X,)>()?;
                 grads.accumulate(id, (&at_max * &dz / &ties).eval()?)
+            }))
+    }
+}
+
+impl<T: Float, A: AxisSet> Var<T, A> {
+    /// The elements picked along the axis `X` by integer `indices` (as [`Tensor::gather`]): an
+    /// embedding lookup is a `(Vocab, Dim)` table gathered along Vocab by token ids. The
+    /// gradient adds each picked position's gradient back to where it was picked from, in a
+    /// fixed order on every device (a row picked twice gets the sum); an index out of range is
+    /// an error naming it.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::{self, Tape};
+    /// #[derive(Axis)] struct Vocab;
+    /// #[derive(Axis)] struct Dim;
+    /// #[derive(Axis)] struct Token;
+    /// let tape = Tape::<f64>::new();
+    /// let table = tape.var(Tensor::<f64, (Vocab, Dim)>::from_vec((Vocab.len(3), Dim.len(2)), vec![0., 1., 10., 11., 20., 21.])?);
+    /// let ids = Tensor::<i64, (Token,)>::from_vec(Token.len(3), vec![2, 0, 2])?;
+    /// let rows: autodiff::Var<f64, (Dim, Token)> = table.gather::<Vocab, _, _>(&ids)?;
+    /// assert_eq!(rows.value().to_vec_in::<(Token, Dim)>(), [20., 21., 0., 1., 20., 21.]);
+    /// let grad = rows.sum::<(Dim, Token)>()?.backward()?.get(&table)?;
+    /// assert_eq!(grad.to_vec(), [1., 1., 0., 0., 2., 2.]); // row 2 was picked twice
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn gather<X, I, Ix>(&self, indices: &Tensor<Ix, I>) -> Result<Var<T, Gathered<A, X, I>>>
+    where
+        X: Axis,
+        I: AxisSet,
+        Ix: IndexElement,
+        A: HasAxis<X> + DifferenceWith<(X,)>,
+        Difference<A, (X,)>: UnionWith<I>,
+    {
+        let value = self.value().gather::<X, I, Ix>(indices)?;
+        let indices = if indices.layout().is_padded() {
+            indices.try_contiguous()?
+        } else {
+            indices.clone()
+        };
+        let lens = self.value().lens().to_vec();
+        let id = self.id();
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<Gathered<A, X, I>>(at) else {
+                    return Ok(());
+                };
+                let dz = if dz.layout().is_padded() {
+                    dz.try_contiguous()?
+                } else {
+                    dz
+                };
+                let (storage, layout) = scattered(
+                    (dz.storage(), dz.layout()),
+                    (indices.storage(), indices.layout()),
+                    &gather_axes::<A, X, I>(),
+                    &lens,
+                )?;
+                let grad = Tensor::<T, A>::from_parts(storage, layout)
+                    .expect("a job's result fits its layout");
+                grads.accumulate(id, grad)
             }))
     }
 }
@@ -378,41 +445,18 @@ fn label_test(ir: &mut Ir, dtype: DType) -> usize {
     ir.push(IrNode::Compare(CompareOp::Equal, label, index))
 }
 
-/// An error naming the first label outside `0..classes`, found by one job (the smallest and
-/// largest label): in host memory when the labels are there or keep a copy there (as small
-/// tensors copied to a device do), so the check waits for nothing queued on a device; else on
-/// their device, whose result the host then waits for.
+/// An error naming the first label outside `0..classes` (see [`index_range`]).
 fn check_labels<C: Axis, Ix: IndexElement>(
     labels: &Tensor<Ix, impl AxisSet>,
     classes: usize,
 ) -> Result<()> {
-    if labels.element_count() == 0 {
-        return Ok(());
-    }
-    let mut ir = Ir::default();
-    let label = ir.leaf();
-    let wide = ir.push(IrNode::Cast(DType::I64, label));
-    let axes: Vec<usize> = (0..labels.lens().len()).collect();
-    let input = match labels.storage().host_now() {
-        Some(values) => Input::host(values, labels.layout(), &axes, axes.len())?,
-        None => Input::new(labels.storage(), labels.layout(), &axes, axes.len())?,
-    };
-    let bound = |reduce| Output::<i64>::new(wide, Vec::new(), reduce);
-    let bounds = run_outputs(
-        &ir,
-        labels.lens(),
-        &[input],
-        vec![bound(ReduceOp::Min), bound(ReduceOp::Max)],
-    )?;
-    let value = |(storage, _): &(Storage<i64>, Layout)| -> Result<i64> { Ok(storage.host()?[0]) };
-    let (lowest, highest) = (value(&bounds[0])?, value(&bounds[1])?);
-    let bad = if lowest < 0 { lowest } else { highest };
-    if lowest < 0 || highest >= classes as i64 {
-        return Err(Error::LabelOutOfRange {
+    let range = index_range((labels.storage(), labels.layout()))?;
+    match out_of_range(range, classes) {
+        Some(label) => Err(Error::LabelOutOfRange {
             axis: C::name().to_string(),
-            label: bad,
+            label,
             len: classes,
-        });
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }

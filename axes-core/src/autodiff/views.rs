@@ -1,14 +1,15 @@
-//! Views of variables — another axis order, a slice, padding — each with its backward (the
-//! gradient reordered back, padded back, or sliced back).
+//! Views of variables — another axis order, a renamed axis, a slice, padding — each with its
+//! backward (the gradient reordered or renamed back, padded back, or sliced back).
 
+use std::cmp::Ordering;
 use std::ops::RangeBounds;
 
 use super::tape::Var;
 use crate::axis::Axis;
 use crate::error::{Error, Result};
-use crate::list::{AxisSet, HasAxis, SameAxes};
+use crate::list::{AxisSet, ConcatWith, Difference, DifferenceWith, HasAxis, SameAxes};
 use crate::num::Float;
-use crate::tensor::resolve_range;
+use crate::tensor::{Renamed, Tensor, resolve_range};
 
 impl<T: Float, A: AxisSet> Var<T, A> {
     /// The variable with its axes in the order `O` (the same axes): no copy; the gradient is
@@ -26,6 +27,36 @@ impl<T: Float, A: AxisSet> Var<T, A> {
                 };
                 grads.accumulate(id, dz.axes_with_order::<A>())
             })
+    }
+
+    /// The variable with the axis `X` called `Y` (as [`Tensor::rename`](crate::Tensor::rename)):
+    /// no copy; the gradient is renamed back.
+    pub fn rename<X: Axis, Y: Axis>(&self) -> Result<Var<T, Renamed<A, X, Y>>>
+    where
+        A: HasAxis<X> + DifferenceWith<(X,)>,
+        Difference<A, (X,)>: ConcatWith<(Y,)>,
+    {
+        let value = self.value().rename::<X, Y>()?;
+        let (id, axis) = (self.id(), <A as HasAxis<X>>::POS);
+        // Where each of `A`'s axes went: `X` last, the others closing up.
+        let back: Vec<usize> = (0..A::RANK)
+            .map(|a| match a.cmp(&axis) {
+                Ordering::Less => a,
+                Ordering::Equal => A::RANK - 1,
+                Ordering::Greater => a - 1,
+            })
+            .collect();
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<Renamed<A, X, Y>>(at) else {
+                    return Ok(());
+                };
+                let layout = dz.layout().permuted(&back);
+                let dx = Tensor::<T, A>::from_parts(dz.storage().clone(), layout)
+                    .expect("a reordered view fits its buffer");
+                grads.accumulate(id, dx)
+            }))
     }
 
     /// The positions `range` of axis `X` (as [`Tensor::slice`](crate::Tensor::slice)), forwards

@@ -3,6 +3,7 @@
 
 use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};
+use crate::dispatch::{GatherAxes, common_device, gathered, index_range, out_of_range};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -10,11 +11,29 @@ use crate::list::{
     AxisList, AxisSet, Concat, ConcatWith, Difference, DifferenceWith, HasAxis, MAX_RANK, Union,
     UnionWith, find_positions,
 };
+use crate::num::Num;
 use crate::storage::Storage;
 
 /// The axes after `gather::<X, ..>` with an index tensor over `I`: `A` without `X`, then the
 /// axes of `I` that `A` lacks.
 pub type Gathered<A, X, I> = Union<Difference<A, (X,)>, I>;
+
+/// Where each axis of `Gathered<A, X, I>` is in `A` and in `I`, and where `X` is in `A`.
+pub(crate) fn gather_axes<A, X, I>() -> GatherAxes
+where
+    X: Axis,
+    I: AxisSet,
+    A: HasAxis<X> + DifferenceWith<(X,)>,
+    Difference<A, (X,)>: UnionWith<I>,
+{
+    let rank = <Gathered<A, X, I>>::RANK;
+    let at = |p: [usize; MAX_RANK], n| p[..rank].iter().map(|&j| (j < n).then_some(j)).collect();
+    GatherAxes {
+        in_source: at(find_positions::<Gathered<A, X, I>, A>(), A::RANK),
+        in_indices: at(find_positions::<Gathered<A, X, I>, I>(), I::RANK),
+        axis: <A as HasAxis<X>>::POS,
+    }
+}
 
 /// Element types that can index an axis (in `gather`).
 pub trait IndexElement: Element {
@@ -219,6 +238,16 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         })
     }
 
+    /// The element count of `lens` (in `A`'s order), checked against overflow and fixed
+    /// lengths.
+    pub(crate) fn checked_shape(lens: &[usize]) -> Result<usize> {
+        let mut values = [0; MAX_RANK];
+        values[..lens.len()].copy_from_slice(lens);
+        Ok(Self::shape_in_order(values)?.count)
+    }
+}
+
+impl<T: Num, A: AxisSet> Tensor<T, A> {
     /// Elements picked along axis `X` by an index tensor: the result has `A`'s other axes and
     /// the index tensor's axes; at each position, axis `X` is read at the index found there.
     /// Axes that `A` and the index tensor share are matched (label lookup:
@@ -237,6 +266,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// assert_eq!(picked.to_vec(), [2., 3.]);
     /// # Ok::<(), axes::Error>(())
     /// ```
+    ///
+    /// On a device it is one job per call that compares every position of `X` with each index
+    /// (a one-hot reduction, no atomics): its cost grows with the length of `X`, so it suits
+    /// small vocabularies; in host memory each element is read directly.
     pub fn gather<X, I, Ix>(&self, indices: &Tensor<Ix, I>) -> Result<Tensor<T, Gathered<A, X, I>>>
     where
         X: Axis,
@@ -246,8 +279,6 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Difference<A, (X,)>: UnionWith<I>,
     {
         let axis = <A as HasAxis<X>>::POS;
-        self.require_host("`gather`")?;
-        indices.require_host("`gather`")?;
         check_shared_lengths::<A, I>(self.lens(), indices.lens())?;
         // For each output axis: where it is in self, and where in the index tensor.
         let in_self = find_positions::<Gathered<A, X, I>, A>();
@@ -263,6 +294,36 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             })
             .collect();
         let count = <Tensor<T, Gathered<A, X, I>>>::checked_shape(&lens)?;
+        if let Some(device) = common_device([self.device(), indices.device()])?
+            && !device.is_cpu()
+        {
+            let len = self.lens()[axis];
+            let source = &if self.layout.is_padded() {
+                self.try_contiguous()?
+            } else {
+                self.clone()
+            };
+            let indices = &if indices.layout.is_padded() {
+                indices.try_contiguous()?
+            } else {
+                indices.clone()
+            };
+            let range = index_range((&indices.storage, &indices.layout))?;
+            if let Some(index) = out_of_range(range, len) {
+                return Err(Error::GatherIndex {
+                    axis: X::name().into_owned(),
+                    index,
+                    len,
+                });
+            }
+            let (storage, layout) = gathered(
+                (&source.storage, &source.layout),
+                (&indices.storage, &indices.layout),
+                &gather_axes::<A, X, I>(),
+                &lens,
+            )?;
+            return Ok(Tensor::new_unchecked(storage, layout));
+        }
         let (src, idx) = (self.storage.as_slice(), indices.storage.as_slice());
         let mut out_index = [0usize; MAX_RANK];
         let mut data = Vec::with_capacity(count);
@@ -308,13 +369,5 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             Storage::new(data),
             Layout::row_major(&lens),
         ))
-    }
-
-    /// The element count of `lens` (in `A`'s order), checked against overflow and fixed
-    /// lengths.
-    pub(crate) fn checked_shape(lens: &[usize]) -> Result<usize> {
-        let mut values = [0; MAX_RANK];
-        values[..lens.len()].copy_from_slice(lens);
-        Ok(Self::shape_in_order(values)?.count)
     }
 }

@@ -22,6 +22,9 @@ use crate::storage::Storage;
 /// The axes after `flatten::<L>()`: the other axes of `A` in order, then `Flat<L>`.
 pub type Flattened<A, L> = Concat<Difference<A, L>, (Flat<L>,)>;
 
+/// The axes after `rename::<X, Y>()`: the axes of `A` but `X` in order, then `Y`.
+pub type Renamed<A, X, Y> = Concat<Difference<A, (X,)>, (Y,)>;
+
 /// The axes after `unflatten::<L>()`: the axes of `A` but `Flat<L>` in order, then `L`.
 pub type Unflattened<A, L> = Concat<Difference<A, (Flat<L>,)>, L>;
 
@@ -49,6 +52,11 @@ pub(crate) fn resolve_range<X: Axis>(
         });
     }
     Ok((start, end))
+}
+
+/// The order of `rank` axes with axis `axis` moved last: `rename`'s layout.
+fn moved_last(rank: usize, axis: usize) -> Vec<usize> {
+    (0..rank).filter(|&a| a != axis).chain([axis]).collect()
 }
 
 /// Checks lengths given to axes with `#[axis(len = N)]`.
@@ -135,6 +143,32 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     {
         check_fixed::<B>(self.lens())?;
         Ok(self.view(self.layout))
+    }
+
+    /// The same elements with the axis `X` called `Y` (no copy): how one sequence axis
+    /// becomes attention's Query and Key axes. `Y` comes last in the result's order (order
+    /// carries no meaning); a `Y` already among the axes is a compile error, and a fixed
+    /// length of `Y` is checked here.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Token;
+    /// #[derive(Axis)] struct Hidden;
+    /// #[derive(Axis)] struct Key;
+    /// let x = Tensor::<f32, (Token, Hidden)>::from_vec((Token.len(2), Hidden.len(3)), vec![1., 2., 3., 4., 5., 6.])?;
+    /// let k: Tensor<f32, (Hidden, Key)> = x.rename::<Token, Key>()?;
+    /// assert_eq!(k.to_vec_in::<(Key, Hidden)>(), x.to_vec());
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn rename<X: Axis, Y: Axis>(&self) -> Result<Tensor<T, Renamed<A, X, Y>>>
+    where
+        A: HasAxis<X> + DifferenceWith<(X,)>,
+        Difference<A, (X,)>: ConcatWith<(Y,)>,
+    {
+        let axis = <A as HasAxis<X>>::POS;
+        check_fixed::<(Y,)>(&[self.lens()[axis]])?;
+        Ok(self.view(self.layout.permuted(&moved_last(A::RANK, axis))))
     }
 
     /// The positions `range` of axis `X`, every `step`-th (counted from the end of the range

@@ -303,6 +303,21 @@ pub fn views(device: &Device) {
             .eval()
             .unwrap());
         check!("contiguous", |x, p, y| p.contiguous());
+        check!("rename", |x, p, y| x
+            .rename::<B, J>()
+            .unwrap()
+            .exp()
+            .eval()
+            .unwrap());
+        // along I, by ids that share B with the (reversed) source and add J
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let ni = cpu.x.len_of::<I>() as i64;
+        let ids =
+            Tensor::<i64, (J, B)>::from_fn((J.len(3), B.len(nb)), |_| rng.random_range(0..ni))
+                .unwrap();
+        check!("gather", |x, p, y| p
+            .gather::<I, _, _>(&ids.to(&x.device()).unwrap())
+            .unwrap());
         check!("to_layout", |x, p, y| x.to_layout::<(I, B)>());
         check!("transpose", |x, p, y| x.transpose().eval().unwrap());
     }
@@ -414,12 +429,6 @@ pub fn split_reductions(device: &Device) {
     );
 }
 
-/// `gather` runs on the CPU only: on a device it is an error that says so.
-fn gather_on_device(x: &Tensor<f32, (B, I)>) -> axes::Result<Tensor<f32, (B, J)>> {
-    let indices = Tensor::<i64, (J,)>::from_vec(J.len(1), vec![0])?;
-    x.gather::<I, _, _>(&indices)
-}
-
 /// Bad input on a device is an error that names the problem.
 pub fn errors(device: &Device) {
     let cpu = Inputs::new(0);
@@ -474,11 +483,11 @@ pub fn errors(device: &Device) {
     assert_eq!(on_device.device(), *device);
     assert_eq!(on_device.to_vec(), [1, 0, 0]);
     assert_eq!(argmax::<_, _, I>(&ties).unwrap().to_vec(), [1, 0, 0]);
-    let err = gather_on_device(&dev.x).unwrap_err().to_string();
-    assert!(
-        err.contains("`gather`") && err.contains("CPU only"),
-        "{err}"
-    );
+    let ids = Tensor::<i64, (J,)>::from_vec(J.len(2), vec![0, 99]).unwrap();
+    let err = (dev.x.gather::<I, _, _>(&ids.to(device).unwrap()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("99") && err.contains("`I`"), "{err}");
     let padded = dev.x.pad::<I>(1, 2).unwrap();
     let err = padded.exp().eval().unwrap_err().to_string();
     assert!(
@@ -545,9 +554,10 @@ pub fn errors(device: &Device) {
 /// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
 /// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
 /// (`dot_over` contracting J and keeping B as a batch axis), the maximum and the
-/// log-softmax along J, views (J reversed, padded, reordered), and penalties that use the input
-/// and the weight a second time (their gradients accumulate), over permuted and reversed
-/// inputs. Returns how many seeds ran.
+/// log-softmax along J, views (J reversed, padded, reordered, B renamed), J gathered by ids
+/// (rows picked more than once among them), and penalties that use the input and the weight
+/// a second time (their gradients accumulate), over permuted and reversed inputs. Returns how
+/// many seeds ran.
 pub fn gradients(device: &Device) -> usize {
     use axes::autodiff::{self, Tape, softmax_cross_entropy};
     for seed in SEEDS {
@@ -566,6 +576,8 @@ pub fn gradients(device: &Device) -> usize {
             Tensor::<f32, (J,)>::from_fn(J.len(nj), |_| rng.random_range(-1.0..1.0)).unwrap();
         let labels =
             Tensor::<i64, (B,)>::from_fn(B.len(nb), |_| rng.random_range(0..nj as i64)).unwrap();
+        let picks =
+            Tensor::<i32, (I,)>::from_fn(I.len(ni), |_| rng.random_range(0..nj as i32)).unwrap();
         let keys =
             Tensor::<f32, (J, B)>::from_fn((J.len(nj), B.len(nb)), |_| rng.random_range(-1.0..1.0))
                 .unwrap();
@@ -588,12 +600,17 @@ pub fn gradients(device: &Device) -> usize {
             // views of a variable: J reversed, padded, reordered
             let edge = h.slice::<J>(.., -1).unwrap().pad::<J>(1, 2).unwrap();
             let edge = edge.axes_with_order::<(J, B)>();
+            // B renamed I; J gathered by ids that add the axis I
+            let renamed = h.rename::<B, I>().unwrap();
+            let picked = h.gather::<J, _, _>(&picks.to(on).unwrap()).unwrap();
             let penalty = (&w * &w).sum::<(I, J)>().unwrap() * 0.01
                 + (&x * &x).mean::<(B, I)>().unwrap()
                 + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1
                 + peak.mean::<(B,)>().unwrap() * 0.1
                 - log_p.mean::<(B, J)>().unwrap() * 0.1
-                + (&edge * &edge).mean::<(J, B)>().unwrap() * 0.1;
+                + (&edge * &edge).mean::<(J, B)>().unwrap() * 0.1
+                + renamed.exp().mean::<(J, I)>().unwrap() * 0.1
+                + (&picked * &picked).mean::<(B, I)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
