@@ -188,3 +188,17 @@ fn training_steps_match_the_cpu_result_by_result() {
     static BACKEND: ResultByResult = ResultByResult;
     common::ops::training_steps(&Device::Accelerator(&BACKEND));
 }
+
+/// The copy task on the CPU itself (the loop engine; `Device::Cpu`), in a debug build.
+#[test]
+fn a_gpt_learns_to_copy_on_the_cpu() {
+    let start = std::time::Instant::now();
+    let losses = common::ops::learns_to_copy(&Device::Cpu);
+    println!(
+        "copy loss {} -> {} in {} steps, {:.1?}",
+        losses[0],
+        losses[losses.len() - 1],
+        losses.len(),
+        start.elapsed()
+    );
+}

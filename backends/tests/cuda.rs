@@ -157,3 +157,15 @@ fn gpu_training_steps_match_the_cpu() {
     let steps = common::ops::training_steps(&gpu);
     println!("{steps} training steps matched on {gpu}");
 }
+
+#[test]
+fn a_gpt_learns_to_copy_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let losses = common::ops::learns_to_copy(&gpu);
+    println!(
+        "copy loss on {gpu}: {} -> {} in {} steps",
+        losses[0],
+        losses[losses.len() - 1],
+        losses.len()
+    );
+}

@@ -109,3 +109,17 @@ fn training_steps_match_the_cpu() {
     let steps = common::ops::training_steps(&device);
     println!("{steps} training steps matched on {device}");
 }
+
+#[test]
+fn a_gpt_learns_to_copy() {
+    let Some(device) = device() else { return };
+    let start = std::time::Instant::now();
+    let losses = common::ops::learns_to_copy(&device);
+    println!(
+        "copy loss on {device}: {} -> {} in {} steps, {:.1?}",
+        losses[0],
+        losses[losses.len() - 1],
+        losses.len(),
+        start.elapsed()
+    );
+}
