@@ -5,7 +5,7 @@
 
 use axes::autodiff::{Tape, Var};
 use axes::nn::transformer::{Batch, Gpt, GptConfig, Hidden, MultiHeadAttention, Stream, Token};
-use axes::nn::transformer::{Head, HeadDim};
+use axes::nn::transformer::{Head, HeadDim, Key};
 use axes::nn::{Init, Params, ParamsBuilder};
 use axes::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -157,4 +157,59 @@ fn attention_gradients_against_finite_differences() {
     let error = diff.sqrt() / norm.sqrt();
     assert!(error < 1e-6, "relative error {error:e}");
     println!("attention: relative error {error:.1e}");
+}
+
+#[test]
+fn a_padding_mask_hides_its_keys() {
+    let mut builder = ParamsBuilder::new();
+    let attention = MultiHeadAttention::new(
+        &mut builder,
+        "attention",
+        Hidden.len(8),
+        Head.len(2),
+        HeadDim.len(4),
+        Init::Normal(0.3),
+    )
+    .unwrap();
+    let params = builder.build::<f32>(9).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    let lens = (Batch.len(2), Token.len(5), Hidden.len(8));
+    let x = Tensor::<f32, Stream>::from_fn(lens, |_| rng.random_range(-1.0..1.0)).unwrap();
+    // key 1 of the first example is padding
+    let mask = Tensor::<f32, (Batch, Key)>::from_fn((Batch.len(2), Key.len(5)), |i| {
+        if i.of::<Batch>() == 0 && i.of::<Key>() == 1 {
+            f32::NEG_INFINITY
+        } else {
+            0.0
+        }
+    })
+    .unwrap();
+    let run = |x: &Tensor<f32, Stream>| {
+        let tape = Tape::new();
+        let taped = attention
+            .forward_masked(&params.bind(&tape), &tape.constant(x.clone()), &mask)
+            .unwrap();
+        let inferred = attention.infer_masked(&params, x, &mask).unwrap().to_vec();
+        let taped = taped.value().to_vec();
+        assert!(
+            taped
+                .iter()
+                .zip(&inferred)
+                .all(|(a, b)| (a - b).abs() < 1e-5)
+        );
+        taped
+    };
+    let mut changed = x.to_vec();
+    for h in 0..8 {
+        changed[8 + h] += 1.0; // example 0, token 1
+    }
+    let changed = Tensor::from_vec(lens, changed).unwrap();
+    // example 0's outputs (its first 5 × 8 values) ignore its token 1 with the mask
+    let first = |v: Vec<f32>| v[..40].to_vec();
+    assert_eq!(first(run(&x)), first(run(&changed)));
+    // and see it without
+    let unmasked = |x| first(attention.infer(&params, x).unwrap().to_vec());
+    let (before, after) = (unmasked(&x), unmasked(&changed));
+    assert_eq!(before[..8], after[..8], "token 0 precedes it");
+    assert_ne!(before[8..], after[8..]);
 }

@@ -66,3 +66,6 @@ pub struct Vocab;
 
 /// The residual stream's axes.
 pub type Stream = (Batch, Token, Hidden);
+
+/// The attention scores' axes.
+pub type Scores = (Batch, Head, Query, Key);

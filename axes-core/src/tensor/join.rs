@@ -36,6 +36,11 @@ where
 }
 
 /// Element types that can index an axis (in `gather`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot index an axis: indices (token ids, labels) are integers",
+    label = "indices of `{Self}`",
+    note = "indices are `i64`, `i32` or `u8`; convert others first, e.g. `ids.cast::<i64>()`"
+)]
 pub trait IndexElement: Element {
     /// The value as a signed index.
     fn to_index(self) -> i64;

@@ -711,11 +711,7 @@ type Ids = Tensor<i64, (Batch, Token)>;
 
 /// A batch of sequences `s SEP s` of random strings `s` of `half` symbols out of 4 (`SEP` is
 /// 4), as ids (the first `2 half` tokens) and targets (the token after each).
-fn copy_batch(
-    rng: &mut ChaCha8Rng,
-    batch: usize,
-    half: usize,
-) -> (Ids, Ids) {
+fn copy_batch(rng: &mut ChaCha8Rng, batch: usize, half: usize) -> (Ids, Ids) {
     let separator = 4;
     let (mut ids, mut targets) = (Vec::new(), Vec::new());
     for _ in 0..batch {

@@ -1,6 +1,6 @@
 //! Multi-head self-attention with a causal mask.
 
-use super::{Head, HeadDim, Hidden, Key, Query, Stream, Token};
+use super::{Head, HeadDim, Hidden, Key, Query, Scores, Stream, Token};
 use crate::arena::Slot;
 use crate::autodiff::{self, Var};
 use crate::axis::{Axis, Len};
@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::eval::{ExprExt, softmax};
 use crate::expr::Scalar;
 use crate::ir::BinaryOp;
+use crate::list::{AxisSet, Includes};
 use crate::nn::masks::causal_mask;
 use crate::nn::params::{Bound, Init, Params, ParamsBuilder};
 use crate::num::Float;
@@ -97,15 +98,42 @@ impl MultiHeadAttention {
         p: &Bound<'_, T>,
         x: &Var<T, Stream>,
     ) -> Result<Var<T, Stream>> {
+        self.attend(p, x, Ok)
+    }
+
+    /// [`MultiHeadAttention::forward`] with `mask` added to the scores besides the causal mask
+    /// (before the softmax): over any of the [`Scores`] axes, e.g. `(Batch, Key)` with −∞ at
+    /// padding; a mask over another axis is a compile error naming the axes.
+    pub fn forward_masked<T: Float, M: AxisSet>(
+        &self,
+        p: &Bound<'_, T>,
+        x: &Var<T, Stream>,
+        mask: &Tensor<T, M>,
+    ) -> Result<Var<T, Stream>>
+    where
+        Scores: Includes<M>,
+    {
+        let mask = p.tape().constant(mask.clone());
+        self.attend(p, x, |scores| (scores.expr() + &mask).eval())
+    }
+
+    /// The attention on the tape, `extra` applied to the masked, scaled scores.
+    fn attend<T: Float>(
+        &self,
+        p: &Bound<'_, T>,
+        x: &Var<T, Stream>,
+        extra: impl FnOnce(Var<T, Scores>) -> Result<Var<T, Scores>>,
+    ) -> Result<Var<T, Stream>> {
         let project = |(w, b): &Projection| (autodiff::dot(x, p.var(w)?)? + &p.var(b)?).eval();
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
-        let mask = p.tape().constant(self.mask(x.value())?);
+        let causal = p.tape().constant(self.mask(x.value())?);
         let scores = autodiff::dot_over::<(HeadDim,), _, _, _, _, _>(&q, &k)?;
-        let weights = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false) + &mask)
+        let scores = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false) + &causal)
             .eval()?
-            .softmax::<Key>()?;
+            .axes_with_order::<Scores>();
+        let weights = extra(scores)?.softmax::<Key>()?;
         let mixed = autodiff::dot_over::<(Key,), _, _, _, _, _>(&weights, &v)?;
         let out = (autodiff::dot(&mixed, p.var(&self.out)?)? + &p.var(&self.out_bias)?).eval()?;
         Ok(out.rename::<Query, Token>()?.axes_with_order())
@@ -118,14 +146,39 @@ impl MultiHeadAttention {
         params: &Params<T>,
         x: &Tensor<T, Stream>,
     ) -> Result<Tensor<T, Stream>> {
+        self.attend_tensors(params, x, Ok)
+    }
+
+    /// [`MultiHeadAttention::forward_masked`] without a tape.
+    pub fn infer_masked<T: Float, M: AxisSet>(
+        &self,
+        params: &Params<T>,
+        x: &Tensor<T, Stream>,
+        mask: &Tensor<T, M>,
+    ) -> Result<Tensor<T, Stream>>
+    where
+        Scores: Includes<M>,
+    {
+        self.attend_tensors(params, x, |scores| (&scores + mask).eval())
+    }
+
+    /// [`MultiHeadAttention::attend`] without a tape.
+    fn attend_tensors<T: Float>(
+        &self,
+        params: &Params<T>,
+        x: &Tensor<T, Stream>,
+        extra: impl FnOnce(Tensor<T, Scores>) -> Result<Tensor<T, Scores>>,
+    ) -> Result<Tensor<T, Stream>> {
         let project =
             |(w, b): &Projection| (&dot(x, &params.tensor(w)?)? + &params.tensor(b)?).eval();
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
         let scores = dot_over::<(HeadDim,), _, _, _>(&q, &k)?;
-        let masked = (&scores * Scalar(T::from_f64(self.scale)) + &self.mask(x)?).eval()?;
-        let weights = softmax::<_, _, Key>(&masked)?;
+        let scores = (&scores * Scalar(T::from_f64(self.scale)) + &self.mask(x)?)
+            .eval()?
+            .axes_with_order::<Scores>();
+        let weights = softmax::<_, _, Key>(&extra(scores)?)?;
         let mixed = dot_over::<(Key,), _, _, _>(&weights, &v)?;
         let out =
             (&dot(&mixed, &params.tensor(&self.out)?)? + &params.tensor(&self.out_bias)?).eval()?;
