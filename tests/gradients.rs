@@ -675,3 +675,43 @@ fn renamed_variables() {
         });
     }
 }
+
+#[test]
+fn masked_fill_and_dropout() {
+    use axes::nn::{Dropout, Mode};
+    let mut rng = rng(23);
+    for round in 0..3 {
+        let (nb, ni) = (len(&mut rng), len(&mut rng) + 1);
+        let x = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        // a mask over I only, broadcast over B
+        let mask = Tensor::<bool, (I,)>::from_fn(I.len(ni), |_| rng.random_bool(0.5)).unwrap();
+        let r = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        check(&format!("masked_fill #{round}"), &x, |v| {
+            project(v.expr().masked_fill(&mask, 0.5)?.exp(), &r)
+        });
+        let tape = Tape::new();
+        let filled = (tape.var(x.clone()).expr().masked_fill(&mask, 0.5))
+            .unwrap()
+            .eval()
+            .unwrap();
+        let expected = select(&mask, 0.5, &x).eval().unwrap();
+        assert_eq!(filled.value(), &expected.axes_with_order::<(B, I)>());
+        // the same seed gives the same mask, so finite differences see one function
+        let p = 0.4;
+        check(&format!("dropout #{round}"), &x, |v| {
+            let dropped = Dropout::new(p, round)?.forward(v, Mode::Train)?;
+            project(dropped.tanh(), &r)
+        });
+        let dropped = (Dropout::new(p, round).unwrap())
+            .forward(tape.var(x.clone()), Mode::Train)
+            .unwrap()
+            .eval()
+            .unwrap();
+        for (y, x) in dropped.value().to_vec().into_iter().zip(x.to_vec()) {
+            assert!(
+                y == 0.0 || (y - x / (1.0 - p)).abs() < 1e-15,
+                "{y} from {x}"
+            );
+        }
+    }
+}

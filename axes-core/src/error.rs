@@ -175,6 +175,12 @@ pub enum Error {
         /// The upper bound, as written.
         high: String,
     },
+    /// A dropout probability outside `[0, 1)`.
+    #[error("a dropout probability must be in [0, 1), not {p}")]
+    DropoutProbability {
+        /// The probability given, as written.
+        p: String,
+    },
     /// Operands of one operation are on different devices.
     #[error("operands on different devices: {left} and {right}; copy one with `.to(&device)`")]
     DeviceMismatch {

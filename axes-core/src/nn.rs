@@ -32,6 +32,7 @@
 //! ```
 
 mod data;
+mod dropout;
 mod embedding;
 mod layers;
 mod masks;
@@ -41,6 +42,7 @@ mod serialize;
 pub mod transformer;
 
 pub use data::minibatches;
+pub use dropout::{Dropout, Mode};
 pub use embedding::Embedding;
 pub use layers::{Linear, Square};
 pub use masks::causal_mask;

@@ -11,10 +11,11 @@ use super::tape::{GradBuf, Grads, Tape, Var};
 use crate::dispatch::{Input, Output, run_output, run_outputs};
 use crate::engine::plan::{LeafLayout, Space};
 use crate::error::{Error, Result};
+use crate::eval::ExprExt;
 use crate::expr::Reducible;
-use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
+use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
-use crate::list::{AxisSet, Broadcast, BroadcastWith, Difference};
+use crate::list::{AxisSet, Broadcast, BroadcastWith, Difference, Includes};
 use crate::num::Float;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -221,6 +222,18 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
 
     /// `self op other`, leaves shared by both sides kept once.
     fn binary<B: AxisSet, O: AxisSet>(self, other: VarExpr<T, B>, op: BinaryOp) -> VarExpr<T, O> {
+        self.combine(other, |ir, left, right| {
+            ir.push(IrNode::Binary(op, left, right))
+        })
+    }
+
+    /// `self` and `other` combined by the nodes `build` appends to their joint IR (given the
+    /// two roots; the last node it pushes is the result).
+    fn combine<B: AxisSet, O: AxisSet>(
+        self,
+        other: VarExpr<T, B>,
+        build: impl FnOnce(&mut Ir, usize, usize) -> usize,
+    ) -> VarExpr<T, O> {
         let foreign = self.foreign || other.foreign || !self.tape.same_as(&other.tape);
         let mut leaves = self.leaves;
         let map: Vec<usize> = other
@@ -239,7 +252,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         let mut ir = self.ir;
         let left = ir.nodes.len() - 1;
         let right = ir.splice(&other.ir, &map);
-        ir.push(IrNode::Binary(op, left, right));
+        build(&mut ir, left, right);
         VarExpr {
             tape: self.tape,
             foreign,
@@ -478,6 +491,42 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
     /// `self ^ exponent` for a constant exponent.
     pub fn powf(self, exponent: f64) -> VarExpr<T, A> {
         self.with_scalar(BinaryOp::Pow, exponent, false)
+    }
+
+    /// `value` where `mask` is true, else the expression (PyTorch's `masked_fill`): no
+    /// gradient flows through the filled elements. The mask has any of the expression's axes
+    /// and broadcasts over the rest; a mask over another axis is a compile error.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::Tape;
+    /// #[derive(Axis)] struct Query;
+    /// #[derive(Axis)] struct Key;
+    /// let tape = Tape::<f64>::new();
+    /// let scores = tape.var(Tensor::<f64, (Query, Key)>::ones((Query.len(2), Key.len(2)))?);
+    /// let later = Tensor::<bool, (Query, Key)>::from_fn((Query.len(2), Key.len(2)), |i| i.of::<Key>() > i.of::<Query>())?;
+    /// let masked = scores.expr().masked_fill(&later, f64::NEG_INFINITY)?.eval()?;
+    /// assert_eq!(masked.value().to_vec(), [1., f64::NEG_INFINITY, 1., 1.]);
+    /// let grad = masked.softmax::<Key>()?.sum::<(Query, Key)>()?.backward()?.get(&scores)?;
+    /// assert!(grad.to_vec().iter().all(|g| g.abs() < 1e-12)); // softmax rows sum to 1
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn masked_fill<M: AxisSet>(
+        self,
+        mask: &Tensor<bool, M>,
+        value: f64,
+    ) -> Result<VarExpr<T, A>>
+    where
+        A: Includes<M>,
+    {
+        let mask = self.tape.constant(mask.cast::<T>().eval()?).into_var_expr();
+        Ok(self.combine(mask, |ir, x, mask| {
+            let zero = ir.push(IrNode::Scalar(0.0));
+            let set = ir.push(IrNode::Compare(CompareOp::NotEqual, mask, zero));
+            let value = ir.push(IrNode::Scalar(value));
+            ir.push(IrNode::Select(set, value, x))
+        }))
     }
 }
 

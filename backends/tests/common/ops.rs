@@ -556,11 +556,12 @@ pub fn errors(device: &Device) {
 /// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
 /// (`dot_over` contracting J and keeping B as a batch axis), the maximum and the
 /// log-softmax along J, views (J reversed, padded, reordered, B renamed), J gathered by ids
-/// (rows picked more than once among them), and penalties that use the input and the weight
-/// a second time (their gradients accumulate), over permuted and reversed inputs. Returns how
-/// many seeds ran.
+/// (rows picked more than once among them), a masked fill and dropout, and penalties that use
+/// the input and the weight a second time (their gradients accumulate), over permuted and
+/// reversed inputs. Returns how many seeds ran.
 pub fn gradients(device: &Device) -> usize {
     use axes::autodiff::{self, Tape, softmax_cross_entropy};
+    use axes::nn::{Dropout, Mode};
     for seed in SEEDS {
         let inputs = Inputs::new(seed);
         let mut rng = ChaCha8Rng::seed_from_u64(seed + 100);
@@ -577,6 +578,9 @@ pub fn gradients(device: &Device) -> usize {
             Tensor::<f32, (J,)>::from_fn(J.len(nj), |_| rng.random_range(-1.0..1.0)).unwrap();
         let labels =
             Tensor::<i64, (B,)>::from_fn(B.len(nb), |_| rng.random_range(0..nj as i64)).unwrap();
+        let hidden =
+            Tensor::<bool, (J, B)>::from_fn((J.len(nj), B.len(nb)), |_| rng.random_bool(0.3))
+                .unwrap();
         let picks =
             Tensor::<i32, (I,)>::from_fn(I.len(ni), |_| rng.random_range(0..nj as i32)).unwrap();
         let keys =
@@ -604,6 +608,14 @@ pub fn gradients(device: &Device) -> usize {
             // B renamed I; J gathered by ids that add the axis I
             let renamed = h.rename::<B, I>().unwrap();
             let picked = h.gather::<J, _, _>(&picks.to(on).unwrap()).unwrap();
+            // J masked per example, then dropout (its mask drawn on the host from the seed)
+            let filled = (h.expr().masked_fill(&hidden.to(on).unwrap(), -0.5))
+                .unwrap()
+                .eval()
+                .unwrap();
+            let dropped = (Dropout::new(0.3, seed).unwrap())
+                .forward(&filled, Mode::Train)
+                .unwrap();
             let penalty = (&w * &w).sum::<(I, J)>().unwrap() * 0.01
                 + (&x * &x).mean::<(B, I)>().unwrap()
                 + (&scores * &scores).mean::<(B,)>().unwrap() * 0.1
@@ -611,7 +623,8 @@ pub fn gradients(device: &Device) -> usize {
                 - log_p.mean::<(B, J)>().unwrap() * 0.1
                 + (&edge * &edge).mean::<(J, B)>().unwrap() * 0.1
                 + renamed.exp().mean::<(J, I)>().unwrap() * 0.1
-                + (&picked * &picked).mean::<(B, I)>().unwrap() * 0.1;
+                + (&picked * &picked).mean::<(B, I)>().unwrap() * 0.1
+                + dropped.tanh().mean::<(B, J)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
