@@ -414,13 +414,49 @@ fn views_of_variables() {
             v.slice::<I>(start..end, -1).unwrap().value(),
             &x.slice::<I>(start..end, -1).unwrap()
         );
-        assert!(
-            v.slice::<I>(.., 2)
-                .unwrap_err()
-                .to_string()
-                .contains("step 2")
-        );
         assert!(v.slice::<I>(0..ni + 1, 1).is_err());
+        // every step, forwards and backwards
+        for step in [2, -3] {
+            let value = v.slice::<I>(start..end, step).unwrap();
+            assert_eq!(value.value(), &x.slice::<I>(start..end, step).unwrap());
+            let r = random::<(B, I)>(value.value().lens(), -1.0, 1.0, &mut rng);
+            check(&format!("slice by {step} #{round}"), &x, |v| {
+                project(v.slice::<I>(start..end, step)?.expr().sin(), &r)
+            });
+        }
+        let at = rng.random_range(0..ni);
+        let ri = random::<(B,)>(&[nb], -1.0, 1.0, &mut rng);
+        check(&format!("index #{round}"), &x, |v| {
+            project(v.index::<I>(I.at(at))?.expr().exp(), &ri)
+        });
+        let no = len(&mut rng);
+        let rb = random::<(O, B, I)>(&[no, nb, ni], -1.0, 1.0, &mut rng);
+        check(&format!("broadcast #{round}"), &x, |v| {
+            let wide: Var<f64, (O, B, I)> = v.broadcast(O.len(no))?;
+            project(wide.expr().tanh(), &rb)
+        });
+        // I before B is not a view of x: flatten copies, its gradient splits back
+        let rf = random::<(Flat<(I, B)>,)>(&[ni * nb], -1.0, 1.0, &mut rng);
+        check(&format!("flatten #{round}"), &x, |v| {
+            project(v.flatten::<(I, B)>()?.expr().exp(), &rf)
+        });
+        let ru = random::<(I, B)>(&[ni, nb], -1.0, 1.0, &mut rng);
+        check(&format!("flatten then unflatten #{round}"), &x, |v| {
+            let back: Var<f64, (I, B)> = v.flatten::<(I, B)>()?.unflatten::<(I, B)>()?;
+            project(back.expr().exp(), &ru)
+        });
+        let rc = random::<(B, I)>(&[nb, ni + (end - start)], -1.0, 1.0, &mut rng);
+        check(&format!("concat #{round}"), &x, |v| {
+            let tail = v.slice::<I>(start..end, 1)?;
+            project(Var::concat::<I>(&[v, &tail])?.expr().sin(), &rc)
+        });
+        let rs2 = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+        check(&format!("split #{round}"), &x, |v| {
+            let pieces = v.split::<I>(&[start, ni - start])?;
+            let joined = Var::concat::<I>(&[&pieces[1], &pieces[0]])?;
+            project(joined.expr().exp(), &rs2)
+        });
+        assert!(v.split::<I>(&[ni + 1]).is_err());
     }
 }
 

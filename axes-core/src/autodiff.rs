@@ -36,6 +36,7 @@
 //! ```
 
 mod fused;
+mod join;
 mod ops;
 mod tape;
 mod views;

@@ -7,7 +7,6 @@ mod interop;
 mod join;
 mod views;
 
-pub(crate) use join::gather_axes;
 pub use join::{Gathered, IndexElement};
 pub(crate) use views::resolve_range;
 pub use views::{Flattened, Renamed, Unflattened};

@@ -8,8 +8,8 @@ use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
 use crate::contract::{self, DotGrads, DotOverAxes, dot_grads, dot_over_grads};
 use crate::dispatch::{
-    Input, Output, common_device, index_range, out_of_range, placed, run_output, run_outputs,
-    scattered,
+    Input, Output, common_device, gather_axes, index_range, out_of_range, placed, run_output,
+    run_outputs, scattered, unpadded,
 };
 use crate::element::DType;
 use crate::error::{Error, Result};
@@ -23,7 +23,7 @@ use crate::list::{
 };
 use crate::num::Float;
 use crate::protocol::Device;
-use crate::tensor::{Gathered, IndexElement, Tensor, gather_axes};
+use crate::tensor::{Gathered, IndexElement, Tensor};
 
 impl<T: Float, A: AxisSet> Var<T, A> {
     /// The sum over the axes `Over` (a fused reduction, see [`super::VarExpr::sum`]).
@@ -141,11 +141,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         Difference<A, (X,)>: UnionWith<I>,
     {
         let value = self.value().gather::<X, I, Ix>(indices)?;
-        let indices = if indices.layout().is_padded() {
-            indices.try_contiguous()?
-        } else {
-            indices.clone()
-        };
+        let indices = unpadded(indices)?;
         let lens = self.value().lens().to_vec();
         let id = self.id();
         Ok(self
@@ -154,11 +150,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
                 let Some(dz) = grads.tensor::<Gathered<A, X, I>>(at) else {
                     return Ok(());
                 };
-                let dz = if dz.layout().is_padded() {
-                    dz.try_contiguous()?
-                } else {
-                    dz
-                };
+                let dz = unpadded(&dz)?;
                 let (storage, layout) = scattered(
                     (dz.storage(), dz.layout()),
                     (indices.storage(), indices.layout()),
@@ -319,16 +311,8 @@ where
     Ix: IndexElement,
 {
     let logits = logits.into_var()?;
-    let x = &if logits.value().layout().is_padded() {
-        logits.value().try_contiguous()?
-    } else {
-        logits.value().clone()
-    };
-    let labels = &if labels.layout().is_padded() {
-        labels.try_contiguous()?
-    } else {
-        labels.clone()
-    };
+    let x = &unpadded(logits.value())?;
+    let labels = &unpadded(labels)?;
     let rank = A::RANK;
     let class = (A::IDS.iter())
         .position(|&id| id == TypeId::of::<C>())

@@ -1,15 +1,22 @@
-//! Views of variables — another axis order, a renamed axis, a slice, padding — each with its
-//! backward (the gradient reordered or renamed back, padded back, or sliced back).
+//! Views of variables — another axis order, a renamed axis, a slice, an index, a broadcast,
+//! padding, flatten and unflatten — each with its backward (the gradient reordered or renamed
+//! back, written over zeros, summed over the new axes, sliced back, split or merged back).
 
+use std::any::TypeId;
 use std::cmp::Ordering;
 use std::ops::RangeBounds;
 
 use super::tape::Var;
-use crate::axis::Axis;
-use crate::error::{Error, Result};
+use crate::axis::{At, Axis};
+use crate::dispatch::{Input, Output, copied_into, filled, run_output, unpadded};
+use crate::error::Result;
+use crate::ir::{Ir, ReduceOp};
+use crate::layout::Layout;
+use crate::list::{AxisList, Flat, SubsetOf, find_positions};
 use crate::list::{AxisSet, ConcatWith, Difference, DifferenceWith, HasAxis, SameAxes};
+use crate::named::NamedLengths;
 use crate::num::Float;
-use crate::tensor::{Renamed, Tensor, resolve_range};
+use crate::tensor::{Flattened, Renamed, Tensor, Unflattened, resolve_range};
 
 impl<T: Float, A: AxisSet> Var<T, A> {
     /// The variable with its axes in the order `O` (the same axes): no copy; the gradient is
@@ -59,9 +66,8 @@ impl<T: Float, A: AxisSet> Var<T, A> {
             }))
     }
 
-    /// The positions `range` of axis `X` (as [`Tensor::slice`](crate::Tensor::slice)), forwards
-    /// (`step` 1) or backwards (`step` -1); the gradient is zero outside the slice. Other steps
-    /// are an error here.
+    /// The positions `range` of axis `X`, every `step`-th (as
+    /// [`Tensor::slice`](crate::Tensor::slice)); the gradient is zero outside the slice.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -69,37 +75,156 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     /// use axes::autodiff::Tape;
     /// #[derive(Axis)] struct Time;
     /// let tape = Tape::<f64>::new();
-    /// let x = tape.var(Tensor::<f64, (Time,)>::from_vec(Time.len(4), vec![1., 2., 3., 4.])?);
-    /// let tail = x.slice::<Time>(1..3, -1)?;
-    /// assert_eq!(tail.value().to_vec(), [3., 2.]);
-    /// let dx: Tensor<f64, (Time,)> = (tail.expr() * 10.0).sum::<(Time,)>()?.backward()?.get(&x)?;
-    /// assert_eq!(dx.to_vec(), [0., 10., 10., 0.]);
+    /// let x = tape.var(Tensor::<f64, (Time,)>::from_vec(Time.len(5), vec![1., 2., 3., 4., 5.])?);
+    /// let odd = x.slice::<Time>(.., -2)?;
+    /// assert_eq!(odd.value().to_vec(), [5., 3., 1.]);
+    /// let dx: Tensor<f64, (Time,)> = (odd.expr() * 10.0).sum::<(Time,)>()?.backward()?.get(&x)?;
+    /// assert_eq!(dx.to_vec(), [10., 0., 10., 0., 10.]);
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn slice<X: Axis>(&self, range: impl RangeBounds<usize>, step: isize) -> Result<Var<T, A>>
     where
         A: HasAxis<X>,
     {
-        if step.abs() != 1 {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "a slice of a variable along `{}` with step {step}: only steps 1 and -1 have a gradient",
-                    X::name()
-                ),
-            });
-        }
-        let len = self.value().lens()[<A as HasAxis<X>>::POS];
-        let (start, end) = resolve_range::<X>(&range, len)?;
+        let axis = <A as HasAxis<X>>::POS;
+        let (start, end) = resolve_range::<X>(&range, self.value().lens()[axis])?;
         let value = self.value().slice::<X>(start..end, step)?;
+        self.spread_back(value, move |l| l.sliced(axis, start, end, step))
+    }
+
+    /// The variable at one position of axis `X`, without that axis (as
+    /// [`Tensor::index`](crate::Tensor::index)); the gradient is zero at the other positions.
+    pub fn index<X: Axis>(&self, at: At<X>) -> Result<Var<T, Difference<A, (X,)>>>
+    where
+        A: HasAxis<X> + DifferenceWith<(X,)>,
+    {
+        let (axis, index) = (<A as HasAxis<X>>::POS, at.get());
+        let value = self.value().index::<X>(at)?;
+        self.spread_back(value, move |l| {
+            l.indexed(axis, index)
+                .expect("a row-major layout has no padding")
+        })
+    }
+
+    /// Records `value`, a view of this variable that reaches each element at most once: its
+    /// gradient is the upstream gradient written over `region` (the view's layout, applied to
+    /// a row-major layout of this variable's lengths) of a buffer of zeros.
+    fn spread_back<O: AxisSet>(
+        &self,
+        value: Tensor<T, O>,
+        region: impl Fn(Layout) -> Layout + 'static,
+    ) -> Result<Var<T, O>> {
+        let (id, lens) = (self.id(), self.value().lens().to_vec());
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<O>(at) else {
+                    return Ok(());
+                };
+                let dz = unpadded(&dz)?;
+                let count = lens.iter().product();
+                let zeros = filled(dz.device(), count, T::zero())?;
+                let place = region(Layout::row_major(&lens));
+                let (dx, _) = copied_into(dz.storage(), dz.layout(), zeros, place)?;
+                let dx = Tensor::<T, A>::from_parts(dx, Layout::row_major(&lens))
+                    .expect("a buffer of the variable's element count");
+                grads.accumulate(id, dx)
+            }))
+    }
+
+    /// This variable seen with the axes `O`, a superset of `A` (as
+    /// [`Tensor::broadcast`](crate::Tensor::broadcast)); the gradient is summed over the new
+    /// axes.
+    pub fn broadcast<O>(
+        &self,
+        new_lengths: impl NamedLengths<Axes: SameAxes<Difference<O, A>>>,
+    ) -> Result<Var<T, O>>
+    where
+        O: AxisSet + DifferenceWith<A>,
+        A: SubsetOf<O>,
+    {
+        let value = self.value().broadcast::<O>(new_lengths)?;
         let id = self.id();
         Ok(self
             .tape()
             .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<A>(at) else {
+                let Some(dz) = grads.tensor::<O>(at) else {
                     return Ok(());
                 };
-                let forwards = if step < 0 { dz.slice::<X>(.., -1)? } else { dz };
-                grads.accumulate(id, forwards.pad::<X>(start, len - end)?.try_contiguous()?)
+                let dz = unpadded(&dz)?;
+                let mut ir = Ir::default();
+                let leaf = ir.leaf();
+                let all: Vec<usize> = (0..O::RANK).collect();
+                let kept = find_positions::<A, O>()[..A::RANK].to_vec();
+                let input = Input::new(dz.storage(), dz.layout(), &all, O::RANK)?;
+                let output = Output::new(leaf, kept, ReduceOp::Sum);
+                let (storage, layout) = run_output(&ir, dz.lens(), &[input], output)?;
+                let dx = Tensor::<T, A>::from_parts(storage, layout)
+                    .expect("a job's result fits its layout");
+                grads.accumulate(id, dx)
+            }))
+    }
+
+    /// The axes `L` merged into one axis `Flat<L>` (as
+    /// [`Tensor::flatten`](crate::Tensor::flatten)); the gradient is split back.
+    pub fn flatten<L>(&self) -> Result<Var<T, Flattened<A, L>>>
+    where
+        L: AxisSet + SubsetOf<A>,
+        A: DifferenceWith<L>,
+        Difference<A, L>: ConcatWith<(Flat<L>,)>,
+        Flat<L>: Axis,
+    {
+        let value = self.value().flatten::<L>()?;
+        let parts: Vec<usize> = (find_positions::<L, A>()[..L::RANK].iter())
+            .map(|&a| self.value().lens()[a])
+            .collect();
+        let id = self.id();
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<Flattened<A, L>>(at) else {
+                    return Ok(());
+                };
+                // Written out row-major, the flat axis (last) splits into L's axes.
+                let dz = dz.try_contiguous()?;
+                let split = dz.layout().split(dz.lens().len() - 1, &parts);
+                let order: Vec<TypeId> = (<Difference<A, L>>::IDS.iter())
+                    .chain(L::IDS)
+                    .copied()
+                    .collect();
+                grads.accumulate(id, reordered::<T, A>(&dz, split, &order))
+            }))
+    }
+
+    /// The axis `Flat<L>` split back into the axes `L` (as
+    /// [`Tensor::unflatten`](crate::Tensor::unflatten)); the gradient is merged back.
+    pub fn unflatten<L>(&self) -> Result<Var<T, Unflattened<A, L>>>
+    where
+        L: AxisSet,
+        Flat<L>: Axis,
+        A: HasAxis<Flat<L>> + DifferenceWith<(Flat<L>,)>,
+        Difference<A, (Flat<L>,)>: ConcatWith<L>,
+    {
+        let value = self.value().unflatten::<L>()?;
+        let id = self.id();
+        Ok(self
+            .tape()
+            .record(value, self.needs_grad(), move |grads, at| {
+                let Some(dz) = grads.tensor::<Unflattened<A, L>>(at) else {
+                    return Ok(());
+                };
+                // Written out row-major, L's axes (last) merge into one.
+                let dz = dz.try_contiguous()?;
+                let rank = dz.lens().len();
+                let merged = (dz
+                    .layout()
+                    .merged(&(rank - L::RANK..rank).collect::<Vec<_>>()))
+                .expect("a row-major layout merges its trailing axes");
+                let order: Vec<TypeId> = (<Difference<A, (Flat<L>,)>>::IDS.iter())
+                    .chain([&TypeId::of::<Flat<L>>()])
+                    .copied()
+                    .collect();
+                grads.accumulate(id, reordered::<T, A>(&dz, merged, &order))
             }))
     }
 
@@ -122,4 +247,17 @@ impl<T: Float, A: AxisSet> Var<T, A> {
                 grads.accumulate(id, dz.slice::<X>(before..before + len, 1)?)
             }))
     }
+}
+
+/// `from`'s buffer seen through `layout`, whose axes are `order` (ids), reordered into `A`'s.
+fn reordered<T: Float, A: AxisSet>(
+    from: &Tensor<T, impl AxisSet>,
+    layout: Layout,
+    order: &[TypeId],
+) -> Tensor<T, A> {
+    let positions: Vec<usize> = (A::IDS.iter())
+        .map(|id| (order.iter()).position(|o| o == id).expect("the same axes"))
+        .collect();
+    Tensor::from_parts(from.storage().clone(), layout.permuted(&positions))
+        .expect("a view of the same buffer")
 }

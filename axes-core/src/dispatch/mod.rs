@@ -30,13 +30,13 @@
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
-mod gather;
+mod join;
 mod lower;
 mod matmul;
 mod outputs;
 mod transfer;
 
-pub(crate) use gather::{GatherAxes, gathered, index_range, out_of_range, scattered};
+pub(crate) use join::{gather_axes, index_range, out_of_range, scattered, unpadded};
 pub(crate) use lower::{Work, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{

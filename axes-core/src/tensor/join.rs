@@ -3,7 +3,6 @@
 
 use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};
-use crate::dispatch::{GatherAxes, common_device, gathered, index_range, out_of_range};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -11,29 +10,11 @@ use crate::list::{
     AxisList, AxisSet, Concat, ConcatWith, Difference, DifferenceWith, HasAxis, MAX_RANK, Union,
     UnionWith, find_positions,
 };
-use crate::num::Num;
 use crate::storage::Storage;
 
 /// The axes after `gather::<X, ..>` with an index tensor over `I`: `A` without `X`, then the
 /// axes of `I` that `A` lacks.
 pub type Gathered<A, X, I> = Union<Difference<A, (X,)>, I>;
-
-/// Where each axis of `Gathered<A, X, I>` is in `A` and in `I`, and where `X` is in `A`.
-pub(crate) fn gather_axes<A, X, I>() -> GatherAxes
-where
-    X: Axis,
-    I: AxisSet,
-    A: HasAxis<X> + DifferenceWith<(X,)>,
-    Difference<A, (X,)>: UnionWith<I>,
-{
-    let rank = <Gathered<A, X, I>>::RANK;
-    let at = |p: [usize; MAX_RANK], n| p[..rank].iter().map(|&j| (j < n).then_some(j)).collect();
-    GatherAxes {
-        in_source: at(find_positions::<Gathered<A, X, I>, A>(), A::RANK),
-        in_indices: at(find_positions::<Gathered<A, X, I>, I>(), I::RANK),
-        axis: <A as HasAxis<X>>::POS,
-    }
-}
 
 /// Element types that can index an axis (in `gather`).
 #[diagnostic::on_unimplemented(
@@ -80,68 +61,6 @@ fn check_shared_lengths<A: AxisList, B: AxisList>(a: &[usize], b: &[usize]) -> R
 }
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
-    /// The tensors joined end to end along axis `X`; every other axis must have the same
-    /// length in all of them. Copies into a fresh buffer.
-    ///
-    /// ```
-    /// # extern crate axes_core as axes;
-    /// use axes::prelude::*;
-    /// #[derive(Axis)] struct Time;
-    /// #[derive(Axis)] struct Feature;
-    /// let a = Tensor::<i32, (Time, Feature)>::from_vec((Time.len(1), Feature.len(2)), vec![1, 2])?;
-    /// let b = Tensor::<i32, (Feature, Time)>::from_vec((Time.len(2), Feature.len(2)), vec![3, 4, 5, 6])?
-    ///     .axes_with_order::<(Time, Feature)>();
-    /// let ab = Tensor::concat::<Time>(&[&a, &b])?;
-    /// assert_eq!(ab.to_vec(), [1, 2, 3, 4, 5, 6]);
-    /// # Ok::<(), axes::Error>(())
-    /// ```
-    pub fn concat<X: Axis>(parts: &[&Self]) -> Result<Self>
-    where
-        A: HasAxis<X>,
-    {
-        let axis = <A as HasAxis<X>>::POS;
-        for part in parts {
-            part.require_host("`concat`")?;
-        }
-        let first = parts.first().ok_or_else(|| Error::NothingToJoin {
-            axis: X::name().into_owned(),
-        })?;
-        let mut lens = first.lens().to_vec();
-        lens[axis] = 0;
-        for part in parts {
-            for (other, (&mine, &theirs)) in first.lens().iter().zip(part.lens()).enumerate() {
-                if other != axis && mine != theirs {
-                    return Err(Error::LengthMismatch {
-                        axis: A::names()[other].to_string(),
-                        left: mine,
-                        right: theirs,
-                    });
-                }
-            }
-            lens[axis] =
-                lens[axis]
-                    .checked_add(part.lens()[axis])
-                    .ok_or_else(|| Error::SizeOverflow {
-                        lengths: first.describe_lengths(),
-                    })?;
-        }
-        let shape = Self::checked_shape(&lens)?;
-        let out_layout = Layout::row_major(&lens);
-        let mut data = vec![T::zero(); shape];
-        let mut start = 0;
-        for part in parts {
-            let len = part.lens()[axis];
-            let block = out_layout.sliced(axis, start, start + len, 1);
-            for (to, value) in block.positions().zip(part.to_vec()) {
-                data[to.expect("a row-major layout has no padding")] = value;
-            }
-            start += len;
-        }
-        let flat: Vec<&FlatParts> = parts.iter().map(|p| p.flat_parts()).collect();
-        Ok(Tensor::new_unchecked(Storage::new(data), out_layout)
-            .with_flat_parts(FlatParts::merged(&flat)))
-    }
-
     /// The tensors, all with the same lengths, stacked along a new axis `New` (placed first).
     /// Copies into a fresh buffer.
     ///
@@ -252,38 +171,75 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 }
 
-impl<T: Num, A: AxisSet> Tensor<T, A> {
-    /// Elements picked along axis `X` by an index tensor: the result has `A`'s other axes and
-    /// the index tensor's axes; at each position, axis `X` is read at the index found there.
-    /// Axes that `A` and the index tensor share are matched (label lookup:
-    /// `(Batch, Class)` gathered by labels `(Batch,)` gives `(Batch,)`); the index tensor's
-    /// other axes are new (embedding lookup: `(Vocab, Emb)` by ids `(Batch, Seq)` gives
-    /// `(Emb, Batch, Seq)`).
-    ///
-    /// ```
-    /// # extern crate axes_core as axes;
-    /// use axes::prelude::*;
-    /// #[derive(Axis)] struct Batch;
-    /// #[derive(Axis)] struct Class;
-    /// let logits = Tensor::<f32, (Batch, Class)>::from_vec((Batch.len(2), Class.len(3)), vec![0., 1., 2., 3., 4., 5.])?;
-    /// let labels = Tensor::<i64, (Batch,)>::from_vec(Batch.len(2), vec![2, 0])?;
-    /// let picked: Tensor<f32, (Batch,)> = logits.gather::<Class, _, _>(&labels)?;
-    /// assert_eq!(picked.to_vec(), [2., 3.]);
-    /// # Ok::<(), axes::Error>(())
-    /// ```
-    ///
-    /// On a device it is one job per call that compares every position of `X` with each index
-    /// (a one-hot reduction, no atomics): its cost grows with the length of `X`, so it suits
-    /// small vocabularies; in host memory each element is read directly.
-    pub fn gather<X, I, Ix>(&self, indices: &Tensor<Ix, I>) -> Result<Tensor<T, Gathered<A, X, I>>>
+impl<T: Element, A: AxisSet> Tensor<T, A> {
+    /// The lengths of `parts` joined along `X`, checked (see `Tensor::concat`).
+    pub(crate) fn concat_lengths<X: Axis>(parts: &[&Self]) -> Result<Vec<usize>>
+    where
+        A: HasAxis<X>,
+    {
+        let axis = <A as HasAxis<X>>::POS;
+        let first = parts.first().ok_or_else(|| Error::NothingToJoin {
+            axis: X::name().into_owned(),
+        })?;
+        let mut lens = first.lens().to_vec();
+        lens[axis] = 0;
+        for part in parts {
+            for (other, (&mine, &theirs)) in first.lens().iter().zip(part.lens()).enumerate() {
+                if other != axis && mine != theirs {
+                    return Err(Error::LengthMismatch {
+                        axis: A::names()[other].to_string(),
+                        left: mine,
+                        right: theirs,
+                    });
+                }
+            }
+            lens[axis] =
+                lens[axis]
+                    .checked_add(part.lens()[axis])
+                    .ok_or_else(|| Error::SizeOverflow {
+                        lengths: first.describe_lengths(),
+                    })?;
+        }
+        Self::checked_shape(&lens)?;
+        Ok(lens)
+    }
+
+    /// `parts` (in host memory) joined along `X` into a tensor of lengths `lens`.
+    pub(crate) fn concat_on_host<X: Axis>(parts: &[&Self], lens: &[usize]) -> Result<Self>
+    where
+        A: HasAxis<X>,
+    {
+        let axis = <A as HasAxis<X>>::POS;
+        for part in parts {
+            part.require_host("`concat`")?;
+        }
+        let shape = lens.iter().product();
+        let out_layout = Layout::row_major(lens);
+        let mut data = vec![T::zero(); shape];
+        let mut start = 0;
+        for part in parts {
+            let len = part.lens()[axis];
+            let block = out_layout.sliced(axis, start, start + len, 1);
+            for (to, value) in block.positions().zip(part.to_vec()) {
+                data[to.expect("a row-major layout has no padding")] = value;
+            }
+            start += len;
+        }
+        let flat: Vec<&FlatParts> = parts.iter().map(|p| p.flat_parts()).collect();
+        Ok(Tensor::new_unchecked(Storage::new(data), out_layout)
+            .with_flat_parts(FlatParts::merged(&flat)))
+    }
+
+    /// The lengths of this tensor gathered along `X` by `indices`, checked (see
+    /// `Tensor::gather`).
+    pub(crate) fn gather_lengths<X, I, Ix>(&self, indices: &Tensor<Ix, I>) -> Result<Vec<usize>>
     where
         X: Axis,
         I: AxisSet,
-        Ix: IndexElement,
+        Ix: Element,
         A: HasAxis<X> + DifferenceWith<(X,)>,
         Difference<A, (X,)>: UnionWith<I>,
     {
-        let axis = <A as HasAxis<X>>::POS;
         check_shared_lengths::<A, I>(self.lens(), indices.lens())?;
         // For each output axis: where it is in self, and where in the index tensor.
         let in_self = find_positions::<Gathered<A, X, I>, A>();
@@ -298,37 +254,30 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
                 }
             })
             .collect();
-        let count = <Tensor<T, Gathered<A, X, I>>>::checked_shape(&lens)?;
-        if let Some(device) = common_device([self.device(), indices.device()])?
-            && !device.is_cpu()
-        {
-            let len = self.lens()[axis];
-            let source = &if self.layout.is_padded() {
-                self.try_contiguous()?
-            } else {
-                self.clone()
-            };
-            let indices = &if indices.layout.is_padded() {
-                indices.try_contiguous()?
-            } else {
-                indices.clone()
-            };
-            let range = index_range((&indices.storage, &indices.layout))?;
-            if let Some(index) = out_of_range(range, len) {
-                return Err(Error::GatherIndex {
-                    axis: X::name().into_owned(),
-                    index,
-                    len,
-                });
-            }
-            let (storage, layout) = gathered(
-                (&source.storage, &source.layout),
-                (&indices.storage, &indices.layout),
-                &gather_axes::<A, X, I>(),
-                &lens,
-            )?;
-            return Ok(Tensor::new_unchecked(storage, layout));
-        }
+        <Tensor<T, Gathered<A, X, I>>>::checked_shape(&lens)?;
+        Ok(lens)
+    }
+
+    /// This tensor (in host memory) gathered along `X` by `indices` into lengths `lens`.
+    pub(crate) fn gather_on_host<X, I, Ix>(
+        &self,
+        indices: &Tensor<Ix, I>,
+        lens: &[usize],
+    ) -> Result<Tensor<T, Gathered<A, X, I>>>
+    where
+        X: Axis,
+        I: AxisSet,
+        Ix: IndexElement,
+        A: HasAxis<X> + DifferenceWith<(X,)>,
+        Difference<A, (X,)>: UnionWith<I>,
+    {
+        let axis = <A as HasAxis<X>>::POS;
+        self.require_host("`gather`")?;
+        indices.require_host("`gather`")?;
+        let in_self = find_positions::<Gathered<A, X, I>, A>();
+        let in_indices = find_positions::<Gathered<A, X, I>, I>();
+        let rank = <Gathered<A, X, I>>::RANK;
+        let count = lens.iter().product();
         let (src, idx) = (self.storage.as_slice(), indices.storage.as_slice());
         let mut out_index = [0usize; MAX_RANK];
         let mut data = Vec::with_capacity(count);
@@ -372,7 +321,7 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
         }
         Ok(Tensor::new_unchecked(
             Storage::new(data),
-            Layout::row_major(&lens),
+            Layout::row_major(lens),
         ))
     }
 }

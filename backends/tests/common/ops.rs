@@ -304,6 +304,7 @@ pub fn views(device: &Device) {
             .eval()
             .unwrap());
         check!("contiguous", |x, p, y| p.contiguous());
+        check!("concat", |x, p, y| Tensor::concat::<B>(&[x, p, x]).unwrap());
         check!("rename", |x, p, y| x
             .rename::<B, J>()
             .unwrap()
@@ -555,12 +556,13 @@ pub fn errors(device: &Device) {
 /// A small model's loss and gradients on `device` agree with the CPU: a contraction, a
 /// broadcast bias, tanh, softmax cross-entropy averaged over B, a per-example score
 /// (`dot_over` contracting J and keeping B as a batch axis), the maximum and the
-/// log-softmax along J, views (J reversed, padded, reordered, B renamed), J gathered by ids
+/// log-softmax along J, views (J reversed, strided, padded, reordered, B renamed, indexed,
+/// broadcast, flattened, joined), J gathered by ids
 /// (rows picked more than once among them), a masked fill and dropout, and penalties that use
 /// the input and the weight a second time (their gradients accumulate), over permuted and
 /// reversed inputs. Returns how many seeds ran.
 pub fn gradients(device: &Device) -> usize {
-    use axes::autodiff::{self, Tape, softmax_cross_entropy};
+    use axes::autodiff::{self, Tape, Var, softmax_cross_entropy};
     use axes::nn::{Dropout, Mode};
     for seed in SEEDS {
         let inputs = Inputs::new(seed);
@@ -608,6 +610,12 @@ pub fn gradients(device: &Device) -> usize {
             // B renamed I; J gathered by ids that add the axis I
             let renamed = h.rename::<B, I>().unwrap();
             let picked = h.gather::<J, _, _>(&picks.to(on).unwrap()).unwrap();
+            // more views: every other J, one example, a new axis, J and B merged, a join
+            let strided = h.slice::<J>(.., 2).unwrap();
+            let first = h.index::<B>(B.at(0)).unwrap();
+            let wide = h.broadcast::<(B, J, I)>(I.len(2)).unwrap();
+            let flat = h.flatten::<(J, B)>().unwrap();
+            let joined = Var::concat::<J>(&[&h, &strided]).unwrap();
             // J masked per example, then dropout (its mask drawn on the host from the seed)
             let filled = (h.expr().masked_fill(&hidden.to(on).unwrap(), -0.5))
                 .unwrap()
@@ -624,7 +632,12 @@ pub fn gradients(device: &Device) -> usize {
                 + (&edge * &edge).mean::<(J, B)>().unwrap() * 0.1
                 + renamed.exp().mean::<(J, I)>().unwrap() * 0.1
                 + (&picked * &picked).mean::<(B, I)>().unwrap() * 0.1
-                + dropped.tanh().mean::<(B, J)>().unwrap() * 0.1;
+                + dropped.tanh().mean::<(B, J)>().unwrap() * 0.1
+                + strided.sin().mean::<(B, J)>().unwrap() * 0.1
+                + first.exp().mean::<(J,)>().unwrap() * 0.1
+                + wide.sin().mean::<(B, J, I)>().unwrap() * 0.1
+                + flat.exp().mean::<(Flat<(J, B)>,)>().unwrap() * 0.1
+                + joined.cos().mean::<(B, J)>().unwrap() * 0.1;
             let loss = (ce.mean::<(B,)>().unwrap() + penalty).eval().unwrap();
             let grads = loss.backward().unwrap();
             let cpu = Device::Cpu;
