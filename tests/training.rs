@@ -472,3 +472,25 @@ fn a_small_model_learns() {
     let batches = minibatches::<Batch>(64, 64, 0).unwrap();
     assert_eq!(batches.len(), 1);
 }
+
+#[test]
+fn layers_give_the_same_values_without_a_tape() {
+    let mut builder = ParamsBuilder::new();
+    let linear =
+        Linear::<In, Hidden>::new(&mut builder, "l", In.len(3), Hidden.len(4), Init::He).unwrap();
+    let square = Square::<Hidden>::new(&mut builder, "s", Hidden.len(4), Init::Glorot).unwrap();
+    let params = builder.build::<f64>(11).unwrap();
+    let x = Tensor::<f64, (In, Batch)>::random_uniform((In.len(3), Batch.len(5)), -1.0, 1.0, 12)
+        .unwrap();
+    let tape = Tape::new();
+    let p = params.bind(&tape);
+    let taped = square
+        .forward(&p, linear.forward(&p, tape.constant(x.clone())).unwrap())
+        .unwrap()
+        .eval()
+        .unwrap();
+    let inferred = square
+        .infer(&params, &linear.infer(&params, &x).unwrap())
+        .unwrap();
+    assert_eq!(taped.value(), &inferred);
+}

@@ -37,6 +37,7 @@
 
 mod fused;
 mod join;
+mod norm;
 mod ops;
 mod tape;
 mod views;
@@ -44,3 +45,5 @@ mod views;
 pub use fused::{IntoVar, IntoVarExpr, VarExpr};
 pub use ops::{dot, dot_over, softmax_cross_entropy};
 pub use tape::{Grads, Tape, Var};
+
+pub(crate) use norm::{normalised, normalised_tensor};

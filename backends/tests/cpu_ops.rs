@@ -202,3 +202,8 @@ fn a_gpt_learns_to_copy_on_the_cpu() {
         start.elapsed()
     );
 }
+
+#[test]
+fn a_transformer_matches_the_cpu() {
+    common::ops::transformer(&device());
+}

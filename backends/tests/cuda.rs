@@ -169,3 +169,9 @@ fn a_gpt_learns_to_copy_on_the_gpu() {
         losses.len()
     );
 }
+
+#[test]
+fn a_transformer_on_the_gpu_matches_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::transformer(&gpu);
+}

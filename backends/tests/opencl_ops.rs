@@ -123,3 +123,9 @@ fn a_gpt_learns_to_copy() {
         start.elapsed()
     );
 }
+
+#[test]
+fn a_transformer_matches_the_cpu() {
+    let Some(device) = device() else { return };
+    common::ops::transformer(&device);
+}

@@ -1,12 +1,15 @@
 //! Typed layers.
 
-use super::params::{Bound, Init, ParamsBuilder};
+use super::params::{Bound, Init, Params, ParamsBuilder};
 use crate::arena::Slot;
 use crate::autodiff::{self, IntoVar, VarExpr};
 use crate::axis::{Axis, Dual, Len, PrimalAxis};
+use crate::contract::dot;
 use crate::error::Result;
+use crate::eval::ExprExt;
 use crate::list::{AxisSet, Broadcast, BroadcastWith, DotAxes, DotWith, HasAxis, SameAxes};
 use crate::num::Float;
+use crate::tensor::Tensor;
 
 /// An affine layer `x·w + b` from the axis `In` to the axis `Out`: weight `(In, Out)`, bias
 /// `(Out,)`. It applies to any input that has the axis `In` (the other axes are kept), and
@@ -78,6 +81,23 @@ where
         let h = autodiff::dot(x, params.var(&self.weight)?)?;
         Ok(h + &params.var(&self.bias)?)
     }
+
+    /// `x·w + b` without a tape (inference): the values of [`Linear::forward`].
+    #[allow(clippy::type_complexity)]
+    pub fn infer<T, X>(
+        &self,
+        params: &Params<T>,
+        x: &Tensor<T, X>,
+    ) -> Result<Tensor<T, Broadcast<DotAxes<X, (In, Out)>, (Out,)>>>
+    where
+        T: Float,
+        X: AxisSet + HasAxis<In> + DotWith<(In, Out)>,
+        DotAxes<X, (In, Out)>: BroadcastWith<(Out,)>,
+        Broadcast<DotAxes<X, (In, Out)>, (Out,)>: AxisSet,
+    {
+        let h = dot(x, &params.tensor(&self.weight)?)?;
+        (&h + &params.tensor(&self.bias)?).eval()
+    }
 }
 
 /// A square layer `x·w + b` on one axis `H`: weight `(Dual<H>, H)` (its `Dual<H>` contracts
@@ -134,5 +154,22 @@ where
     {
         let h = autodiff::dot(x, params.var(&self.weight)?)?;
         Ok(h + &params.var(&self.bias)?)
+    }
+
+    /// `x·w + b` without a tape (inference): the values of [`Square::forward`].
+    #[allow(clippy::type_complexity)]
+    pub fn infer<T, X>(
+        &self,
+        params: &Params<T>,
+        x: &Tensor<T, X>,
+    ) -> Result<Tensor<T, Broadcast<DotAxes<X, (Dual<H>, H)>, (H,)>>>
+    where
+        T: Float,
+        X: AxisSet + HasAxis<H> + DotWith<(Dual<H>, H)>,
+        DotAxes<X, (Dual<H>, H)>: BroadcastWith<(H,)>,
+        Broadcast<DotAxes<X, (Dual<H>, H)>, (H,)>: AxisSet,
+    {
+        let h = dot(x, &params.tensor(&self.weight)?)?;
+        (&h + &params.tensor(&self.bias)?).eval()
     }
 }

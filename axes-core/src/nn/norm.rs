@@ -2,13 +2,10 @@
 
 use super::params::{Bound, Init, Params, ParamsBuilder};
 use crate::arena::Slot;
-use crate::autodiff::{IntoVar, Var, VarExpr};
+use crate::autodiff::{IntoVar, Var, normalised, normalised_tensor};
 use crate::axis::{Axis, Len};
 use crate::error::Result;
-use crate::eval::ExprExt;
-use crate::expr::Scalar;
-use crate::ir::BinaryOp;
-use crate::list::{HasAxis, Includes, Reducible, SameAxes};
+use crate::list::{AxisSet, HasAxis, SameAxes};
 use crate::num::Float;
 use crate::tensor::Tensor;
 
@@ -73,11 +70,11 @@ where
     pub fn forward<T, A, V>(&self, params: &Bound<'_, T>, x: V) -> Result<Var<T, A>>
     where
         T: Float,
-        A: Reducible<(F,)> + Includes<(F,)>,
+        A: AxisSet + HasAxis<F>,
         V: IntoVar<Elem = T, Axes = A>,
     {
-        let normalised = normalise::<F, _, _>(x.into_var()?, true, self.eps)?;
-        (normalised * &params.var(&self.gain)? + &params.var(&self.bias)?).eval()
+        let (gain, bias) = (params.var(&self.gain)?, params.var(&self.bias)?);
+        normalised(&x.into_var()?, Some(&gain), Some(&bias), true, self.eps)
     }
 
     /// The normalised input computed without a tape (inference): the values of
@@ -85,10 +82,10 @@ where
     pub fn infer<T, A>(&self, params: &Params<T>, x: &Tensor<T, A>) -> Result<Tensor<T, A>>
     where
         T: Float,
-        A: Reducible<(F,)> + Includes<(F,)>,
+        A: AxisSet + HasAxis<F>,
     {
-        let normalised = normalise_tensor::<F, _, _>(x, true, self.eps)?;
-        (&normalised * &params.tensor(&self.gain)? + &params.tensor(&self.bias)?).eval()
+        let (gain, bias) = (params.tensor(&self.gain)?, params.tensor(&self.bias)?);
+        normalised_tensor(x, Some(&gain), Some(&bias), true, self.eps)
     }
 }
 
@@ -145,53 +142,20 @@ where
     pub fn forward<T, A, V>(&self, params: &Bound<'_, T>, x: V) -> Result<Var<T, A>>
     where
         T: Float,
-        A: Reducible<(F,)> + Includes<(F,)>,
+        A: AxisSet + HasAxis<F>,
         V: IntoVar<Elem = T, Axes = A>,
     {
-        let normalised = normalise::<F, _, _>(x.into_var()?, false, self.eps)?;
-        (normalised * &params.var(&self.gain)?).eval()
+        let gain = params.var(&self.gain)?;
+        normalised(&x.into_var()?, Some(&gain), None, false, self.eps)
     }
 
     /// The normalised input computed without a tape (inference).
     pub fn infer<T, A>(&self, params: &Params<T>, x: &Tensor<T, A>) -> Result<Tensor<T, A>>
     where
         T: Float,
-        A: Reducible<(F,)> + Includes<(F,)>,
+        A: AxisSet + HasAxis<F>,
     {
-        let normalised = normalise_tensor::<F, _, _>(x, false, self.eps)?;
-        (&normalised * &params.tensor(&self.gain)?).eval()
+        let gain = params.tensor(&self.gain)?;
+        normalised_tensor(x, Some(&gain), None, false, self.eps)
     }
-}
-
-/// `x` (less its mean along `F` when `centre`) over the root of its mean square along `F` plus
-/// `eps`, on the tape: the part layer and RMS norm share.
-fn normalise<F: Axis, T: Float, A: Reducible<(F,)>>(
-    x: Var<T, A>,
-    centre: bool,
-    eps: f64,
-) -> Result<VarExpr<T, A>> {
-    let x = if centre {
-        (&x - &x.mean::<(F,)>()?).eval()?
-    } else {
-        x
-    };
-    let spread = (&x * &x).mean::<(F,)>()?.expr();
-    Ok(&x / spread.with_scalar(BinaryOp::Add, eps, false).sqrt())
-}
-
-/// [`normalise`] without a tape.
-fn normalise_tensor<F: Axis, T: Float, A: Reducible<(F,)>>(
-    x: &Tensor<T, A>,
-    centre: bool,
-    eps: f64,
-) -> Result<Tensor<T, A>> {
-    let centred;
-    let x = if centre {
-        centred = (x - &x.mean::<(F,)>()?).eval()?;
-        &centred
-    } else {
-        x
-    };
-    let spread = (x * x).mean::<(F,)>()?;
-    (x / (&spread + Scalar(T::from_f64(eps))).sqrt()).eval()
 }

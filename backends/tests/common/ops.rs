@@ -811,3 +811,56 @@ pub fn learns_to_copy(device: &Device) -> Vec<f32> {
     );
     losses
 }
+
+/// A small GPT's logits and the gradient of its loss over every parameter (embeddings, fused
+/// layer norms, attention, MLPs) on `device` agree with the CPU, and its tape-free logits
+/// with its taped ones.
+pub fn transformer(device: &Device) {
+    use axes::autodiff::Tape;
+    use axes::nn::ParamsBuilder;
+    use axes::nn::transformer::{Gpt, GptConfig};
+    let config = GptConfig {
+        vocab: 7,
+        context: 6,
+        hidden: 8,
+        heads: 2,
+        head_dim: 4,
+        inner: 16,
+        layers: 2,
+    };
+    let mut builder = ParamsBuilder::new();
+    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let params = builder.build::<f32>(4).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let (ids, targets) = copy_batch(&mut rng, 3, 3);
+    let run = |on: &Device| {
+        let params = params.to(on).unwrap();
+        let (ids, targets) = (ids.to(on).unwrap(), targets.to(on).unwrap());
+        let tape = Tape::new();
+        let p = params.bind(&tape);
+        let logits = model.forward(&p, &ids).unwrap();
+        let inferred = model.infer(&params, &ids).unwrap();
+        agree(
+            "tape-free logits",
+            &logits.value().to(&Device::Cpu).unwrap(),
+            &inferred.to(&Device::Cpu).unwrap(),
+            1e-5,
+        );
+        let loss = model.loss(&p, &ids, &targets).unwrap();
+        let grads = p.gradient(&loss.backward().unwrap()).unwrap();
+        assert_eq!(grads.device(), *on);
+        (
+            logits.value().to(&Device::Cpu).unwrap(),
+            grads.to_vec().unwrap(),
+        )
+    };
+    let (here, there) = (run(&Device::Cpu), run(device));
+    agree("logits", &here.0, &there.0, 1e-4);
+    assert_eq!(here.1.len(), there.1.len());
+    for (k, (a, b)) in here.1.iter().zip(&there.1).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-4 * (1.0 + a.abs()),
+            "gradient element {k}: {a} on the CPU, {b} on {device}"
+        );
+    }
+}

@@ -4,7 +4,6 @@ use super::{Batch, Head, HeadDim, Hidden, Inner, MultiHeadAttention, Stream, Tok
 use crate::arena::Slot;
 use crate::autodiff::{Var, softmax_cross_entropy};
 use crate::axis::Axis;
-use crate::contract::dot;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::nn::embedding::Embedding;
@@ -109,13 +108,9 @@ impl Block {
             .attention
             .infer(params, &self.norm1.infer(params, x)?)?;
         let x = (x + &attended).eval()?;
-        let normed = self.norm2.infer(params, &x)?;
-        let h = (&dot(&normed, &params.tensor(&self.up.weight)?)?
-            + &params.tensor(&self.up.bias)?)
-            .gelu()
-            .eval()?;
-        let mlp = dot(&h, &params.tensor(&self.down.weight)?)?;
-        (&x + &mlp + &params.tensor(&self.down.bias)?).eval()
+        let h = self.up.infer(params, &self.norm2.infer(params, &x)?)?;
+        let mlp = self.down.infer(params, &h.gelu().eval()?)?;
+        (&x + &mlp).eval()
     }
 }
 
@@ -207,8 +202,7 @@ impl Gpt {
         for block in &self.blocks {
             x = block.infer(params, &x)?;
         }
-        let x = self.norm.infer(params, &x)?;
-        (&dot(&x, &params.tensor(&self.head.weight)?)? + &params.tensor(&self.head.bias)?).eval()
+        self.head.infer(params, &self.norm.infer(params, &x)?)
     }
 
     /// The length of `ids` along [`Token`]; an error above the context.
