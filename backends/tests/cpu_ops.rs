@@ -207,3 +207,9 @@ fn a_gpt_learns_to_copy_on_the_cpu() {
 fn a_transformer_matches_the_cpu() {
     common::ops::transformer(&device());
 }
+
+#[test]
+fn new_ops_gradients_against_finite_differences() {
+    let error = common::ops::finite_differences(&device());
+    println!("relative error {error:.1e}");
+}

@@ -175,3 +175,10 @@ fn a_transformer_on_the_gpu_matches_the_cpu() {
     let Some(gpu) = gpu() else { return };
     common::ops::transformer(&gpu);
 }
+
+#[test]
+fn new_ops_gradients_on_the_gpu_against_finite_differences() {
+    let Some(gpu) = gpu() else { return };
+    let error = common::ops::finite_differences(&gpu);
+    println!("relative error {error:.1e} on {gpu}");
+}

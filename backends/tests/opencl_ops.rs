@@ -129,3 +129,10 @@ fn a_transformer_matches_the_cpu() {
     let Some(device) = device() else { return };
     common::ops::transformer(&device);
 }
+
+#[test]
+fn new_ops_gradients_against_finite_differences() {
+    let Some(device) = device() else { return };
+    let error = common::ops::finite_differences(&device);
+    println!("relative error {error:.1e} on {device}");
+}

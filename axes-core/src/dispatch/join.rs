@@ -6,7 +6,8 @@
 //! with the index, and the matching value kept. Both are ordinary jobs, so they run on every
 //! device, and they add in a fixed order — no atomics, the same sums on every run (OpenCL 1.2
 //! has no atomic float add). Each costs the gathered axis's length per element: made for
-//! small vocabularies (characters, bytes, classes).
+//! small vocabularies (characters, bytes, classes). In host memory both read or add each
+//! element once, in row-major order.
 
 use crate::axis::Axis;
 use crate::element::{DType, Element};
@@ -17,7 +18,7 @@ use crate::list::{
     AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, UnionWith, find_positions,
 };
 use crate::num::Num;
-use crate::storage::Storage;
+use crate::storage::{self, Storage};
 use crate::tensor::{FlatParts, Gathered, IndexElement, Tensor};
 
 use super::{Input, Output, common_device, copied_into, filled, placed, run_output, run_outputs};
@@ -120,6 +121,9 @@ pub(crate) fn scattered<T: Num, Ix: Element>(
     axes: &GatherAxes,
     source_lens: &[usize],
 ) -> Result<(Storage<T>, Layout)> {
+    if grad.0.device().is_cpu() && indices.0.device().is_cpu() {
+        return scattered_on_host(grad, indices, axes, source_lens);
+    }
     // Iteration axes: the source's (kept), then the result's axes from the indices only
     // (reduced).
     let rank = source_lens.len();
@@ -153,6 +157,35 @@ pub(crate) fn scattered<T: Num, Ix: Element>(
     ];
     let output = Output::new(picked, (0..rank).collect(), ReduceOp::Sum);
     run_output(&ir, &all, &inputs, output)
+}
+
+/// [`scattered`] in host memory: one pass over the gradient in row-major order, each element
+/// added to the position its index picked (the same order on every run).
+fn scattered_on_host<T: Num, Ix: Element>(
+    grad: Parts<'_, T>,
+    indices: Parts<'_, Ix>,
+    axes: &GatherAxes,
+    source_lens: &[usize],
+) -> Result<(Storage<T>, Layout)> {
+    let lens = grad.1.lens();
+    let source = Layout::row_major(source_lens);
+    // Where each gradient element's index is, and its position in the source but along the
+    // gathered axis, as views over the gradient's axes.
+    let at_index = indices.1.broadcast(&axes.in_indices, lens);
+    let at_source = source.broadcast(&axes.in_source, lens);
+    let stride = source.strides()[axes.axis];
+    let mut out = storage::filled(source_lens.iter().product(), T::zero());
+    let (values, ids) = (grad.0.host()?, indices.0.host()?);
+    let positions = grad.1.positions().zip(at_index.positions()).zip(at_source.positions());
+    for ((value, id), base) in positions {
+        let (Some(value), Some(id), Some(base)) = (value, id, base) else {
+            continue;
+        };
+        let row = ids[id].to_i64();
+        let to = (base as isize + row as isize * stride) as usize;
+        out[to] = out[to].add(values[value]);
+    }
+    Ok((Storage::new(out), source))
 }
 
 /// The smallest and largest of `indices` (`None` when there are none), found by one job: in

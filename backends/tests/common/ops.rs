@@ -864,3 +864,78 @@ pub fn transformer(device: &Device) {
         );
     }
 }
+
+/// The gradient of a loss built from the transformer's new operations — a fused layer norm,
+/// gather, a strided slice, concat, rename, a masked fill, dropout, flatten, index, broadcast,
+/// log-softmax — computed on `device` in f64, against central finite differences computed on
+/// `device` too, over a permuted input. Returns the relative error (below 1e-6).
+pub fn finite_differences(device: &Device) -> f64 {
+    use axes::autodiff::{Tape, Var};
+    use axes::nn::{Dropout, LayerNorm, Mode, ParamsBuilder};
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let (nb, ni) = (3, 4);
+    let x = Tensor::<f64, (I, B)>::from_fn((I.len(ni), B.len(nb)), |_| rng.random_range(-1.0..1.0))
+        .unwrap()
+        .axes_with_order::<(B, I)>();
+    let ids = Tensor::<i64, (J,)>::from_fn(J.len(5), |_| rng.random_range(0..ni as i64)).unwrap();
+    let mask = Tensor::<bool, (I,)>::from_fn(I.len(ni), |_| rng.random_bool(0.5)).unwrap();
+    let mut builder = ParamsBuilder::new();
+    let norm = LayerNorm::new(&mut builder, "norm", I.len(ni), 1e-5).unwrap();
+    let mut params = builder.build::<f64>(1).unwrap();
+    let gain = Tensor::<f64, (I,)>::from_fn(I.len(ni), |_| rng.random_range(0.5..1.5)).unwrap();
+    params.arena_mut().set(&norm.gain, &gain).unwrap();
+    let params = params.to(device).unwrap();
+    let (ids, mask) = (ids.to(device).unwrap(), mask.to(device).unwrap());
+    let loss = |x: &Var<f64, (B, I)>| -> axes::Result<Var<f64, ()>> {
+        let p = params.bind(x.tape());
+        let h = norm.forward(&p, x)?;
+        let picked = h.gather::<I, _, _>(&ids)?;
+        let strided = picked.slice::<J>(.., 2)?;
+        let joined = Var::concat::<J>(&[&picked, &strided])?.rename::<B, I>()?;
+        let filled = x.expr().masked_fill(&mask, 0.3)?.eval()?;
+        let dropped = Dropout::new(0.25, 3)?
+            .forward(&filled, Mode::Train)?
+            .eval()?;
+        let flat = dropped.flatten::<(I, B)>()?;
+        let row = dropped.index::<B>(B.at(1))?.broadcast::<(I, J)>(J.len(2))?;
+        let log_p = h.log_softmax::<I>()?;
+        (joined.sin().sum::<(J, I)>()?
+            + flat.exp().mean::<(Flat<(I, B)>,)>()?
+            + row.tanh().sum::<(I, J)>()?
+            + log_p.mean::<(B, I)>()?)
+        .eval()
+    };
+    let on = |values: Vec<f64>| {
+        let x = Tensor::<f64, (B, I)>::from_vec((B.len(nb), I.len(ni)), values).unwrap();
+        x.to(device).unwrap()
+    };
+    let tape = Tape::new();
+    let var = tape.var(on(x.to_vec()));
+    let analytic = (loss(&var).unwrap().backward().unwrap().get(&var).unwrap())
+        .to(&Device::Cpu)
+        .unwrap()
+        .to_vec();
+    let base = x.to_vec();
+    let at = |values: Vec<f64>| {
+        let value = loss(&Tape::new().var(on(values))).unwrap();
+        value.value().to(&Device::Cpu).unwrap().to_vec()[0]
+    };
+    let step = 1e-6;
+    let numeric: Vec<f64> = (0..base.len())
+        .map(|i| {
+            let (mut up, mut down) = (base.clone(), base.clone());
+            up[i] += step;
+            down[i] -= step;
+            (at(up) - at(down)) / (2.0 * step)
+        })
+        .collect();
+    let diff: f64 = (analytic.iter().zip(&numeric))
+        .map(|(a, n)| (a - n).powi(2))
+        .sum();
+    let error = diff.sqrt() / numeric.iter().map(|n| n * n).sum::<f64>().sqrt();
+    assert!(
+        error < 1e-6,
+        "relative error {error:e} on {device}\nanalytic {analytic:?}\nnumeric  {numeric:?}"
+    );
+    error
+}
