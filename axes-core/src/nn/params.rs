@@ -173,6 +173,32 @@ impl<T: Float> Params<T> {
         self.entries.iter().map(|e| e.name.as_str())
     }
 
+    /// One line per parameter, in order: its name, axes with their lengths, and element type,
+    /// e.g. `out.weight (Hidden 8, Class 3) f32` — what two copies of a model must agree on.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::nn::{Init, Linear, ParamsBuilder};
+    /// #[derive(Axis)] struct Hidden;
+    /// #[derive(Axis)] struct Class;
+    /// let mut builder = ParamsBuilder::new();
+    /// Linear::<Hidden, Class>::new(&mut builder, "out", Hidden.len(8), Class.len(3), Init::He)?;
+    /// let params = builder.build::<f32>(0)?;
+    /// assert_eq!(params.describe(), ["out.weight (Hidden 8, Class 3) f32", "out.bias (Class 3) f32"]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn describe(&self) -> Vec<String> {
+        (self.entries.iter().zip(self.arena.layouts()))
+            .map(|(entry, layout)| {
+                let axes: Vec<String> = (entry.axes.iter().zip(layout.lens()))
+                    .map(|(axis, len)| format!("{axis} {len}"))
+                    .collect();
+                format!("{} ({}) {}", entry.name, axes.join(", "), T::DTYPE.name())
+            })
+            .collect()
+    }
+
     /// Records every parameter on `tape` as a variable; layers take theirs from the result.
     /// [`Bound::gradient`] consumes the binding, so an optimizer's step may follow at once;
     /// variables and tensors still held keep the values they were recorded with.
