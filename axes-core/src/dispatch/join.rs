@@ -176,7 +176,11 @@ fn scattered_on_host<T: Num, Ix: Element>(
     let stride = source.strides()[axes.axis];
     let mut out = storage::filled(source_lens.iter().product(), T::zero());
     let (values, ids) = (grad.0.host()?, indices.0.host()?);
-    let positions = grad.1.positions().zip(at_index.positions()).zip(at_source.positions());
+    let positions = grad
+        .1
+        .positions()
+        .zip(at_index.positions())
+        .zip(at_source.positions());
     for ((value, id), base) in positions {
         let (Some(value), Some(id), Some(base)) = (value, id, base) else {
             continue;
