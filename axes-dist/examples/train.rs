@@ -7,8 +7,8 @@
 //! mpiexec -n 2 target/release/examples/train               # two ranks (from axes-dist/)
 //! ```
 //!
-//! Rank 0 prints the loss and held-out accuracy per epoch, the step time and the all-reduce's
-//! share of it, and writes `target/dist/training.svg`; at the end every rank checks that its
+//! Rank 0 prints the loss and held-out accuracy per epoch, the step time and the shares of it
+//! spent waiting for the slowest rank and in the gradient's all-reduce, and writes `target/dist/training.svg`; at the end every rank checks that its
 //! parameters are bitwise rank 0's. Options: `--epochs N`, `--batch N` (the global batch,
 //! divisible by the number of ranks), `--die-at STEP` (rank 1 exits there: how a dead rank
 //! ends the job).
@@ -156,7 +156,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut adam = Adam::new(2e-3);
     let samples = train.y.len_of::<Sample>();
     let mut history = Vec::new();
-    let (mut step, mut stepping, mut reducing) = (0, Duration::ZERO, Duration::ZERO);
+    let (mut step, mut stepping) = (0, Duration::ZERO);
+    let (mut waiting, mut reducing) = (Duration::ZERO, Duration::ZERO);
     for epoch in 0..options.epochs {
         // The same global batches on every rank (same seed); each takes its shard.
         let batches = minibatches::<Batch>(samples, options.batch, epoch as u64)?;
@@ -181,9 +182,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let loss =
                 softmax_cross_entropy::<Class, _, _, _, _>(&logits, &y)?.mean::<(Batch,)>()?;
             let grad = p.gradient(&loss.backward()?)?;
+            // Timed apart: waiting for the slowest rank, then the all-reduce itself.
             let before = Instant::now();
+            comm.barrier();
+            let reached = Instant::now();
             let grad = comm.average_gradient(&params, grad)?;
-            reducing += before.elapsed();
+            (waiting, reducing) = (waiting + (reached - before), reducing + reached.elapsed());
             adam.step(&mut params, &grad)?;
             stepping += started.elapsed();
             loss_sum += f64::from(loss.value().to_vec()[0]);
@@ -215,12 +219,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     if comm.is_root() {
         let per_step = stepping.as_secs_f64() / step as f64;
+        let share = |d: Duration| 100.0 * d.as_secs_f64() / stepping.as_secs_f64();
         println!(
-            "{} rank(s), global batch {}: {step} steps, {:.3} ms per step, all-reduce {:.1}% of it",
+            "{} rank(s), global batch {}: {step} steps, {:.3} ms per step; of it, waiting for \
+             the slowest rank {:.1}%, the gradient's all-reduce {:.1}%",
             comm.size(),
             options.batch,
             per_step * 1e3,
-            100.0 * reducing.as_secs_f64() / stepping.as_secs_f64()
+            share(waiting),
+            share(reducing)
         );
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/dist");
         std::fs::create_dir_all(&dir)?;

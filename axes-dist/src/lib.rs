@@ -139,6 +139,14 @@ impl Communicator {
         self.rank() == 0
     }
 
+    /// Waits until every rank has called it (for timing: what a collective waits for the
+    /// slowest rank, apart from what it transfers).
+    pub fn barrier(&self) {
+        if let Some(world) = &self.world {
+            world.comm.barrier();
+        }
+    }
+
     /// This rank's part of `t` along the axis `X`: the `rank`-th of `size` equal stretches (a
     /// view). A length that does not divide evenly is an error; naming an axis `t` lacks, a
     /// compile error.
