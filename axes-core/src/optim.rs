@@ -12,7 +12,7 @@ use axes_macros::Axis;
 use crate::dispatch::{Input, Output, filled, passes_or_job, placed, run_outputs};
 use crate::error::Result;
 use crate::eval::ExprExt;
-use crate::expr::{Expr, IntoExpr};
+use crate::expr::{Expr, IntoExpr, Scalar};
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 use crate::nn::{Gradient, Params};
@@ -166,6 +166,83 @@ impl<T: Float> Adam<T> {
                 buffers.update(params, grad, u, [p, m, v], constants)
             },
         )
+    }
+}
+
+/// `grad` scaled so that its global L2 norm — over every parameter at once — is at most
+/// `max_norm`, and the norm it had (PyTorch's `clip_grad_norm_`: the scale is
+/// `max_norm / (norm + 1e-6)` where the norm is larger). One reduction over the gradient
+/// buffer, read back to the host, and one scaling pass only when it clips.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::nn::{Gradient, Init, Linear, ParamsBuilder};
+/// use axes::optim::clip_grad_norm;
+/// #[derive(Axis)] struct In;
+/// #[derive(Axis)] struct Out;
+/// let mut builder = ParamsBuilder::new();
+/// Linear::<In, Out>::new(&mut builder, "l", In.len(1), Out.len(1), Init::Zeros)?;
+/// let params = builder.build::<f64>(0)?;
+/// // the weight's gradient 3, the bias's 4 (at their offsets of the arena): norm 5
+/// let mut values = vec![0.0; params.arena().len()];
+/// let at: Vec<usize> = params.arena().layouts().iter().map(|l| l.offset()).collect();
+/// (values[at[0]], values[at[1]]) = (3.0, 4.0);
+/// let (clipped, norm) = clip_grad_norm(&params, Gradient::from_vec(&params, values)?, 1.0)?;
+/// assert_eq!(norm, 5.0);
+/// let clipped = clipped.to_vec()?;
+/// assert!((clipped[at[0]] - 0.6).abs() < 1e-6 && (clipped[at[1]] - 0.8).abs() < 1e-6);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn clip_grad_norm<T: Float>(
+    params: &Params<T>,
+    grad: Gradient<T>,
+    max_norm: f64,
+) -> Result<(Gradient<T>, f64)> {
+    let g = flat(grad.storage_for(params.arena())?.clone());
+    let norm = (&g * &g).sum_all()?.to_f64().sqrt();
+    if norm.is_nan() || norm <= max_norm {
+        return Ok((grad, norm));
+    }
+    let scale = T::from_f64(max_norm / (norm + 1e-6));
+    let scaled = (&g * Scalar(scale)).eval()?;
+    Ok((grad.with_storage(scaled.storage().clone()), norm))
+}
+
+/// A learning rate that rises linearly from 0 over `warmup` steps to `peak`, then falls along
+/// a cosine to `floor` at step `total` (and stays there).
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::optim::WarmupCosine;
+/// let schedule = WarmupCosine { peak: 1e-3, floor: 1e-4, warmup: 10, total: 110 };
+/// assert_eq!(schedule.at(0), 1e-4 * 0.0 + 1e-3 * 0.1);       // the first step: 1/10 of the peak
+/// assert_eq!(schedule.at(9), 1e-3);                          // the end of the warmup
+/// assert!((schedule.at(60) - 5.5e-4).abs() < 1e-12);         // half way down
+/// assert_eq!(schedule.at(500), 1e-4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmupCosine {
+    /// The rate at the end of the warmup.
+    pub peak: f64,
+    /// The rate at the end.
+    pub floor: f64,
+    /// Steps of the linear warmup.
+    pub warmup: usize,
+    /// The step at which the cosine reaches `floor`.
+    pub total: usize,
+}
+
+impl WarmupCosine {
+    /// The rate for step `step` (counted from 0).
+    pub fn at(&self, step: usize) -> f64 {
+        if step < self.warmup {
+            return self.peak * (step + 1) as f64 / self.warmup as f64;
+        }
+        let span = self.total.saturating_sub(self.warmup).max(1);
+        let progress = ((step - self.warmup) as f64 / span as f64).min(1.0);
+        self.floor
+            + (self.peak - self.floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
     }
 }
 

@@ -309,6 +309,15 @@ impl<T: Float> Gradient<T> {
         Ok(self.storage.host()?.to_vec())
     }
 
+    /// A gradient for the same arena holding `storage` (of the same length).
+    pub(crate) fn with_storage(&self, storage: Storage<T>) -> Self {
+        debug_assert_eq!(storage.len(), self.storage.len());
+        Gradient {
+            storage,
+            arena: self.arena,
+        }
+    }
+
     /// The buffer, checked to be laid out like `arena`.
     pub(crate) fn storage_for(&self, arena: &Arena<T>) -> Result<&Storage<T>> {
         if self.arena != arena.id() || self.storage.len() != arena.len() {

@@ -661,13 +661,14 @@ pub fn gradients(device: &Device) -> usize {
 }
 
 /// A small model trained for a few steps on `device` agrees with the same steps on the CPU:
-/// two layers, softmax cross-entropy, the gradient gathered into the arena's layout, and
-/// Adam (with weight decay) or SGD (with momentum) updating every parameter in one job;
-/// the arena compared after every step. Returns how many steps ran.
+/// two layers, softmax cross-entropy, the gradient gathered into the arena's layout and
+/// clipped by its global norm, and Adam (with weight decay) or SGD (with momentum) updating
+/// every parameter in one job; the arena compared after every step. Returns how many steps
+/// ran.
 pub fn training_steps(device: &Device) -> usize {
     use axes::autodiff::{Tape, softmax_cross_entropy};
     use axes::nn::{Init, Linear, Params, ParamsBuilder};
-    use axes::optim::{Adam, Sgd};
+    use axes::optim::{Adam, Sgd, clip_grad_norm};
     let mut builder = ParamsBuilder::new();
     let hidden = Linear::<I, J>::new(&mut builder, "h", I.len(5), J.len(7), Init::He).unwrap();
     let out = Linear::<J, I>::new(&mut builder, "o", J.len(7), I.len(5), Init::Glorot).unwrap();
@@ -713,6 +714,16 @@ pub fn training_steps(device: &Device) -> usize {
             assert_eq!(g_there.device(), *device);
             compare(
                 "gradient",
+                &g_here.to_vec().unwrap(),
+                &g_there.to_vec().unwrap(),
+            );
+            // clipped to a global norm below the gradients' (so it scales them)
+            let (g_here, norm_here) = clip_grad_norm(&here, g_here, 0.05).unwrap();
+            let (g_there, norm_there) = clip_grad_norm(&there, g_there, 0.05).unwrap();
+            assert!(norm_here > 0.05 && (norm_here - norm_there).abs() < 1e-4 * norm_here);
+            assert_eq!(g_there.device(), *device);
+            compare(
+                "clipped gradient",
                 &g_here.to_vec().unwrap(),
                 &g_there.to_vec().unwrap(),
             );
