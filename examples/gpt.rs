@@ -5,8 +5,10 @@
 //! a warmup and a cosine decay, gradients clipped to norm 1. A progress bar shows the train
 //! loss; every `--eval-every` steps the validation loss (bits per character, on fixed
 //! batches of the last 10% of the text, by the tape-free forward). At the end it writes
-//! `target/gpt/curves.svg` (both curves) and `target/gpt/gpt.safetensors`, and samples text
-//! from a prompt (temperature 0.8, top-k 10).
+//! `target/gpt/curves.csv`, `target/gpt/curves.svg` (both curves, and PyTorch's where
+//! `benches/gpt_torch.py` wrote them beside) and `target/gpt/gpt.safetensors`, and samples
+//! text from a prompt (temperature 0.8, top-k 10). The windows of text each step trains on
+//! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them.
 //!
 //! Options: `--steps N`, `--batch N`, `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
 //! `--out DIR`.
@@ -92,11 +94,24 @@ fn load_text() -> Result<Text, Box<dyn std::error::Error>> {
 /// Token ids and the ids that follow them.
 type Pair = (Tensor<i64, (Batch, Token)>, Tensor<i64, (Batch, Token)>);
 
-/// `batch` windows of `CONTEXT + 1` ids of `ids` starting at random positions.
-fn batch(ids: &[i64], batch: usize, rng: &mut ChaCha8Rng, device: &Device) -> axes::Result<Pair> {
-    let starts: Vec<usize> = (0..batch)
-        .map(|_| rng.random_range(0..ids.len() - CONTEXT - 1))
-        .collect();
+/// SplitMix64: the generator that picks the windows, simple enough that
+/// `benches/gpt_torch.py` draws the same ones.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// `batch` windows of `CONTEXT + 1` ids of `ids` starting at positions drawn from `rng`.
+fn batch(ids: &[i64], batch: usize, rng: &mut SplitMix, device: &Device) -> axes::Result<Pair> {
+    let positions = (ids.len() - CONTEXT - 1) as u64;
+    let starts: Vec<usize> = (0..batch).map(|_| (rng.next() % positions) as usize).collect();
     let window = |shift: usize| -> Vec<i64> {
         (starts.iter())
             .flat_map(|&s| ids[s + shift..s + shift + CONTEXT].iter().copied())
@@ -199,8 +214,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CONTEXT,
         options.device
     );
-    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-    let mut eval_rng = ChaCha8Rng::seed_from_u64(1000);
+    let mut rng = SplitMix(options.seed);
+    let mut eval_rng = SplitMix(1000);
     let eval_batches: Vec<Pair> = (0..4)
         .map(|_| batch(valid, options.batch, &mut eval_rng, &options.device))
         .collect::<axes::Result<_>>()?;
@@ -253,19 +268,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         1e3 * seconds / options.steps as f64
     );
     std::fs::create_dir_all(&options.out)?;
-    plot(&train_curve, &valid_curve, &options.out.join("curves.svg"))?;
+    write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;
+    // PyTorch's curves, where `benches/gpt_torch.py` wrote them, in the same plot.
+    let torch = read_curves(&options.out.join("torch_curves.csv")).ok();
+    plot(&train_curve, &valid_curve, torch.as_ref(), &options.out.join("curves.svg"))?;
     params.save(options.out.join("gpt.safetensors"))?;
     println!("wrote {}", options.out.display());
     let prompt = "And God said";
-    let text_out = sample(&model, &params, &text, prompt, 300, &mut rng)?;
+    let mut sampler = ChaCha8Rng::seed_from_u64(options.seed);
+    let text_out = sample(&model, &params, &text, prompt, 300, &mut sampler)?;
     println!("\n{text_out}");
     Ok(())
 }
 
-/// The train and validation curves (bits per character against steps).
+/// Points of a curve: steps and bits per character.
+type Curve = Vec<(usize, f64)>;
+
+/// `kind,step,bits` lines (`train` or `validation`), the format `benches/gpt_torch.py` writes.
+fn write_curves(train: &[(usize, f64)], valid: &[(usize, f64)], path: &Path) -> std::io::Result<()> {
+    let mut out = String::from("kind,step,bits\n");
+    for (kind, curve) in [("train", train), ("validation", valid)] {
+        for (step, bits) in curve {
+            out += &format!("{kind},{step},{bits}\n");
+        }
+    }
+    std::fs::write(path, out)
+}
+
+/// The curves of a file [`write_curves`] (or `benches/gpt_torch.py`) wrote.
+fn read_curves(path: &Path) -> Result<(Curve, Curve), Box<dyn std::error::Error>> {
+    let (mut train, mut valid) = (Vec::new(), Vec::new());
+    for line in std::fs::read_to_string(path)?.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let point = (fields[1].parse()?, fields[2].parse()?);
+        match fields[0] {
+            "train" => train.push(point),
+            _ => valid.push(point),
+        }
+    }
+    Ok((train, valid))
+}
+
+/// The train and validation curves (bits per character against steps), with PyTorch's
+/// dashed where given.
 fn plot(
     train: &[(usize, f64)],
     valid: &[(usize, f64)],
+    torch: Option<&(Curve, Curve)>,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
@@ -273,6 +322,7 @@ fn plot(
     root.fill(&WHITE)?;
     let steps = train.len().max(2) as f64;
     let top = train.iter().chain(valid).map(|p| p.1).fold(0.0, f64::max) * 1.05;
+    let (torch_train, torch_valid) = torch.map_or((&[][..], &[][..]), |(t, v)| (&t[..], &v[..]));
     let mut chart = ChartBuilder::on(&root)
         .caption("loss (bits per character)", ("sans-serif", 18))
         .margin(12)
@@ -285,6 +335,23 @@ fn plot(
             .draw_series(LineSeries::new(
                 points.iter().map(|&(s, b)| (s as f64, b)),
                 &color,
+            ))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+    }
+    for (points, color, name) in [
+        (torch_train, BLUE.mix(0.4), "PyTorch train"),
+        (torch_valid, RED.mix(0.4), "PyTorch validation"),
+    ] {
+        if points.is_empty() {
+            continue;
+        }
+        chart
+            .draw_series(DashedLineSeries::new(
+                points.iter().map(|&(s, b)| (s as f64, b)),
+                6,
+                4,
+                color.stroke_width(1),
             ))?
             .label(name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));

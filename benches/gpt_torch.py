@@ -1,0 +1,164 @@
+"""The character-level GPT of `examples/gpt.rs`, in PyTorch: the same text, split, model,
+initialisation, windows (SplitMix64 from the seed), schedule, clipping and steps. Prints the
+validation bits per character as it trains and that of a bigram count model on the same
+split, and writes `target/gpt/torch_curves.csv`, which `examples/gpt.rs` plots beside its own.
+
+    python3 benches/gpt_torch.py [--steps 250] [--batch 32] [--seed 1] [--threads 2]
+"""
+
+import argparse
+import gzip
+import math
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONTEXT = 128
+MASK = (1 << 64) - 1
+
+
+class SplitMix:
+    """SplitMix64, as `examples/gpt.rs` draws its windows."""
+
+    def __init__(self, seed):
+        self.state = seed & MASK
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        return z ^ (z >> 31)
+
+
+def batch(ids, size, rng):
+    positions = len(ids) - CONTEXT - 1
+    starts = [rng.next() % positions for _ in range(size)]
+    x = torch.stack([ids[s : s + CONTEXT] for s in starts])
+    y = torch.stack([ids[s + 1 : s + 1 + CONTEXT] for s in starts])
+    return x, y
+
+
+class Block(nn.Module):
+    """Pre-norm: x + attention(norm(x)), then x + mlp(norm(x)) with GELU (tanh)."""
+
+    def __init__(self, hidden, heads, head_dim, inner):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        self.norm1 = nn.LayerNorm(hidden)
+        self.query = nn.Linear(hidden, heads * head_dim)
+        self.key = nn.Linear(hidden, heads * head_dim)
+        self.value = nn.Linear(hidden, heads * head_dim)
+        self.out = nn.Linear(heads * head_dim, hidden)
+        self.norm2 = nn.LayerNorm(hidden)
+        self.up = nn.Linear(hidden, inner)
+        self.down = nn.Linear(inner, hidden)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = self.norm1(x)
+        split = lambda p: p(h).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        q, k, v = split(self.query), split(self.key), split(self.value)
+        mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(mixed.transpose(1, 2).reshape(b, t, -1))
+        return x + self.down(F.gelu(self.up(self.norm2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab, hidden=128, heads=4, head_dim=32, inner=512, layers=4):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, hidden)
+        self.positions = nn.Parameter(torch.zeros(CONTEXT, hidden))
+        self.blocks = nn.ModuleList(Block(hidden, heads, head_dim, inner) for _ in range(layers))
+        self.norm = nn.LayerNorm(hidden)
+        self.head = nn.Linear(hidden, vocab)
+        # As `axes::nn::transformer`: weights normal(0, 0.02), biases zero, norms' gains one.
+        for name, p in self.named_parameters():
+            if "norm" in name:
+                continue
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            else:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, ids):
+        x = self.tokens(ids) + self.positions[: ids.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def schedule(step, steps, peak=1e-3, floor=1e-4):
+    """`axes::optim::WarmupCosine` with a warmup of a tenth of the steps."""
+    warmup = max(steps // 10, 1)
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min((step - warmup) / max(steps - warmup, 1), 1.0)
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def bigram_bits(train, valid, vocab):
+    """Validation bits per character of bigram counts from the train split (add-one)."""
+    counts = torch.ones(vocab, vocab, dtype=torch.float64)
+    counts.index_put_((train[:-1], train[1:]), torch.ones(len(train) - 1, dtype=torch.float64), accumulate=True)
+    log_p = (counts / counts.sum(1, keepdim=True)).log2()
+    return -log_p[valid[:-1], valid[1:]].mean().item()
+
+
+def main():
+    args = argparse.ArgumentParser()
+    args.add_argument("--steps", type=int, default=250)
+    args.add_argument("--batch", type=int, default=32)
+    args.add_argument("--seed", type=int, default=1)
+    args.add_argument("--eval-every", type=int, default=50)
+    args.add_argument("--threads", type=int, default=2)
+    args = args.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    with gzip.open(os.path.join(ROOT, "data/kjv/kjv.txt.gz"), "rt") as f:
+        text = f.read()
+    chars = sorted(set(text))
+    table = {c: i for i, c in enumerate(chars)}
+    ids = torch.tensor([table[c] for c in text], dtype=torch.long)
+    split = len(ids) * 9 // 10
+    train, valid = ids[:split], ids[split:]
+    print(f"bigram count model: {bigram_bits(train, valid, len(chars)):.3f} bits/char on the validation split")
+    model = Gpt(len(chars))
+    print(f"{sum(p.numel() for p in model.parameters())} parameters, {args.threads} threads")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    rng, eval_rng = SplitMix(args.seed), SplitMix(1000)
+    evals = [batch(valid, args.batch, eval_rng) for _ in range(4)]
+    curves = ["kind,step,bits"]
+    started = time.perf_counter()
+    for step in range(args.steps):
+        x, y = batch(train, args.batch, rng)
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for group in opt.param_groups:
+            group["lr"] = schedule(step, args.steps)
+        opt.step()
+        bits = loss.item() / math.log(2)
+        curves.append(f"train,{step + 1},{bits}")
+        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+            with torch.no_grad():
+                nats = sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item() for x, y in evals)
+            valid_bits = nats / len(evals) / math.log(2)
+            curves.append(f"validation,{step + 1},{valid_bits}")
+            print(f"step {step + 1:>5}: train {bits:.3f} bits/char, validation {valid_bits:.3f}", flush=True)
+    seconds = time.perf_counter() - started
+    print(f"trained {args.steps} steps in {seconds:.0f} s ({1e3 * seconds / args.steps:.0f} ms per step)")
+    out = os.path.join(ROOT, "target/gpt")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "torch_curves.csv"), "w") as f:
+        f.write("\n".join(curves) + "\n")
+    print(f"wrote {os.path.join(out, 'torch_curves.csv')}")
+
+
+if __name__ == "__main__":
+    main()
