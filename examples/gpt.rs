@@ -111,7 +111,9 @@ impl SplitMix {
 /// `batch` windows of `CONTEXT + 1` ids of `ids` starting at positions drawn from `rng`.
 fn batch(ids: &[i64], batch: usize, rng: &mut SplitMix, device: &Device) -> axes::Result<Pair> {
     let positions = (ids.len() - CONTEXT - 1) as u64;
-    let starts: Vec<usize> = (0..batch).map(|_| (rng.next() % positions) as usize).collect();
+    let starts: Vec<usize> = (0..batch)
+        .map(|_| (rng.next() % positions) as usize)
+        .collect();
     let window = |shift: usize| -> Vec<i64> {
         (starts.iter())
             .flat_map(|&s| ids[s + shift..s + shift + CONTEXT].iter().copied())
@@ -271,7 +273,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;
     // PyTorch's curves, where `benches/gpt_torch.py` wrote them, in the same plot.
     let torch = read_curves(&options.out.join("torch_curves.csv")).ok();
-    plot(&train_curve, &valid_curve, torch.as_ref(), &options.out.join("curves.svg"))?;
+    plot(
+        &train_curve,
+        &valid_curve,
+        torch.as_ref(),
+        &options.out.join("curves.svg"),
+    )?;
     params.save(options.out.join("gpt.safetensors"))?;
     println!("wrote {}", options.out.display());
     let prompt = "And God said";
@@ -285,7 +292,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 type Curve = Vec<(usize, f64)>;
 
 /// `kind,step,bits` lines (`train` or `validation`), the format `benches/gpt_torch.py` writes.
-fn write_curves(train: &[(usize, f64)], valid: &[(usize, f64)], path: &Path) -> std::io::Result<()> {
+fn write_curves(
+    train: &[(usize, f64)],
+    valid: &[(usize, f64)],
+    path: &Path,
+) -> std::io::Result<()> {
     let mut out = String::from("kind,step,bits\n");
     for (kind, curve) in [("train", train), ("validation", valid)] {
         for (step, bits) in curve {
