@@ -382,12 +382,50 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(source.view(source.layout.split(axis, parts)))
     }
 
-    /// The elements of `layout` (a view of this tensor's storage), row-major.
+    /// The elements of `layout` (a view of this tensor's storage), row-major: row by row of
+    /// the innermost axis (one slice copy where it is contiguous), element by element only
+    /// where the view is padded.
     pub(crate) fn read_in(&self, layout: &Layout) -> Result<Vec<T>> {
         let data = self.storage.host()?;
-        Ok(layout
-            .positions()
-            .map(|pos| pos.map_or(T::zero(), |pos| data[pos]))
-            .collect())
+        let count = match layout.element_count() {
+            Some(count) if !layout.is_padded() && layout.rank() > 0 => count,
+            _ => {
+                return Ok(layout
+                    .positions()
+                    .map(|pos| pos.map_or(T::zero(), |pos| data[pos]))
+                    .collect());
+            }
+        };
+        let mut out = Vec::with_capacity(count);
+        if count == 0 {
+            return Ok(out);
+        }
+        let (lens, strides) = (layout.lens(), layout.strides());
+        let last = lens.len() - 1;
+        let (row, step) = (lens[last], strides[last]);
+        let mut index = vec![0usize; last];
+        let mut start = layout.offset() as isize;
+        loop {
+            if step == 1 {
+                out.extend_from_slice(&data[start as usize..start as usize + row]);
+            } else {
+                out.extend((0..row as isize).map(|k| data[(start + k * step) as usize]));
+            }
+            // The next row: the outer axes counted like an odometer.
+            let mut axis = last;
+            loop {
+                if axis == 0 {
+                    return Ok(out);
+                }
+                axis -= 1;
+                index[axis] += 1;
+                start += strides[axis];
+                if index[axis] < lens[axis] {
+                    break;
+                }
+                start -= strides[axis] * lens[axis] as isize;
+                index[axis] = 0;
+            }
+        }
     }
 }
