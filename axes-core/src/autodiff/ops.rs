@@ -95,17 +95,11 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         let x = self.value().clone();
         let value = x.max_over::<(X,)>()?;
         let max = value.clone();
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<Difference<A, (X,)>>(at) else {
-                    return Ok(());
-                };
-                let at_max = (&x).equal(&max).cast::<T>().eval()?;
-                let ties = at_max.sum::<(X,)>()?;
-                grads.accumulate(id, (&at_max * &dz / &ties).eval()?)
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            let at_max = (&x).equal(&max).cast::<T>().eval()?;
+            let ties = at_max.sum::<(X,)>()?;
+            (&at_max * &dz / &ties).eval()
+        }))
     }
 }
 
@@ -143,24 +137,16 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         let value = self.value().gather::<X, I, Ix>(indices)?;
         let indices = unpadded(indices)?;
         let lens = self.value().lens().to_vec();
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<Gathered<A, X, I>>(at) else {
-                    return Ok(());
-                };
-                let dz = unpadded(&dz)?;
-                let (storage, layout) = scattered(
-                    (dz.storage(), dz.layout()),
-                    (indices.storage(), indices.layout()),
-                    &gather_axes::<A, X, I>(),
-                    &lens,
-                )?;
-                let grad = Tensor::<T, A>::from_parts(storage, layout)
-                    .expect("a job's result fits its layout");
-                grads.accumulate(id, grad)
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            let dz = unpadded(&dz)?;
+            let (storage, layout) = scattered(
+                (dz.storage(), dz.layout()),
+                (indices.storage(), indices.layout()),
+                &gather_axes::<A, X, I>(),
+                &lens,
+            )?;
+            Ok(Tensor::from_parts(storage, layout).expect("a job's result fits its layout"))
+        }))
     }
 }
 

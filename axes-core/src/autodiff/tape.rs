@@ -194,6 +194,22 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     pub(crate) fn id(&self) -> usize {
         self.id
     }
+
+    /// Records `value`, computed from this variable alone, whose gradient `back` maps to this
+    /// variable's (called only when a gradient reached the result).
+    pub(crate) fn record_unary<O: AxisSet>(
+        &self,
+        value: Tensor<T, O>,
+        back: impl Fn(Tensor<T, O>) -> Result<Tensor<T, A>> + 'static,
+    ) -> Var<T, O> {
+        let id = self.id;
+        self.tape.record(value, self.needs_grad, move |grads, at| {
+            match grads.tensor::<O>(at) {
+                Some(dz) => grads.accumulate(id, back(dz)?),
+                None => Ok(()),
+            }
+        })
+    }
 }
 
 impl<T: Float> Var<T, ()> {

@@ -26,14 +26,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         A: SameAxes<O>,
     {
         let value = self.value().axes_with_order::<O>();
-        let id = self.id();
-        self.tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<O>(at) else {
-                    return Ok(());
-                };
-                grads.accumulate(id, dz.axes_with_order::<A>())
-            })
+        self.record_unary(value, |dz| Ok(dz.axes_with_order::<A>()))
     }
 
     /// The variable with the axis `X` called `Y` (as [`Tensor::rename`](crate::Tensor::rename)):
@@ -44,7 +37,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         Difference<A, (X,)>: ConcatWith<(Y,)>,
     {
         let value = self.value().rename::<X, Y>()?;
-        let (id, axis) = (self.id(), <A as HasAxis<X>>::POS);
+        let axis = <A as HasAxis<X>>::POS;
         // Where each of `A`'s axes went: `X` last, the others closing up.
         let back: Vec<usize> = (0..A::RANK)
             .map(|a| match a.cmp(&axis) {
@@ -53,17 +46,11 @@ impl<T: Float, A: AxisSet> Var<T, A> {
                 Ordering::Greater => a - 1,
             })
             .collect();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<Renamed<A, X, Y>>(at) else {
-                    return Ok(());
-                };
-                let layout = dz.layout().permuted(&back);
-                let dx = Tensor::<T, A>::from_parts(dz.storage().clone(), layout)
-                    .expect("a reordered view fits its buffer");
-                grads.accumulate(id, dx)
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            let layout = dz.layout().permuted(&back);
+            Ok(Tensor::from_parts(dz.storage().clone(), layout)
+                .expect("a reordered view fits its buffer"))
+        }))
     }
 
     /// The positions `range` of axis `X`, every `step`-th (as
@@ -114,22 +101,16 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         value: Tensor<T, O>,
         region: impl Fn(Layout) -> Layout + 'static,
     ) -> Result<Var<T, O>> {
-        let (id, lens) = (self.id(), self.value().lens().to_vec());
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<O>(at) else {
-                    return Ok(());
-                };
-                let dz = unpadded(&dz)?;
-                let count = lens.iter().product();
-                let zeros = filled(dz.device(), count, T::zero())?;
-                let place = region(Layout::row_major(&lens));
-                let (dx, _) = copied_into(dz.storage(), dz.layout(), zeros, place)?;
-                let dx = Tensor::<T, A>::from_parts(dx, Layout::row_major(&lens))
-                    .expect("a buffer of the variable's element count");
-                grads.accumulate(id, dx)
-            }))
+        let lens = self.value().lens().to_vec();
+        Ok(self.record_unary(value, move |dz| {
+            let dz = unpadded(&dz)?;
+            let count = lens.iter().product();
+            let zeros = filled(dz.device(), count, T::zero())?;
+            let place = region(Layout::row_major(&lens));
+            let (dx, _) = copied_into(dz.storage(), dz.layout(), zeros, place)?;
+            Ok(Tensor::from_parts(dx, Layout::row_major(&lens))
+                .expect("a buffer of the variable's element count"))
+        }))
     }
 
     /// This variable seen with the axes `O`, a superset of `A` (as
@@ -144,25 +125,17 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         A: SubsetOf<O>,
     {
         let value = self.value().broadcast::<O>(new_lengths)?;
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<O>(at) else {
-                    return Ok(());
-                };
-                let dz = unpadded(&dz)?;
-                let mut ir = Ir::default();
-                let leaf = ir.leaf();
-                let all: Vec<usize> = (0..O::RANK).collect();
-                let kept = find_positions::<A, O>()[..A::RANK].to_vec();
-                let input = Input::new(dz.storage(), dz.layout(), &all, O::RANK)?;
-                let output = Output::new(leaf, kept, ReduceOp::Sum);
-                let (storage, layout) = run_output(&ir, dz.lens(), &[input], output)?;
-                let dx = Tensor::<T, A>::from_parts(storage, layout)
-                    .expect("a job's result fits its layout");
-                grads.accumulate(id, dx)
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            let dz = unpadded(&dz)?;
+            let mut ir = Ir::default();
+            let leaf = ir.leaf();
+            let all: Vec<usize> = (0..O::RANK).collect();
+            let kept = find_positions::<A, O>()[..A::RANK].to_vec();
+            let input = Input::new(dz.storage(), dz.layout(), &all, O::RANK)?;
+            let output = Output::new(leaf, kept, ReduceOp::Sum);
+            let (storage, layout) = run_output(&ir, dz.lens(), &[input], output)?;
+            Ok(Tensor::from_parts(storage, layout).expect("a job's result fits its layout"))
+        }))
     }
 
     /// The axes `L` merged into one axis `Flat<L>` (as
@@ -178,22 +151,16 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         let parts: Vec<usize> = (find_positions::<L, A>()[..L::RANK].iter())
             .map(|&a| self.value().lens()[a])
             .collect();
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<Flattened<A, L>>(at) else {
-                    return Ok(());
-                };
-                // Written out row-major, the flat axis (last) splits into L's axes.
-                let dz = dz.try_contiguous()?;
-                let split = dz.layout().split(dz.lens().len() - 1, &parts);
-                let order: Vec<TypeId> = (<Difference<A, L>>::IDS.iter())
-                    .chain(L::IDS)
-                    .copied()
-                    .collect();
-                grads.accumulate(id, reordered::<T, A>(&dz, split, &order))
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            // Written out row-major, the flat axis (last) splits into L's axes.
+            let dz = dz.try_contiguous()?;
+            let split = dz.layout().split(dz.lens().len() - 1, &parts);
+            let order: Vec<TypeId> = (<Difference<A, L>>::IDS.iter())
+                .chain(L::IDS)
+                .copied()
+                .collect();
+            Ok(reordered::<T, A>(&dz, split, &order))
+        }))
     }
 
     /// The axis `Flat<L>` split back into the axes `L` (as
@@ -206,26 +173,20 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         Difference<A, (Flat<L>,)>: ConcatWith<L>,
     {
         let value = self.value().unflatten::<L>()?;
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<Unflattened<A, L>>(at) else {
-                    return Ok(());
-                };
-                // Written out row-major, L's axes (last) merge into one.
-                let dz = dz.try_contiguous()?;
-                let rank = dz.lens().len();
-                let merged = (dz
-                    .layout()
-                    .merged(&(rank - L::RANK..rank).collect::<Vec<_>>()))
-                .expect("a row-major layout merges its trailing axes");
-                let order: Vec<TypeId> = (<Difference<A, (Flat<L>,)>>::IDS.iter())
-                    .chain([&TypeId::of::<Flat<L>>()])
-                    .copied()
-                    .collect();
-                grads.accumulate(id, reordered::<T, A>(&dz, merged, &order))
-            }))
+        Ok(self.record_unary(value, move |dz| {
+            // Written out row-major, L's axes (last) merge into one.
+            let dz = dz.try_contiguous()?;
+            let rank = dz.lens().len();
+            let merged = (dz
+                .layout()
+                .merged(&(rank - L::RANK..rank).collect::<Vec<_>>()))
+            .expect("a row-major layout merges its trailing axes");
+            let order: Vec<TypeId> = (<Difference<A, (Flat<L>,)>>::IDS.iter())
+                .chain([&TypeId::of::<Flat<L>>()])
+                .copied()
+                .collect();
+            Ok(reordered::<T, A>(&dz, merged, &order))
+        }))
     }
 
     /// `before` zeros before and `after` zeros after axis `X` (as
@@ -237,15 +198,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     {
         let len = self.value().lens()[<A as HasAxis<X>>::POS];
         let value = self.value().pad::<X>(before, after)?.try_contiguous()?;
-        let id = self.id();
-        Ok(self
-            .tape()
-            .record(value, self.needs_grad(), move |grads, at| {
-                let Some(dz) = grads.tensor::<A>(at) else {
-                    return Ok(());
-                };
-                grads.accumulate(id, dz.slice::<X>(before..before + len, 1)?)
-            }))
+        Ok(self.record_unary(value, move |dz| dz.slice::<X>(before..before + len, 1)))
     }
 }
 
