@@ -158,6 +158,38 @@ impl ElementsMut<'_> {
             ElementsMut::Bool(s) => Elements::Bool(s),
         }
     }
+
+    /// The same elements, borrowed again for a shorter time.
+    pub fn reborrow(&mut self) -> ElementsMut<'_> {
+        match self {
+            ElementsMut::F32(s) => ElementsMut::F32(s),
+            ElementsMut::F64(s) => ElementsMut::F64(s),
+            ElementsMut::F16(s) => ElementsMut::F16(s),
+            ElementsMut::BF16(s) => ElementsMut::BF16(s),
+            ElementsMut::I32(s) => ElementsMut::I32(s),
+            ElementsMut::I64(s) => ElementsMut::I64(s),
+            ElementsMut::U8(s) => ElementsMut::U8(s),
+            ElementsMut::Bool(s) => ElementsMut::Bool(s),
+        }
+    }
+}
+
+impl<'a> ElementsMut<'a> {
+    /// The elements before `mid` and those from it (panics if `mid` is past the end, as
+    /// [`slice::split_at_mut`]).
+    pub fn split_at(self, mid: usize) -> (ElementsMut<'a>, ElementsMut<'a>) {
+        macro_rules! split {
+            ($($variant:ident),*) => {
+                match self {
+                    $(ElementsMut::$variant(s) => {
+                        let (a, b) = s.split_at_mut(mid);
+                        (ElementsMut::$variant(a), ElementsMut::$variant(b))
+                    })*
+                }
+            };
+        }
+        split!(F32, F64, F16, BF16, I32, I64, U8, Bool)
+    }
 }
 
 mod sealed {

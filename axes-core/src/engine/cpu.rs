@@ -77,7 +77,7 @@ impl Block {
     }
 
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
-    fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Block {
+    pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Block {
         fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Vec<T> {
             vec![reduce.map_or(T::zero(), |op| identity_of(op.identity())); count]
         }
@@ -93,11 +93,11 @@ impl Block {
         }
     }
 
-    fn elements(&self) -> Elements<'_> {
+    pub(crate) fn elements(&self) -> Elements<'_> {
         with_block!(self, v => Element::elements(v))
     }
 
-    fn elements_mut(&mut self) -> ElementsMut<'_> {
+    pub(crate) fn elements_mut(&mut self) -> ElementsMut<'_> {
         with_block!(self, v => Element::elements_mut(v))
     }
 

@@ -12,6 +12,7 @@
 //! expressions never build) is an error here, where generated C converts it silently.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use half::{bf16, f16};
 
@@ -21,6 +22,8 @@ use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
 use crate::layout::within;
 use crate::num::{Num, take_division_by_zero};
+
+use super::threads;
 
 /// Elements per block.
 pub(crate) const BLOCK: usize = 256;
@@ -399,16 +402,416 @@ pub(crate) fn run(
     if lens.contains(&0) {
         return Ok(());
     }
-    take_division_by_zero();
-    run_checked(program, lens, sources, sinks);
-    if take_division_by_zero() {
+    let space = Space::canonical(lens, sources, sinks);
+    let sources: Vec<Source<'_>> = (sources.iter().zip(space.source_strides))
+        .map(|(s, strides)| Source {
+            data: s.data,
+            offset: s.offset,
+            strides,
+        })
+        .collect();
+    let sinks: Vec<Sink<'_>> = (sinks.iter_mut().zip(space.sink_strides))
+        .map(|(s, strides)| Sink {
+            data: s.data.reborrow(),
+            offset: s.offset,
+            strides,
+            combine: s.combine,
+        })
+        .collect();
+    if run_split(program, &space.lens, &sources, sinks) {
         return Err(Error::DivisionByZero);
     }
     Ok(())
 }
 
-/// [`run`] after its checks.
+/// Work (elements times instructions) from which a run is split across threads: about
+/// 50 µs, well above the cost of waking the pool's threads.
+const PARALLEL_MIN_WORK: usize = 1 << 16;
+
+/// An iteration space in canonical form: length-1 axes dropped, axes ordered by stride
+/// (largest outermost, summed over every operand), and axes merged where every operand
+/// steps over the inner one exactly into the outer one. Only lengths and strides decide it,
+/// so a run over the same layouts always takes the same order (and adds in the same order).
+struct Space {
+    lens: Vec<usize>,
+    source_strides: Vec<Vec<isize>>,
+    sink_strides: Vec<Vec<isize>>,
+}
+
+impl Space {
+    fn canonical(lens: &[usize], sources: &[Source<'_>], sinks: &[Sink<'_>]) -> Space {
+        let strides =
+            || (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
+        let weight = |a: usize| -> u128 { strides().map(|s| s[a].unsigned_abs() as u128).sum() };
+        let mut order: Vec<usize> = (0..lens.len()).filter(|&a| lens[a] != 1).collect();
+        // Stable: ties keep the given order.
+        order.sort_by_key(|&a| std::cmp::Reverse(weight(a)));
+        // Runs of axes merged into one: the outermost axis of each run and its total length.
+        let mut merged: Vec<(Vec<usize>, usize)> = Vec::with_capacity(order.len());
+        for &a in &order {
+            if let Some((run, len)) = merged.last_mut() {
+                let inner = *run.last().expect("runs are not empty");
+                if strides().all(|s| s[inner] == s[a] * lens[a] as isize) {
+                    run.push(a);
+                    *len *= lens[a];
+                    continue;
+                }
+            }
+            merged.push((vec![a], lens[a]));
+        }
+        // A merged axis steps like the innermost axis of its run.
+        let pick = |s: &[isize]| -> Vec<isize> {
+            merged
+                .iter()
+                .map(|(run, _)| s[*run.last().expect("runs are not empty")])
+                .collect()
+        };
+        Space {
+            lens: merged.iter().map(|&(_, len)| len).collect(),
+            source_strides: sources.iter().map(|s| pick(&s.strides)).collect(),
+            sink_strides: sinks.iter().map(|s| pick(&s.strides)).collect(),
+        }
+    }
+}
+
+/// The lowest and highest position, relative to the first, that `strides` reach over `lens`.
+fn reach(lens: &[usize], strides: &[isize]) -> (isize, isize) {
+    lens.iter()
+        .zip(strides)
+        .fold((0, 0), |(low, high), (&len, &stride)| {
+            let r = (len as isize - 1) * stride;
+            (low + r.min(0), high + r.max(0))
+        })
+}
+
+/// How a sink meets a split of the outermost axis.
+enum SinkSplit {
+    /// Each part of the axis writes a region of the buffer of its own.
+    Regions,
+    /// The sink combines over the axis: each part combines into a partial result of its own,
+    /// and the partials are combined into the sink in order.
+    Partials,
+}
+
+/// Parts at most when a run is split into partial results (a fixed count, not the number of
+/// threads, so the partial results, and the sums, are the same on every thread count).
+const MAX_PARTS: usize = 8;
+
+/// Elements per part at least when a run is split into partial results.
+const PART_MIN_ELEMENTS: usize = 1 << 14;
+
+/// Runs `program` (after [`run`]'s checks, over a canonical space), split along the
+/// outermost axis where the work is large enough and every sink either keeps that axis in a
+/// region of its own (then every element is computed as in one run, and the parts are as
+/// many as the threads) or combines over it (then the axis is cut into a fixed number of
+/// parts, each combined into a partial result, and the partials into the sink in order).
+/// Either way the result does not depend on the number of threads. Returns whether an
+/// integer was divided by zero.
+fn run_split(
+    program: &Program,
+    lens: &[usize],
+    sources: &[Source<'_>],
+    sinks: Vec<Sink<'_>>,
+) -> bool {
+    let count: usize = lens.iter().product();
+    let splits: Option<Vec<SinkSplit>> = (!lens.is_empty()
+        && count.saturating_mul(program.insts.len()) >= PARALLEL_MIN_WORK)
+        .then(|| {
+            (sinks.iter())
+                .map(|sink| {
+                    let (low, high) = reach(&lens[1..], &sink.strides[1..]);
+                    let stride = sink.strides[0];
+                    if stride > 0 && high - low < stride {
+                        Some(SinkSplit::Regions)
+                    } else if stride == 0 && sink.combine.is_some() {
+                        Some(SinkSplit::Partials)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+        .flatten();
+    let threads = threads::threads();
+    let parts = match &splits {
+        None => 1,
+        Some(splits) if splits.iter().all(|s| matches!(s, SinkSplit::Regions)) => {
+            threads.min(lens[0])
+        }
+        Some(splits) => {
+            let parts = (count / PART_MIN_ELEMENTS).clamp(1, MAX_PARTS).min(lens[0]);
+            // Combining the partials must cost little beside the run itself.
+            let partial: usize = (sinks.iter().zip(splits))
+                .filter(|(_, split)| matches!(split, SinkSplit::Partials))
+                .map(|(sink, _)| partial_len(&lens[1..], &sink.strides[1..]))
+                .sum();
+            if partial.saturating_mul(parts) <= count / 4 {
+                parts
+            } else {
+                1
+            }
+        }
+    };
+    let Some(splits) = splits.filter(|_| parts >= 2) else {
+        let mut sinks = sinks;
+        take_division_by_zero();
+        run_checked(program, lens, sources, &mut sinks);
+        return take_division_by_zero();
+    };
+    // Part `p` runs positions `bounds[p]..bounds[p + 1]` of the outermost axis.
+    let bounds: Vec<usize> = (0..=parts).map(|p| lens[0] * p / parts).collect();
+    // One partial result per part for each sink combined from partials.
+    let mut partials: Vec<Vec<Block>> = (0..parts)
+        .map(|_| {
+            (sinks.iter().zip(&splits))
+                .filter(|(_, split)| matches!(split, SinkSplit::Partials))
+                .map(|(sink, _)| {
+                    let len = partial_len(&lens[1..], &sink.strides[1..]);
+                    Block::filled(sink.data.dtype(), len, sink.combine)
+                })
+                .collect()
+        })
+        .collect();
+    let mut part_partials: Vec<_> = partials.iter_mut().map(|p| p.iter_mut()).collect();
+    let mut part_sinks: Vec<Vec<Sink<'_>>> = (0..parts).map(|_| Vec::new()).collect();
+    // The sinks combined from partials, each with the strides of its partials.
+    let mut combined: Vec<(Sink<'_>, Vec<isize>)> = Vec::new();
+    for (sink, split) in sinks.into_iter().zip(&splits) {
+        if let SinkSplit::Partials = split {
+            let strides = partial_strides(&lens[1..], &sink.strides[1..]);
+            let part_strides: Vec<isize> = [0].into_iter().chain(strides.clone()).collect();
+            for (sinks, blocks) in part_sinks.iter_mut().zip(&mut part_partials) {
+                let block = blocks.next().expect("a partial result per part");
+                sinks.push(Sink {
+                    data: block.elements_mut(),
+                    offset: 0,
+                    strides: part_strides.clone(),
+                    combine: sink.combine,
+                });
+            }
+            combined.push((sink, strides));
+            continue;
+        }
+        let (low, _) = reach(&lens[1..], &sink.strides[1..]);
+        let stride = sink.strides[0];
+        // Where each part's region starts in the buffer (the first part's at 0).
+        let region = |p: usize| -> usize {
+            if p == 0 {
+                0
+            } else {
+                (sink.offset as isize + bounds[p] as isize * stride + low) as usize
+            }
+        };
+        let mut rest = sink.data;
+        for (p, sinks) in part_sinks.iter_mut().enumerate() {
+            let data = if p + 1 < parts {
+                let (head, tail) = rest.split_at(region(p + 1) - region(p));
+                rest = tail;
+                head
+            } else {
+                std::mem::replace(&mut rest, ElementsMut::Bool(&mut []))
+            };
+            let first = sink.offset as isize + bounds[p] as isize * stride;
+            sinks.push(Sink {
+                data,
+                offset: (first - region(p) as isize) as usize,
+                strides: sink.strides.clone(),
+                combine: sink.combine,
+            });
+        }
+    }
+    let divided = AtomicBool::new(false);
+    let run_part = |p: usize, mut sinks: Vec<Sink<'_>>| {
+        let mut part_lens = lens.to_vec();
+        part_lens[0] = bounds[p + 1] - bounds[p];
+        let sources: Vec<Source<'_>> = (sources.iter())
+            .map(|s| Source {
+                data: s.data,
+                offset: (s.offset as isize + bounds[p] as isize * s.strides[0]) as usize,
+                strides: s.strides.clone(),
+            })
+            .collect();
+        take_division_by_zero();
+        run_checked(program, &part_lens, sources.as_slice(), &mut sinks);
+        if take_division_by_zero() {
+            divided.store(true, Ordering::Relaxed);
+        }
+    };
+    let mut part_list = part_sinks.into_iter().enumerate();
+    if threads < 2 {
+        part_list.for_each(|(p, sinks)| run_part(p, sinks));
+    } else {
+        let (_, first) = part_list.next().expect("two parts or more");
+        threads::in_place_scope(|scope| {
+            for (p, sinks) in part_list {
+                let run_part = &run_part;
+                scope.spawn(move |_| run_part(p, sinks));
+            }
+            run_part(0, first);
+        });
+    }
+    // The partial results, combined into their sinks in order.
+    for (k, (sink, strides)) in combined.iter_mut().enumerate() {
+        let rest = &lens[1..];
+        for blocks in &partials {
+            let source = Source {
+                data: blocks[k].elements(),
+                offset: 0,
+                strides: strides.clone(),
+            };
+            let mut target = [Sink {
+                data: sink.data.reborrow(),
+                offset: sink.offset,
+                strides: sink.strides[1..].to_vec(),
+                combine: sink.combine,
+            }];
+            run_checked(
+                &Program::copy(source.data.dtype()),
+                rest,
+                &[source],
+                &mut target,
+            );
+        }
+    }
+    divided.into_inner()
+}
+
+/// The elements of a partial result over `lens` of a sink with `strides` there: one per
+/// position along the axes it keeps (stride not 0).
+fn partial_len(lens: &[usize], strides: &[isize]) -> usize {
+    (lens.iter().zip(strides))
+        .filter(|(_, s)| **s != 0)
+        .map(|(l, _)| l)
+        .product()
+}
+
+/// The strides of a partial result (row-major over the axes the sink keeps, 0 elsewhere).
+fn partial_strides(lens: &[usize], strides: &[isize]) -> Vec<isize> {
+    let mut out = vec![0isize; lens.len()];
+    let mut step = 1isize;
+    for a in (0..lens.len()).rev() {
+        if strides[a] != 0 {
+            out[a] = step;
+            step *= lens[a] as isize;
+        }
+    }
+    out
+}
+
+/// The widest vector instructions of this CPU that the interpreter's arithmetic is compiled
+/// for, picked once per run.
+#[derive(Clone, Copy)]
+enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Baseline,
+}
+
+impl Isa {
+    fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Baseline
+    }
+}
+
+/// Runs every instruction of `program` on one block of `n` elements, compiled for `isa`.
+#[allow(clippy::too_many_arguments)]
+fn run_block(
+    isa: Isa,
+    program: &Program,
+    blocks: &mut [Block],
+    sources: &[Source<'_>],
+    source_base: &[isize],
+    start: usize,
+    n: usize,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::detect` found AVX-512F (and with it AVX2 and FMA) on this CPU.
+        Isa::Avx512 => unsafe { run_block_avx512(program, blocks, sources, source_base, start, n) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Isa::detect` found AVX2 and FMA on this CPU.
+        Isa::Avx2 => unsafe { run_block_avx2(program, blocks, sources, source_base, start, n) },
+        Isa::Baseline => run_block_body(program, blocks, sources, source_base, start, n),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+fn run_block_avx512(
+    program: &Program,
+    blocks: &mut [Block],
+    sources: &[Source<'_>],
+    source_base: &[isize],
+    start: usize,
+    n: usize,
+) {
+    run_block_body(program, blocks, sources, source_base, start, n);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn run_block_avx2(
+    program: &Program,
+    blocks: &mut [Block],
+    sources: &[Source<'_>],
+    source_base: &[isize],
+    start: usize,
+    n: usize,
+) {
+    run_block_body(program, blocks, sources, source_base, start, n);
+}
+
+/// [`run_block`]'s body: the arithmetic is inlined, so it takes the caller's instructions.
+#[inline(always)]
+fn run_block_body(
+    program: &Program,
+    blocks: &mut [Block],
+    sources: &[Source<'_>],
+    source_base: &[isize],
+    start: usize,
+    n: usize,
+) {
+    for (i, inst) in program.insts.iter().enumerate() {
+        let (done, rest) = blocks.split_at_mut(i);
+        let out = &mut rest[0];
+        match *inst {
+            Inst::Leaf(k) => {
+                let s = &sources[k];
+                let stride = s.strides.last().copied().unwrap_or(0);
+                gather(
+                    out,
+                    s.data,
+                    source_base[k] + start as isize * stride,
+                    stride,
+                    n,
+                );
+            }
+            Inst::Const(v) => with_block!(out, o => fill(&mut o[..n], v)),
+            Inst::Unary(op, a) => unary(op, out, &done[a], n),
+            Inst::Binary(op, a, b) => binary(op, out, &done[a], &done[b], n),
+            Inst::Compare(op, a, b) => compare(op, out, &done[a], &done[b], n),
+            Inst::Select(c, a, b) => select(out, &done[c], &done[a], &done[b], n),
+            Inst::Cast(a) => cast(out, &done[a], n),
+        }
+    }
+}
+
+/// [`run`] after its checks, on this thread.
 fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks: &mut [Sink<'_>]) {
+    let isa = Isa::detect();
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
     let outer_lens = &lens[..rank.saturating_sub(1)];
@@ -436,29 +839,15 @@ fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks:
         let mut start = 0;
         while start < inner {
             let n = BLOCK.min(inner - start);
-            for (i, inst) in program.insts.iter().enumerate() {
-                let (done, rest) = regs.blocks.split_at_mut(i);
-                let out = &mut rest[0];
-                match *inst {
-                    Inst::Leaf(k) => {
-                        let s = &sources[k];
-                        let stride = inner_stride(&s.strides);
-                        gather(
-                            out,
-                            s.data,
-                            source_base[k] + start as isize * stride,
-                            stride,
-                            n,
-                        );
-                    }
-                    Inst::Const(v) => with_block!(out, o => fill(&mut o[..n], v)),
-                    Inst::Unary(op, a) => unary(op, out, &done[a], n),
-                    Inst::Binary(op, a, b) => binary(op, out, &done[a], &done[b], n),
-                    Inst::Compare(op, a, b) => compare(op, out, &done[a], &done[b], n),
-                    Inst::Select(c, a, b) => select(out, &done[c], &done[a], &done[b], n),
-                    Inst::Cast(a) => cast(out, &done[a], n),
-                }
-            }
+            run_block(
+                isa,
+                program,
+                &mut regs.blocks,
+                sources,
+                &source_base,
+                start,
+                n,
+            );
             for (r, sink) in sinks.iter_mut().enumerate() {
                 let stride = inner_stride(&sink.strides);
                 let first = sink_base[r] + start as isize * stride;
@@ -507,6 +896,7 @@ fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: u
     }
 }
 
+#[inline(always)]
 fn unary(op: UnaryOp, out: &mut Block, a: &Block, n: usize) {
     match (out, a) {
         (Block::F32(o), Block::F32(x)) => op.apply_all(&mut o[..n], &x[..n]),
@@ -520,6 +910,7 @@ fn unary(op: UnaryOp, out: &mut Block, a: &Block, n: usize) {
     }
 }
 
+#[inline(always)]
 fn binary(op: BinaryOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
     match (out, a, b) {
         (Block::F32(o), Block::F32(x), Block::F32(y)) => {
@@ -723,6 +1114,276 @@ mod tests {
         };
         run(&program, &[3], &sources(), &mut [sink]).unwrap();
         assert_eq!(best, [4]);
+    }
+
+    /// Random iteration spaces (lengths 1 to 40 over up to 4 axes) with operands that are
+    /// permuted, strided, reversed and broadcast, and two results — one written, one summed
+    /// over a random subset of the axes onto its starting values — against a plain loop over
+    /// every position, on 1, 2 and 3 threads. The values are small integers, so every sum is
+    /// exact whatever the order of additions.
+    #[test]
+    fn canonical_and_split_runs_match_a_plain_loop() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        // `a * b - c` and, for the second result, the same plus 1.
+        let mut ir = Ir::default();
+        let (a, b, c) = (ir.leaf(), ir.leaf(), ir.leaf());
+        let ab = ir.push(IrNode::Binary(BinaryOp::Mul, a, b));
+        let first = ir.push(IrNode::Binary(BinaryOp::Sub, ab, c));
+        let one = ir.push(IrNode::Scalar(1.0));
+        let second = ir.push(IrNode::Binary(BinaryOp::Add, first, one));
+        let types = [DType::F64; 3];
+        let program = Program::compile(&ir, &[first, second], &types, DType::F64).unwrap();
+        for case in 0..60 {
+            let rank = rng.random_range(1..=4);
+            let lens: Vec<usize> = (0..rank)
+                .map(|_| [1, 2, 3, 7, 16, 40][rng.random_range(0..6)])
+                .collect();
+            let count: usize = lens.iter().product();
+            // Row-major strides over a random order of the axes, some reversed, some 0.
+            let layout = |rng: &mut rand_chacha::ChaCha8Rng,
+                          broadcast: bool|
+             -> (usize, Vec<isize>, usize) {
+                let mut order: Vec<usize> = (0..rank).collect();
+                for i in (1..rank).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                let mut strides = vec![0isize; rank];
+                let mut step = 1isize;
+                for &axis in order.iter().rev() {
+                    if broadcast && rng.random_bool(0.3) {
+                        continue;
+                    }
+                    strides[axis] = step * rng.random_range(1..=2i64) as isize;
+                    step = strides[axis] * lens[axis] as isize;
+                }
+                let len = step as usize;
+                let mut offset = 0;
+                for (axis, stride) in strides.iter_mut().enumerate() {
+                    if rng.random_bool(0.3) {
+                        offset += (lens[axis] - 1) * stride.unsigned_abs();
+                        *stride = -*stride;
+                    }
+                }
+                (offset, strides, len)
+            };
+            let mut inputs = Vec::new();
+            for _ in 0..3 {
+                let (offset, strides, len) = layout(&mut rng, true);
+                let values: Vec<f64> = (0..len).map(|_| rng.random_range(-9..=9) as f64).collect();
+                inputs.push((values, offset, strides));
+            }
+            let (written_offset, written_strides, written_len) = layout(&mut rng, false);
+            // The sum keeps a random subset of the axes, row-major.
+            let kept: Vec<bool> = (0..rank).map(|_| rng.random_bool(0.5)).collect();
+            let mut sum_strides = vec![0isize; rank];
+            let mut step = 1;
+            for axis in (0..rank).rev() {
+                if kept[axis] {
+                    sum_strides[axis] = step;
+                    step *= lens[axis] as isize;
+                }
+            }
+            let sum_len = step as usize;
+            let start: Vec<f64> = (0..sum_len).map(|i| i as f64).collect();
+            // The plain loop.
+            let mut want_written = vec![0.0; written_len];
+            let mut want_sum = start.clone();
+            let position = |offset: usize, strides: &[isize], index: &[usize]| {
+                (offset as isize
+                    + index
+                        .iter()
+                        .zip(strides)
+                        .map(|(&i, &s)| i as isize * s)
+                        .sum::<isize>()) as usize
+            };
+            for flat in 0..count {
+                let mut index = vec![0; rank];
+                let mut rest = flat;
+                for axis in (0..rank).rev() {
+                    index[axis] = rest % lens[axis];
+                    rest /= lens[axis];
+                }
+                let v: Vec<f64> = (inputs.iter())
+                    .map(|(values, offset, strides)| values[position(*offset, strides, &index)])
+                    .collect();
+                let value = v[0] * v[1] - v[2];
+                want_written[position(written_offset, &written_strides, &index)] = value;
+                want_sum[position(0, &sum_strides, &index)] += value + 1.0;
+            }
+            for threads in [1, 2, 3] {
+                super::threads::set_threads(threads).unwrap();
+                let sources: Vec<Source<'_>> = (inputs.iter())
+                    .map(|(values, offset, strides)| Source {
+                        data: Elements::F64(values),
+                        offset: *offset,
+                        strides: strides.clone(),
+                    })
+                    .collect();
+                let mut written = vec![f64::NAN; written_len];
+                let mut sum = start.clone();
+                let mut sinks = [
+                    Sink {
+                        data: ElementsMut::F64(&mut written),
+                        offset: written_offset,
+                        strides: written_strides.clone(),
+                        combine: None,
+                    },
+                    Sink {
+                        data: ElementsMut::F64(&mut sum),
+                        offset: 0,
+                        strides: sum_strides.clone(),
+                        combine: Some(ReduceOp::Sum),
+                    },
+                ];
+                run(&program, &lens, &sources, &mut sinks).unwrap();
+                let context = format!("case {case}: lens {lens:?}, {threads} threads");
+                // Positions the loop never wrote stay NaN in both.
+                let same = |x: &f64, y: &f64| x == y || (x.is_nan() && *y == 0.0);
+                assert!(
+                    written.iter().zip(&want_written).all(|(x, y)| same(x, y)),
+                    "{context}"
+                );
+                assert_eq!(sum, want_sum, "{context}");
+            }
+        }
+        super::threads::set_threads(2).unwrap();
+    }
+
+    /// A run long enough to be split, whose parts each see different values: the result is
+    /// the same bits on every thread count, and an integer division by zero in any part is
+    /// an error.
+    #[test]
+    fn split_runs_are_the_same_on_every_thread_count() {
+        let mut ir = Ir::default();
+        let (a, b) = (ir.leaf(), ir.leaf());
+        let e = ir.push(IrNode::Unary(UnaryOp::Exp, a));
+        let root = ir.push(IrNode::Binary(BinaryOp::Div, e, b));
+        let program = Program::compile(&ir, &[root], &[DType::F32; 2], DType::F32).unwrap();
+        let (rows, cols) = (300, 257);
+        let xs: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.37).sin()).collect();
+        let ys: Vec<f32> = (0..rows * cols)
+            .map(|i| 1.5 + (i as f32 * 0.11).cos())
+            .collect();
+        let result = |threads: usize| {
+            super::threads::set_threads(threads).unwrap();
+            let mut out = vec![0f32; rows * cols];
+            let sources = [&xs, &ys].map(|v| Source {
+                data: Elements::F32(v),
+                offset: 0,
+                strides: vec![cols as isize, 1],
+            });
+            let sink = Sink {
+                data: ElementsMut::F32(&mut out),
+                offset: 0,
+                strides: vec![cols as isize, 1],
+                combine: None,
+            };
+            run(&program, &[rows, cols], &sources, &mut [sink]).unwrap();
+            out
+        };
+        let one = result(1);
+        assert!(
+            one.iter()
+                .zip(&xs)
+                .zip(&ys)
+                .all(|((&o, &x), &y)| { ((o - x.exp() / y) / o).abs() < 1e-6 })
+        );
+        assert!(one == result(2) && one == result(3));
+        // An integer division by zero in the last part only.
+        let program = Program::compile(&ir_div(), &[2], &[DType::I32; 2], DType::I32).unwrap();
+        let mut divisors = vec![3i32; rows * cols];
+        divisors[rows * cols - 1] = 0;
+        let dividends = vec![7i32; rows * cols];
+        for threads in [1, 2, 3] {
+            super::threads::set_threads(threads).unwrap();
+            let mut out = vec![0i32; rows * cols];
+            let sources = [&dividends, &divisors].map(|v| Source {
+                data: Elements::I32(v),
+                offset: 0,
+                strides: vec![cols as isize, 1],
+            });
+            let sink = Sink {
+                data: ElementsMut::I32(&mut out),
+                offset: 0,
+                strides: vec![cols as isize, 1],
+                combine: None,
+            };
+            let err = run(&program, &[rows, cols], &sources, &mut [sink]).unwrap_err();
+            assert!(
+                matches!(err, Error::DivisionByZero),
+                "{threads} threads: {err}"
+            );
+        }
+        super::threads::set_threads(2).unwrap();
+    }
+
+    /// Sums and maxima over the outermost axis (a bias's gradient), beside a result that
+    /// keeps it: the run is cut into partial results combined in a fixed order, so the
+    /// values match a plain loop (exact on integer values) and are the same bits on every
+    /// thread count (on float values).
+    #[test]
+    fn outer_reductions_combine_partials_in_a_fixed_order() {
+        let mut ir = Ir::default();
+        let x = ir.leaf();
+        let two = ir.push(IrNode::Scalar(2.0));
+        let doubled = ir.push(IrNode::Binary(BinaryOp::Mul, x, two));
+        let e = ir.push(IrNode::Unary(UnaryOp::Exp, x));
+        let (rows, cols) = (300, 200);
+        let run_with = |xs: &[f64], root: usize, threads: usize| {
+            super::threads::set_threads(threads).unwrap();
+            let program =
+                Program::compile(&ir, &[doubled, root, root], &[DType::F64], DType::F64).unwrap();
+            let (mut written, mut sums, mut maxima) = (
+                vec![0.0; rows * cols],
+                vec![1.0; cols],
+                vec![f64::MIN; cols],
+            );
+            let source = Source {
+                data: Elements::F64(xs),
+                offset: 0,
+                strides: vec![cols as isize, 1],
+            };
+            let sink = |data, strides: Vec<isize>, combine| Sink {
+                data,
+                offset: 0,
+                strides,
+                combine,
+            };
+            let mut sinks = [
+                sink(ElementsMut::F64(&mut written), vec![cols as isize, 1], None),
+                sink(ElementsMut::F64(&mut sums), vec![0, 1], Some(ReduceOp::Sum)),
+                sink(
+                    ElementsMut::F64(&mut maxima),
+                    vec![0, 1],
+                    Some(ReduceOp::Max),
+                ),
+            ];
+            run(&program, &[rows, cols], &[source], &mut sinks).unwrap();
+            (written, sums, maxima)
+        };
+        let ints: Vec<f64> = (0..rows * cols)
+            .map(|i| ((i * 37) % 19) as f64 - 9.0)
+            .collect();
+        let (written, sums, maxima) = run_with(&ints, x, 2);
+        assert!(written.iter().zip(&ints).all(|(w, x)| *w == 2.0 * x));
+        for c in 0..cols {
+            let column = (0..rows).map(|r| ints[r * cols + c]);
+            assert_eq!(sums[c], 1.0 + column.clone().sum::<f64>(), "column {c}");
+            assert_eq!(maxima[c], column.fold(f64::MIN, f64::max), "column {c}");
+        }
+        let floats: Vec<f64> = (0..rows * cols).map(|i| (i as f64 * 0.37).sin()).collect();
+        let one = run_with(&floats, e, 1);
+        assert!(one == run_with(&floats, e, 2) && one == run_with(&floats, e, 3));
+        super::threads::set_threads(2).unwrap();
+    }
+
+    /// `a / b`.
+    fn ir_div() -> Ir {
+        let mut ir = Ir::default();
+        let (a, b) = (ir.leaf(), ir.leaf());
+        ir.push(IrNode::Binary(BinaryOp::Div, a, b));
+        ir
     }
 
     #[test]

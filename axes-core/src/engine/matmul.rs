@@ -93,23 +93,60 @@ pub(crate) fn batched_matmul_into<T: Num>(
             what: "a matrix operand that leaves its buffer".into(),
         });
     }
+    let threads = threads::threads();
+    let parts = threads.min(batches);
+    if parts < 2
+        || m.saturating_mul(n)
+            .saturating_mul(k)
+            .saturating_mul(batches)
+            < SPLIT_MIN_MACS
+    {
+        matmul_batches(out, 0..batches, batch_lens, (m, n, k), lhs, rhs, threads);
+        return Ok(());
+    }
+    // Whole products to each thread, one thread each: every product is computed as on one
+    // thread (the row split gives the same bits), so the result is the same for every count.
+    let mut rest = out;
+    let mut ranges = (0..parts).map(|p| batches * p / parts..batches * (p + 1) / parts);
+    let first = ranges.next().expect("two parts or more");
+    let (first_out, tail) = rest.split_at_mut(first.len() * m * n);
+    rest = tail;
+    threads::in_place_scope(|scope| {
+        for range in ranges {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(range.len() * m * n);
+            rest = tail;
+            scope.spawn(move |_| matmul_batches(part, range, batch_lens, (m, n, k), lhs, rhs, 1));
+        }
+        matmul_batches(first_out, first, batch_lens, (m, n, k), lhs, rhs, 1);
+    });
+    Ok(())
+}
+
+/// The products `batches` (indices into the batch, row-major over `batch_lens`) into `out`,
+/// one after another, each on up to `threads` threads.
+fn matmul_batches<T: Num>(
+    out: &mut [MaybeUninit<T>],
+    batches: std::ops::Range<usize>,
+    batch_lens: &[usize],
+    (m, n, k): (usize, usize, usize),
+    lhs: &HostMatrix<'_, T>,
+    rhs: &HostMatrix<'_, T>,
+    threads: usize,
+) {
     let mut index = vec![0usize; batch_lens.len()];
-    for b in 0..batches {
+    let mut at = batches.start;
+    for axis in (0..index.len()).rev() {
+        index[axis] = at % batch_lens[axis];
+        at /= batch_lens[axis];
+    }
+    for (dst, _) in out.chunks_mut(m * n).zip(batches) {
         let (lo, ro) = (lhs.origin(&index), rhs.origin(&index));
-        let dst = &mut out[b * m * n..(b + 1) * m * n];
         matmul(
             dst,
-            m,
-            n,
-            k,
-            lhs.data,
-            lo,
-            lhs.row_stride,
-            lhs.col_stride,
-            rhs.data,
-            ro,
-            rhs.row_stride,
-            rhs.col_stride,
+            (m, n, k),
+            (lhs.data, lo, lhs.row_stride, lhs.col_stride),
+            (rhs.data, ro, rhs.row_stride, rhs.col_stride),
+            threads,
         );
         for axis in (0..index.len()).rev() {
             index[axis] += 1;
@@ -119,7 +156,6 @@ pub(crate) fn batched_matmul_into<T: Num>(
             index[axis] = 0;
         }
     }
-    Ok(())
 }
 
 /// Products of at least this many multiply-adds are split across threads.
@@ -224,21 +260,14 @@ fn gemm_rows<T: Num>(
 }
 
 /// `dst (m×n, row-major) = lhs (m×k) · rhs (k×n)`, each operand given by buffer, offset and
-/// (row, column) strides that keep every element inside its buffer.
-#[allow(clippy::too_many_arguments)]
+/// (row, column) strides that keep every element inside its buffer, on up to `threads`
+/// threads (the same bits on any number).
 fn matmul<T: Num>(
     dst: &mut [MaybeUninit<T>],
-    m: usize,
-    n: usize,
-    k: usize,
-    lhs: &[T],
-    lo: isize,
-    l_rs: isize,
-    l_cs: isize,
-    rhs: &[T],
-    ro: isize,
-    r_rs: isize,
-    r_cs: isize,
+    (m, n, k): (usize, usize, usize),
+    (lhs, lo, l_rs, l_cs): (&[T], isize, isize, isize),
+    (rhs, ro, r_rs, r_cs): (&[T], isize, isize, isize),
+    threads: usize,
 ) {
     // Every position an operand reaches, checked once against its buffer.
     let inside = |data: &[T], o: isize, rows: usize, rs: isize, cols: usize, cs: isize| {
@@ -263,7 +292,6 @@ fn matmul<T: Num>(
             row_stride: r_rs,
             col_stride: r_cs,
         };
-        let threads = threads::threads();
         let macs = m.saturating_mul(n).saturating_mul(k);
         if threads == 1 || macs < SPLIT_MIN_MACS {
             gemm_rows(dst, 0..m, n, k, &lhs, &rhs, gemm::Parallelism::None);
@@ -319,7 +347,8 @@ fn matmul<T: Num>(
         let b = widen(rhs, ro, r_rs, r_cs, k, n);
         let mut c = Vec::with_capacity(m * n);
         let written = &mut c.spare_capacity_mut()[..m * n];
-        matmul(written, m, n, k, &a, 0, k as isize, 1, &b, 0, n as isize, 1);
+        let (a, b) = ((&a[..], 0, k as isize, 1), (&b[..], 0, n as isize, 1));
+        matmul(written, (m, n, k), a, b, threads);
         // SAFETY: `matmul` wrote every one of the m×n elements.
         unsafe { c.set_len(m * n) };
         for (d, v) in dst.iter_mut().zip(c) {
@@ -397,17 +426,10 @@ mod tests {
             let (lo, ro) = (0, 0);
             matmul(
                 &mut out.spare_capacity_mut()[..m * n],
-                m,
-                n,
-                k,
-                lhs,
-                lo,
-                s(l_rs),
-                s(l_cs),
-                rhs,
-                ro,
-                s(r_rs),
-                s(r_cs),
+                (m, n, k),
+                (lhs, lo, s(l_rs), s(l_cs)),
+                (rhs, ro, s(r_rs), s(r_cs)),
+                threads,
             );
             // SAFETY: `matmul` wrote every one of the m×n elements.
             unsafe { out.set_len(m * n) };

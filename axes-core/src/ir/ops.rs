@@ -403,6 +403,7 @@ macro_rules! define_unary_ops {
             }
 
             /// `out[i] = op(a[i])`: one `match` per block of elements, not per element.
+            #[inline(always)]
             pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T]) {
                 match self {
                     $(UnaryOp::$op => {
@@ -415,6 +416,7 @@ macro_rules! define_unary_ops {
 
             /// `out[i] = op(a[i])` for an op of the [`Domain::Num`] domain over any numeric
             /// type; `false` (nothing written) for an op defined on floats only.
+            #[inline(always)]
             pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T]) -> bool {
                 match self {
                     $(UnaryOp::$op => num_domain_only!($domain, {
@@ -509,6 +511,7 @@ macro_rules! define_binary_ops {
             }
 
             /// `out[i] = op(a[i], b[i])`: one `match` per block of elements.
+            #[inline(always)]
             pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T], b: &[T]) {
                 match self {
                     $(BinaryOp::$op => {
@@ -521,6 +524,7 @@ macro_rules! define_binary_ops {
 
             /// `out[i] = op(a[i], b[i])` for an op of the [`Domain::Num`] domain over any
             /// numeric type; `false` (nothing written) for an op defined on floats only.
+            #[inline(always)]
             pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
                 match self {
                     $(BinaryOp::$op => num_domain_only!($domain, {
