@@ -4,12 +4,17 @@ validation bits per character as it trains and that of a bigram count model on t
 split, and writes `target/gpt/torch_curves.csv`, which `examples/gpt.rs` plots beside its own.
 
     python3 benches/gpt_torch.py [--steps 250] [--batch 32] [--seed 1] [--threads 2]
+
+With `--bench`, it only times training steps (the peer of `cargo bench --bench gpt_step`):
+5 warm-up steps, then the median of 7 runs of 5 steps, printed as one JSON line.
 """
 
 import argparse
 import gzip
+import json
 import math
 import os
+import statistics
 import time
 
 import torch
@@ -109,6 +114,38 @@ def bigram_bits(train, valid, vocab):
     return -log_p[valid[:-1], valid[1:]].mean().item()
 
 
+def train_step(model, opt, x, y):
+    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss
+
+
+def bench(args, vocab=73, warmup=5, runs=7, steps=5):
+    """Times training steps on fixed random batches (the data does not change the cost)."""
+    model = Gpt(vocab)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    ids = torch.randint(0, vocab, (args.batch, CONTEXT + 1))
+    x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+    for _ in range(warmup):
+        train_step(model, opt, x, y)
+    runs_ms = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(steps):
+            train_step(model, opt, x, y)
+        runs_ms.append((time.perf_counter() - start) / steps * 1e3)
+    print(json.dumps({
+        "framework": "pytorch",
+        "version": torch.__version__,
+        "threads": args.threads,
+        "median_ms_per_step": round(statistics.median(runs_ms), 2),
+        "runs_ms": [round(r, 2) for r in runs_ms],
+    }))
+
+
 def main():
     args = argparse.ArgumentParser()
     args.add_argument("--steps", type=int, default=250)
@@ -116,9 +153,13 @@ def main():
     args.add_argument("--seed", type=int, default=1)
     args.add_argument("--eval-every", type=int, default=50)
     args.add_argument("--threads", type=int, default=2)
+    args.add_argument("--bench", action="store_true")
     args = args.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    if args.bench:
+        bench(args)
+        return
     with gzip.open(os.path.join(ROOT, "data/kjv/kjv.txt.gz"), "rt") as f:
         text = f.read()
     chars = sorted(set(text))
@@ -136,13 +177,9 @@ def main():
     started = time.perf_counter()
     for step in range(args.steps):
         x, y = batch(train, args.batch, rng)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         for group in opt.param_groups:
             group["lr"] = schedule(step, args.steps)
-        opt.step()
+        loss = train_step(model, opt, x, y)
         bits = loss.item() / math.log(2)
         curves.append(f"train,{step + 1},{bits}")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:

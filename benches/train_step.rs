@@ -15,7 +15,7 @@ use criterion::{BenchmarkId, Criterion};
 use ndarray::{Array1, Array2, Axis as NdAxis};
 
 mod support;
-use support::median_ns;
+use support::{median_ns, python_peer};
 
 #[derive(Axis)]
 struct Batch;
@@ -251,30 +251,6 @@ fn agree() {
     assert!(diff < 1e-4, "weights differ by {diff}");
 }
 
-/// PyTorch's µs per step for `threads`, from the script, if torch is importable.
-fn pytorch(threads: usize) -> Option<f64> {
-    let out = std::process::Command::new("python3")
-        .args([
-            "benches/train_step_torch.py",
-            "--threads",
-            &threads.to_string(),
-        ])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        println!(
-            "PyTorch peer not run: {}",
-            err.lines().last().unwrap_or("python3 failed")
-        );
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let key = "\"median_us_per_step\":";
-    let rest = &text[text.find(key)? + key.len()..];
-    rest[..rest.find([',', '}'])?].trim().parse().ok()
-}
-
 fn main() {
     agree();
     let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
@@ -297,7 +273,12 @@ fn main() {
         let Some(ours) = us(&format!("axes/{threads}")) else {
             continue;
         };
-        let torch = pytorch(threads);
+        let args = [
+            "benches/train_step_torch.py",
+            "--threads",
+            &threads.to_string(),
+        ];
+        let torch = python_peer(&args, "median_us_per_step");
         print!("axes, {threads} thread(s): {ours:8.1} µs");
         if let Some(nd) = nd {
             print!("   ndarray (1 thread): {nd:8.1} µs  ratio {:.2}", nd / ours);

@@ -14,3 +14,26 @@ pub(crate) fn median_ns(group: &str, id: &str) -> Option<f64> {
     let end = rest[start..].find([',', '}'])?;
     rest[start..start + end].trim().parse().ok()
 }
+
+/// The number after `"key":` in the JSON that a Python peer script (`args`, run with
+/// `$AXES_TORCH_PYTHON` or `python3`) prints, or `None` (saying why) where it cannot run.
+#[allow(dead_code)]
+pub(crate) fn python_peer(args: &[&str], key: &str) -> Option<f64> {
+    let python = std::env::var("AXES_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(python)
+        .args(args)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!(
+            "Python peer not run: {}",
+            err.lines().last().unwrap_or("python3 failed")
+        );
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let key = format!("\"{key}\":");
+    let rest = &text[text.find(&key)? + key.len()..];
+    rest[..rest.find([',', '}'])?].trim().parse().ok()
+}
