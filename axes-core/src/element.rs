@@ -129,6 +129,21 @@ impl Elements<'_> {
     }
 }
 
+impl<'a> Elements<'a> {
+    /// The elements `from..to` (panics outside the slice, as slice indexing).
+    #[inline(always)]
+    pub fn slice(self, from: usize, to: usize) -> Elements<'a> {
+        macro_rules! sliced {
+            ($($variant:ident),*) => {
+                match self {
+                    $(Elements::$variant(s) => Elements::$variant(&s[from..to]),)*
+                }
+            };
+        }
+        sliced!(F32, F64, F16, BF16, I32, I64, U8, Bool)
+    }
+}
+
 impl ElementsMut<'_> {
     /// The element type.
     pub fn dtype(&self) -> DType {

@@ -4,7 +4,7 @@
 
 mod pool;
 
-pub(crate) use pool::{filled, with_capacity};
+pub(crate) use pool::{filled, for_overwrite, with_capacity};
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};

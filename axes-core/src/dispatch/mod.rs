@@ -103,7 +103,12 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
         lengths: format!("{:?}", layout.lens()),
     })?;
-    let mut data = crate::storage::filled(count, init);
+    // A plain evaluation writes every element of the fresh buffer.
+    let mut data = if S::REDUCES {
+        crate::storage::filled(count, init)
+    } else {
+        crate::storage::for_overwrite(count)
+    };
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)

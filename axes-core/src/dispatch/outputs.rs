@@ -397,14 +397,15 @@ fn on_host<T: Num>(
                     .ok_or_else(|| Error::SizeOverflow {
                         lengths: format!("{kept:?}"),
                     })?;
-                let identity = identity_of::<T>(output.reduce.identity());
                 let layout = Layout::row_major(&kept);
+                // A result that keeps every axis is written over every element.
+                let values = if reduces {
+                    storage::filled(count, identity_of::<T>(output.reduce.identity()))
+                } else {
+                    storage::for_overwrite(count)
+                };
                 let combine = reduces.then_some(output.reduce);
-                (
-                    Storage::new(storage::filled(count, identity)),
-                    layout,
-                    combine,
-                )
+                (Storage::new(values), layout, combine)
             }
         };
         combines.push((strides_over(&layout, &output.kept, rank), combine));

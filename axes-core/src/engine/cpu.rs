@@ -93,6 +93,7 @@ impl Block {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn elements(&self) -> Elements<'_> {
         with_block!(self, v => Element::elements(v))
     }

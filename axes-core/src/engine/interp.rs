@@ -344,6 +344,22 @@ macro_rules! with_block {
 }
 pub(crate) use with_block;
 
+/// `$body` with `$v` bound to the slice of whichever type `$elements` holds.
+macro_rules! with_elements {
+    ($elements:expr, $v:ident => $body:expr) => {
+        match $elements {
+            Elements::F32($v) => $body,
+            Elements::F64($v) => $body,
+            Elements::F16($v) => $body,
+            Elements::BF16($v) => $body,
+            Elements::I32($v) => $body,
+            Elements::I64($v) => $body,
+            Elements::U8($v) => $body,
+            Elements::Bool($v) => $body,
+        }
+    };
+}
+
 /// Runs `program` over the iteration space `lens`: root `r` goes to `sinks[r]`.
 ///
 /// The sources and sinks are checked up front (their types against the program's, every
@@ -726,87 +742,107 @@ impl Isa {
     }
 }
 
-/// Runs every instruction of `program` on one block of `n` elements, compiled for `isa`.
-#[allow(clippy::too_many_arguments)]
-fn run_block(
-    isa: Isa,
-    program: &Program,
-    blocks: &mut [Block],
-    sources: &[Source<'_>],
-    source_base: &[isize],
-    start: usize,
-    n: usize,
-) {
+/// One run on this thread: its program, its operands and the positions where the current
+/// row of the innermost axis starts in each.
+struct Run<'r, 's, 'd> {
+    program: &'r Program,
+    sources: &'r [Source<'s>],
+    source_base: Vec<isize>,
+    sinks: &'r mut [Sink<'d>],
+    sink_base: Vec<isize>,
+}
+
+/// Runs every instruction of the program on the block of `n` elements at `start` of the
+/// current row and writes (or combines) its results into the sinks, compiled for `isa`.
+fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::detect` found AVX-512F (and with it AVX2 and FMA) on this CPU.
-        Isa::Avx512 => unsafe { run_block_avx512(program, blocks, sources, source_base, start, n) },
+        Isa::Avx512 => unsafe { run_block_avx512(run, blocks, start, n) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::detect` found AVX2 and FMA on this CPU.
-        Isa::Avx2 => unsafe { run_block_avx2(program, blocks, sources, source_base, start, n) },
-        Isa::Baseline => run_block_body(program, blocks, sources, source_base, start, n),
+        Isa::Avx2 => unsafe { run_block_avx2(run, blocks, start, n) },
+        Isa::Baseline => run_block_body(run, blocks, start, n),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-fn run_block_avx512(
-    program: &Program,
-    blocks: &mut [Block],
-    sources: &[Source<'_>],
-    source_base: &[isize],
-    start: usize,
-    n: usize,
-) {
-    run_block_body(program, blocks, sources, source_base, start, n);
+fn run_block_avx512(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+    run_block_body(run, blocks, start, n);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn run_block_avx2(
-    program: &Program,
-    blocks: &mut [Block],
-    sources: &[Source<'_>],
-    source_base: &[isize],
-    start: usize,
-    n: usize,
-) {
-    run_block_body(program, blocks, sources, source_base, start, n);
+fn run_block_avx2(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+    run_block_body(run, blocks, start, n);
 }
 
-/// [`run_block`]'s body: the arithmetic is inlined, so it takes the caller's instructions.
+/// [`run_block`]'s body: the arithmetic and the writes are inlined, so they take the
+/// caller's instructions.
 #[inline(always)]
-fn run_block_body(
-    program: &Program,
-    blocks: &mut [Block],
-    sources: &[Source<'_>],
-    source_base: &[isize],
-    start: usize,
-    n: usize,
-) {
+fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+    let (program, sources, source_base) = (run.program, run.sources, &run.source_base[..]);
     for (i, inst) in program.insts.iter().enumerate() {
         let (done, rest) = blocks.split_at_mut(i);
         let out = &mut rest[0];
+        macro_rules! arg {
+            ($j:expr) => {
+                operand(program, $j, done, sources, source_base, start, n)
+            };
+        }
         match *inst {
             Inst::Leaf(k) => {
                 let s = &sources[k];
                 let stride = s.strides.last().copied().unwrap_or(0);
-                gather(
-                    out,
-                    s.data,
-                    source_base[k] + start as isize * stride,
-                    stride,
-                    n,
-                );
+                if stride != 1 {
+                    gather(
+                        out,
+                        s.data,
+                        source_base[k] + start as isize * stride,
+                        stride,
+                        n,
+                    );
+                }
             }
             Inst::Const(v) => with_block!(out, o => fill(&mut o[..n], v)),
-            Inst::Unary(op, a) => unary(op, out, &done[a], n),
-            Inst::Binary(op, a, b) => binary(op, out, &done[a], &done[b], n),
-            Inst::Compare(op, a, b) => compare(op, out, &done[a], &done[b], n),
-            Inst::Select(c, a, b) => select(out, &done[c], &done[a], &done[b], n),
-            Inst::Cast(a) => cast(out, &done[a], n),
+            Inst::Unary(op, a) => unary(op, out, arg!(a), n),
+            Inst::Binary(op, a, b) => binary(op, out, arg!(a), arg!(b), n),
+            Inst::Compare(op, a, b) => compare(op, out, arg!(a), arg!(b), n),
+            Inst::Select(c, a, b) => select(out, arg!(c), arg!(a), arg!(b), n),
+            Inst::Cast(a) => cast(out, arg!(a), n),
         }
     }
+    for (r, sink) in run.sinks.iter_mut().enumerate() {
+        let stride = sink.strides.last().copied().unwrap_or(0);
+        let first = run.sink_base[r] + start as isize * stride;
+        let root = program.roots[r];
+        let values = operand(program, root, blocks, sources, source_base, start, n);
+        scatter(sink, first, stride, values, n);
+    }
+}
+
+/// The `n` values of instruction `j` in the block at `start`: a leaf that is contiguous
+/// along the innermost axis is read where it lies (no copy), every other instruction from
+/// its register.
+#[inline(always)]
+fn operand<'b>(
+    program: &Program,
+    j: usize,
+    done: &'b [Block],
+    sources: &'b [Source<'_>],
+    source_base: &[isize],
+    start: usize,
+    n: usize,
+) -> Elements<'b> {
+    if let Inst::Leaf(k) = program.insts[j] {
+        let s = &sources[k];
+        if s.strides.last() == Some(&1) {
+            let first = (source_base[k] + start as isize) as usize;
+            return s.data.slice(first, first + n);
+        }
+    }
+    done[j].elements().slice(0, n)
 }
 
 /// [`run`] after its checks, on this thread.
@@ -815,12 +851,16 @@ fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks:
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
     let outer_lens = &lens[..rank.saturating_sub(1)];
-    let inner_stride = |strides: &[isize]| strides.last().copied().unwrap_or(0);
     let mut regs = Registers::take(&program.types);
     let mut index = vec![0usize; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
-    let mut source_base = vec![0isize; sources.len()];
-    let mut sink_base = vec![0isize; sinks.len()];
+    let mut run = Run {
+        program,
+        sources,
+        source_base: vec![0isize; sources.len()],
+        sink_base: vec![0isize; sinks.len()],
+        sinks,
+    };
     for _ in 0..outer_count {
         let base = |offset: usize, strides: &[isize]| {
             offset as isize
@@ -830,29 +870,16 @@ fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks:
                     .map(|(&i, &s)| i as isize * s)
                     .sum::<isize>()
         };
-        for (b, s) in source_base.iter_mut().zip(sources) {
+        for (b, s) in run.source_base.iter_mut().zip(sources) {
             *b = base(s.offset, &s.strides);
         }
-        for (b, s) in sink_base.iter_mut().zip(sinks.iter()) {
+        for (b, s) in run.sink_base.iter_mut().zip(run.sinks.iter()) {
             *b = base(s.offset, &s.strides);
         }
         let mut start = 0;
         while start < inner {
             let n = BLOCK.min(inner - start);
-            run_block(
-                isa,
-                program,
-                &mut regs.blocks,
-                sources,
-                &source_base,
-                start,
-                n,
-            );
-            for (r, sink) in sinks.iter_mut().enumerate() {
-                let stride = inner_stride(&sink.strides);
-                let first = sink_base[r] + start as isize * stride;
-                scatter(sink, first, stride, &regs.blocks[program.roots[r]], n);
-            }
+            run_block(isa, &mut run, &mut regs.blocks, start, n);
             start += n;
         }
         for axis in (0..index.len()).rev() {
@@ -897,41 +924,41 @@ fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: u
 }
 
 #[inline(always)]
-fn unary(op: UnaryOp, out: &mut Block, a: &Block, n: usize) {
+fn unary(op: UnaryOp, out: &mut Block, a: Elements<'_>, n: usize) {
     match (out, a) {
-        (Block::F32(o), Block::F32(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::F64(o), Block::F64(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::F16(o), Block::F16(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::BF16(o), Block::BF16(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::I32(o), Block::I32(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::I64(o), Block::I64(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::U8(o), Block::U8(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::F32(o), Elements::F32(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::F64(o), Elements::F64(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::F16(o), Elements::F16(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::BF16(o), Elements::BF16(x)) => op.apply_all(&mut o[..n], &x[..n]),
+        (Block::I32(o), Elements::I32(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::I64(o), Elements::I64(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::U8(o), Elements::U8(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
         _ => unreachable!("the compiler typed the operation"),
     }
 }
 
 #[inline(always)]
-fn binary(op: BinaryOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
+fn binary(op: BinaryOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {
     match (out, a, b) {
-        (Block::F32(o), Block::F32(x), Block::F32(y)) => {
+        (Block::F32(o), Elements::F32(x), Elements::F32(y)) => {
             op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
-        (Block::F64(o), Block::F64(x), Block::F64(y)) => {
+        (Block::F64(o), Elements::F64(x), Elements::F64(y)) => {
             op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
-        (Block::F16(o), Block::F16(x), Block::F16(y)) => {
+        (Block::F16(o), Elements::F16(x), Elements::F16(y)) => {
             op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
-        (Block::BF16(o), Block::BF16(x), Block::BF16(y)) => {
+        (Block::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
             op.apply_all(&mut o[..n], &x[..n], &y[..n])
         }
-        (Block::I32(o), Block::I32(x), Block::I32(y)) => {
+        (Block::I32(o), Elements::I32(x), Elements::I32(y)) => {
             expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::I64(o), Block::I64(x), Block::I64(y)) => {
+        (Block::I64(o), Elements::I64(x), Elements::I64(y)) => {
             expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::U8(o), Block::U8(x), Block::U8(y)) => {
+        (Block::U8(o), Elements::U8(x), Elements::U8(y)) => {
             expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
         }
         _ => unreachable!("the compiler typed the operation"),
@@ -944,7 +971,7 @@ fn expect_ran(ran: bool) {
     assert!(ran, "a float-only op on an integer block");
 }
 
-fn compare(op: CompareOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
+fn compare(op: CompareOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {
     fn typed<T: Element>(op: CompareOp, out: &mut [bool], a: &[T], b: &[T]) {
         op.apply_all(out, a, b);
     }
@@ -953,54 +980,70 @@ fn compare(op: CompareOp, out: &mut Block, a: &Block, b: &Block, n: usize) {
     };
     let o = &mut o[..n];
     match (a, b) {
-        (Block::F32(x), Block::F32(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::F64(x), Block::F64(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::F16(x), Block::F16(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::BF16(x), Block::BF16(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::I32(x), Block::I32(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::I64(x), Block::I64(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::U8(x), Block::U8(y)) => typed(op, o, &x[..n], &y[..n]),
-        (Block::Bool(x), Block::Bool(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::F32(x), Elements::F32(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::F64(x), Elements::F64(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::F16(x), Elements::F16(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::BF16(x), Elements::BF16(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::I32(x), Elements::I32(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::I64(x), Elements::I64(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::U8(x), Elements::U8(y)) => typed(op, o, &x[..n], &y[..n]),
+        (Elements::Bool(x), Elements::Bool(y)) => typed(op, o, &x[..n], &y[..n]),
         _ => unreachable!("the compiler typed the comparison"),
     }
 }
 
-fn select(out: &mut Block, c: &Block, a: &Block, b: &Block, n: usize) {
-    fn typed<T: Element>(out: &mut [T], c: &Block, a: &[T], b: &[T]) {
+fn select(out: &mut Block, c: Elements<'_>, a: Elements<'_>, b: Elements<'_>, n: usize) {
+    fn typed<T: Element>(out: &mut [T], c: Elements<'_>, a: &[T], b: &[T]) {
         fn each<C: Element, T: Element>(out: &mut [T], c: &[C], a: &[T], b: &[T]) {
             for (((o, &c), &x), &y) in out.iter_mut().zip(c).zip(a).zip(b) {
                 *o = if c != C::zero() { x } else { y };
             }
         }
-        with_block!(c, v => each(out, v, a, b))
+        with_elements!(c, v => each(out, v, a, b))
     }
     match (out, a, b) {
-        (Block::F32(o), Block::F32(x), Block::F32(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::F64(o), Block::F64(x), Block::F64(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::F16(o), Block::F16(x), Block::F16(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::BF16(o), Block::BF16(x), Block::BF16(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::I32(o), Block::I32(x), Block::I32(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::I64(o), Block::I64(x), Block::I64(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::U8(o), Block::U8(x), Block::U8(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::Bool(o), Block::Bool(x), Block::Bool(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::F32(o), Elements::F32(x), Elements::F32(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::F64(o), Elements::F64(x), Elements::F64(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::F16(o), Elements::F16(x), Elements::F16(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::I32(o), Elements::I32(x), Elements::I32(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::I64(o), Elements::I64(x), Elements::I64(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Block::U8(o), Elements::U8(x), Elements::U8(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
+        (Block::Bool(o), Elements::Bool(x), Elements::Bool(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
         _ => unreachable!("the compiler typed the selection"),
     }
 }
 
-fn cast(out: &mut Block, a: &Block, n: usize) {
-    fn typed<U: Element>(out: &mut [U], a: &Block) {
+fn cast(out: &mut Block, a: Elements<'_>, n: usize) {
+    fn typed<U: Element>(out: &mut [U], a: Elements<'_>) {
         fn each<T: Element, U: Element>(out: &mut [U], a: &[T]) {
             for (o, &x) in out.iter_mut().zip(a) {
                 *o = x.cast::<U>();
             }
         }
-        with_block!(a, v => each(out, v))
+        with_elements!(a, v => each(out, v))
     }
     with_block!(out, o => typed(&mut o[..n], a))
 }
 
 /// Writes or combines the first `n` values of `block` at `first + j * stride`.
-fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: usize) {
+#[inline(always)]
+fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: Elements<'_>, n: usize) {
+    #[inline(always)]
     fn overwrite<T: Element>(data: &mut [T], first: isize, stride: isize, values: &[T]) {
         debug_assert!(
             stride != 0 || values.len() == 1,
@@ -1016,6 +1059,7 @@ fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: u
             }
         }
     }
+    #[inline(always)]
     fn combine<T: Num>(op: ReduceOp, data: &mut [T], first: isize, stride: isize, values: &[T]) {
         match op {
             ReduceOp::Sum => combine_by::<T, SumOp>(data, first, stride, values),
@@ -1024,6 +1068,7 @@ fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: u
             ReduceOp::Min => combine_by::<T, MinOp>(data, first, stride, values),
         }
     }
+    #[inline(always)]
     fn combine_by<T: Num, R: ReduceFn<T>>(
         data: &mut [T],
         first: isize,
@@ -1032,10 +1077,29 @@ fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: u
     ) {
         let first = first as usize;
         match stride {
+            // Into one element: in 16 lanes (which vectorise and do not wait on each other),
+            // then the lanes in a fixed tree: the order depends only on `values.len()`.
             0 => {
-                data[first] = values
-                    .iter()
-                    .fold(data[first], |acc, &v| R::combine(acc, v))
+                const LANES: usize = 16;
+                let mut lanes = [R::identity(); LANES];
+                let chunks = values.chunks_exact(LANES);
+                let rest = chunks.remainder();
+                for chunk in chunks {
+                    for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                        *lane = R::combine(*lane, v);
+                    }
+                }
+                for (lane, &v) in lanes.iter_mut().zip(rest) {
+                    *lane = R::combine(*lane, v);
+                }
+                let mut width = LANES;
+                while width > 1 {
+                    width /= 2;
+                    for i in 0..width {
+                        lanes[i] = R::combine(lanes[i], lanes[i + width]);
+                    }
+                }
+                data[first] = R::combine(data[first], lanes[0]);
             }
             1 => {
                 for (d, &v) in data[first..first + values.len()].iter_mut().zip(values) {
@@ -1054,14 +1118,14 @@ fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: &Block, n: u
         ($($variant:ident),*) => {
             match (&mut sink.data, block, sink.combine) {
                 $(
-                    (ElementsMut::$variant(d), Block::$variant(v), None) => {
+                    (ElementsMut::$variant(d), Elements::$variant(v), None) => {
                         overwrite(d, first, stride, &v[..n])
                     }
-                    (ElementsMut::$variant(d), Block::$variant(v), Some(op)) => {
+                    (ElementsMut::$variant(d), Elements::$variant(v), Some(op)) => {
                         combine(op, d, first, stride, &v[..n])
                     }
                 )*
-                (ElementsMut::Bool(d), Block::Bool(v), None) => overwrite(d, first, stride, &v[..n]),
+                (ElementsMut::Bool(d), Elements::Bool(v), None) => overwrite(d, first, stride, &v[..n]),
                 _ => unreachable!("`run` checked each sink's type"),
             }
         };

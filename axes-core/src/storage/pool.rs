@@ -13,6 +13,8 @@ use std::mem::{ManuallyDrop, align_of, size_of};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
+use crate::element::{DType, Element};
+
 /// The smallest buffer kept: below it the allocator's own bins serve well.
 pub(crate) const MIN_BYTES: usize = 64 << 10;
 /// The largest buffer kept.
@@ -24,6 +26,8 @@ pub(crate) const HELD_BYTES: usize = 64 << 20;
 struct Block {
     ptr: NonNull<u8>,
     layout: Layout,
+    /// How many bytes from the start the buffer's last owner had written.
+    initialised: usize,
 }
 
 // SAFETY: a block is memory nobody else points to (its `Vec` was forgotten when it came
@@ -78,6 +82,31 @@ pub(crate) fn filled<T: Clone>(len: usize, value: T) -> Vec<T> {
     }
 }
 
+/// `len` elements of unspecified values, for a result that writes every element: a block of
+/// the pool whose bytes its last owner wrote is taken as it is (no fill), else as
+/// [`filled`] with zeros. Not for `bool`, whose bytes are not all valid values: its
+/// buffers are always filled.
+pub(crate) fn for_overwrite<T: Element>(len: usize) -> Vec<T> {
+    if T::DTYPE != DType::Bool
+        && let Some(layout) = kept_layout::<T>(len)
+    {
+        let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let found =
+            (held.blocks.iter()).position(|b| b.layout == layout && b.initialised >= layout.size());
+        if let Some(k) = found {
+            let block = held.blocks.swap_remove(k);
+            held.bytes -= layout.size();
+            // SAFETY: the block was allocated for `layout`, the layout of `len` elements of
+            // `T` (equal size and alignment), and is owned by the pool alone; its bytes were
+            // all written by its last owner (`initialised` covers the layout), as elements of
+            // an element type, none of which has padding; every bit pattern is a valid value
+            // of `T` (it is not `bool`), so the `len` elements are initialised values.
+            return unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) };
+        }
+    }
+    filled(len, T::zero())
+}
+
 /// Keeps `values`' buffer for a later [`with_capacity`] of its size (its elements are
 /// dropped), or frees it when the pool does not keep that size or is full.
 pub(crate) fn give_back<T>(mut values: Vec<T>) {
@@ -89,10 +118,15 @@ pub(crate) fn give_back<T>(mut values: Vec<T>) {
     if held.bytes + layout.size() > HELD_BYTES {
         return;
     }
+    let initialised = values.len() * size_of::<T>();
     values.clear();
     let mut values = ManuallyDrop::new(values);
     let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer is not null");
-    held.blocks.push(Block { ptr, layout });
+    held.blocks.push(Block {
+        ptr,
+        layout,
+        initialised,
+    });
     held.bytes += layout.size();
 }
 
