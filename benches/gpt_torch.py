@@ -3,7 +3,7 @@ initialisation, windows (SplitMix64 from the seed), schedule, clipping and steps
 validation bits per character as it trains and that of a bigram count model on the same
 split, and writes `target/gpt/torch_curves.csv`, which `examples/gpt.rs` plots beside its own.
 
-    python3 benches/gpt_torch.py [--steps 250] [--batch 32] [--seed 1] [--threads 2]
+    python3 benches/gpt_torch.py [--steps 800] [--batch 32] [--seed 1] [--lr 3e-3] [--threads 2]
 
 With `--bench`, it only times training steps (the peer of `cargo bench --bench gpt_step`):
 5 warm-up steps, then the median of 7 runs of 5 steps, printed as one JSON line.
@@ -97,7 +97,7 @@ class Gpt(nn.Module):
         return self.head(self.norm(x))
 
 
-def schedule(step, steps, peak=1e-3, floor=1e-4):
+def schedule(step, steps, peak, floor):
     """`axes::optim::WarmupCosine` with a warmup of a tenth of the steps."""
     warmup = max(steps // 10, 1)
     if step < warmup:
@@ -148,11 +148,12 @@ def bench(args, vocab=73, warmup=5, runs=7, steps=5):
 
 def main():
     args = argparse.ArgumentParser()
-    args.add_argument("--steps", type=int, default=250)
+    args.add_argument("--steps", type=int, default=800)
     args.add_argument("--batch", type=int, default=32)
     args.add_argument("--seed", type=int, default=1)
     args.add_argument("--eval-every", type=int, default=50)
     args.add_argument("--threads", type=int, default=2)
+    args.add_argument("--lr", type=float, default=3e-3)
     args.add_argument("--bench", action="store_true")
     args = args.parse_args()
     torch.set_num_threads(args.threads)
@@ -178,7 +179,7 @@ def main():
     for step in range(args.steps):
         x, y = batch(train, args.batch, rng)
         for group in opt.param_groups:
-            group["lr"] = schedule(step, args.steps)
+            group["lr"] = schedule(step, args.steps, args.lr, args.lr / 10)
         loss = train_step(model, opt, x, y)
         bits = loss.item() / math.log(2)
         curves.append(f"train,{step + 1},{bits}")

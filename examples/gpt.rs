@@ -10,7 +10,8 @@
 //! text from a prompt (temperature 0.8, top-k 10). The windows of text each step trains on
 //! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them.
 //!
-//! Options: `--steps N`, `--batch N`, `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
+//! Options: `--steps N` (800), `--batch N` (32), `--lr X` (the peak learning rate, 3e-3; the
+//! cosine ends at a tenth of it), `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
 //! `--out DIR`.
 
 use std::io::Read;
@@ -31,6 +32,7 @@ const CONTEXT: usize = 128;
 
 struct Options {
     steps: usize,
+    lr: f64,
     batch: usize,
     seed: u64,
     eval_every: usize,
@@ -40,7 +42,8 @@ struct Options {
 
 fn options() -> Result<Options, String> {
     let mut options = Options {
-        steps: 250,
+        steps: 800,
+        lr: 3e-3,
         batch: 32,
         seed: 1,
         eval_every: 50,
@@ -54,6 +57,11 @@ fn options() -> Result<Options, String> {
         match arg.as_str() {
             "--steps" => options.steps = number(value()?)?.max(1),
             "--batch" => options.batch = number(value()?)?.max(1),
+            "--lr" => {
+                options.lr = value()?
+                    .parse::<f64>()
+                    .map_err(|e| format!("{arg}: {e}"))?
+            }
             "--seed" => options.seed = number(value()?)? as u64,
             "--eval-every" => options.eval_every = number(value()?)?.max(1),
             "--device" => {
@@ -62,7 +70,7 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`: gpt [--steps N] [--batch N] [--seed N] \
+                    "unknown argument `{other}`: gpt [--steps N] [--batch N] [--lr X] [--seed N] \
                      [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR]"
                 ));
             }
@@ -222,8 +230,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|_| batch(valid, options.batch, &mut eval_rng, &options.device))
         .collect::<axes::Result<_>>()?;
     let schedule = WarmupCosine {
-        peak: 1e-3,
-        floor: 1e-4,
+        peak: options.lr,
+        floor: options.lr / 10.0,
         warmup: (options.steps / 10).max(1),
         total: options.steps,
     };
