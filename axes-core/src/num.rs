@@ -55,6 +55,8 @@ pub trait Float: Num {
     fn tanh(self) -> Self;
     /// 1 / (1 + e^-x)
     fn sigmoid(self) -> Self;
+    /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+    fn gelu(self) -> Self;
     /// Sine.
     fn sin(self) -> Self;
     /// Cosine.
@@ -231,6 +233,10 @@ impl Float for f32 {
         math::sigmoid_f32(self)
     }
     #[inline(always)]
+    fn gelu(self) -> Self {
+        math::gelu_f32(self)
+    }
+    #[inline(always)]
     fn sin(self) -> Self {
         f32::sin(self)
     }
@@ -286,7 +292,16 @@ impl Float for f64 {
     }
     #[inline(always)]
     fn sigmoid(self) -> Self {
-        1.0 / (1.0 + f64::exp(-self))
+        // e^-|x| never overflows; below 0, σ(x) = e^x / (1 + e^x) keeps its relative accuracy.
+        let e = f64::exp(-self.abs());
+        let s = 1.0 / (1.0 + e);
+        if self >= 0.0 { s } else { e * s }
+    }
+    #[inline(always)]
+    fn gelu(self) -> Self {
+        // x σ(2u), as `math::gelu_f32`.
+        let inner = self + 0.044715 * self * self * self;
+        self * (2.0 * 0.797_884_560_802_865_4 * inner).sigmoid()
     }
     #[inline(always)]
     fn sin(self) -> Self {
@@ -346,6 +361,7 @@ macro_rules! half_float {
             #[inline(always)] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
             #[inline(always)] fn tanh(self) -> Self { <$t>::from_f32(Float::tanh(self.to_f32())) }
             #[inline(always)] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
+            #[inline(always)] fn gelu(self) -> Self { <$t>::from_f32(Float::gelu(self.to_f32())) }
             #[inline(always)] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
             #[inline(always)] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
             #[inline(always)] fn powf(self, y: Self) -> Self { <$t>::from_f32(self.to_f32().powf(y.to_f32())) }

@@ -441,8 +441,9 @@ pub(crate) fn run(
 }
 
 /// Work (elements times instructions) from which a run is split across threads: about
-/// 50 µs, well above the cost of waking the pool's threads.
-const PARALLEL_MIN_WORK: usize = 1 << 16;
+/// 0.2 ms. Below it, waking a pool thread costs about what it saves (from 2^16, the
+/// training step of `benches/train_step.rs` was 2–10% slower on two threads).
+const PARALLEL_MIN_WORK: usize = 1 << 18;
 
 /// An iteration space in canonical form: length-1 axes dropped, axes ordered by stride
 /// (largest outermost, summed over every operand), and axes merged where every operand
@@ -462,7 +463,7 @@ impl Space {
         let mut order: Vec<usize> = (0..lens.len()).filter(|&a| lens[a] != 1).collect();
         // Stable: ties keep the given order.
         order.sort_by_key(|&a| std::cmp::Reverse(weight(a)));
-        // Runs of axes merged into one: the outermost axis of each run and its total length.
+        // Runs of axes merged into one (outermost first), each with its total length.
         let mut merged: Vec<(Vec<usize>, usize)> = Vec::with_capacity(order.len());
         for &a in &order {
             if let Some((run, len)) = merged.last_mut() {
@@ -513,8 +514,9 @@ enum SinkSplit {
 /// threads, so the partial results, and the sums, are the same on every thread count).
 const MAX_PARTS: usize = 8;
 
-/// Elements per part at least when a run is split into partial results.
-const PART_MIN_ELEMENTS: usize = 1 << 14;
+/// Elements per part at least when a run is split into partial results (each part costs a
+/// partial buffer and its combination).
+const PART_MIN_ELEMENTS: usize = 1 << 16;
 
 /// Runs `program` (after [`run`]'s checks, over a canonical space), split along the
 /// outermost axis where the work is large enough and every sink either keeps that axis in a
@@ -529,7 +531,7 @@ fn run_split(
     sources: &[Source<'_>],
     sinks: Vec<Sink<'_>>,
 ) -> bool {
-    let count: usize = lens.iter().product();
+    let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
     let splits: Option<Vec<SinkSplit>> = (!lens.is_empty()
         && count.saturating_mul(program.insts.len()) >= PARALLEL_MIN_WORK)
         .then(|| {
@@ -571,7 +573,7 @@ fn run_split(
     let Some(splits) = splits.filter(|_| parts >= 2) else {
         let mut sinks = sinks;
         take_division_by_zero();
-        run_checked(program, lens, sources, &mut sinks);
+        run_checked(Isa::detect(), program, lens, sources, &mut sinks);
         return take_division_by_zero();
     };
     // Part `p` runs positions `bounds[p]..bounds[p + 1]` of the outermost axis.
@@ -648,7 +650,13 @@ fn run_split(
             })
             .collect();
         take_division_by_zero();
-        run_checked(program, &part_lens, sources.as_slice(), &mut sinks);
+        run_checked(
+            Isa::detect(),
+            program,
+            &part_lens,
+            sources.as_slice(),
+            &mut sinks,
+        );
         if take_division_by_zero() {
             divided.store(true, Ordering::Relaxed);
         }
@@ -682,6 +690,7 @@ fn run_split(
                 combine: sink.combine,
             }];
             run_checked(
+                Isa::detect(),
                 &Program::copy(source.data.dtype()),
                 rest,
                 &[source],
@@ -714,9 +723,9 @@ fn partial_strides(lens: &[usize], strides: &[isize]) -> Vec<isize> {
     out
 }
 
-/// The widest vector instructions of this CPU that the interpreter's arithmetic is compiled
-/// for, picked once per run.
-#[derive(Clone, Copy)]
+/// The vector instructions the interpreter's arithmetic is compiled for: the widest this CPU
+/// has, picked once per run (every path gives the same bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Isa {
     #[cfg(target_arch = "x86_64")]
     Avx512,
@@ -726,16 +735,35 @@ enum Isa {
 }
 
 impl Isa {
+    /// Every path, widest first.
+    #[cfg(test)]
+    const ALL: &'static [Isa] = &[
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512,
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2,
+        Isa::Baseline,
+    ];
+
+    /// Whether this CPU can run the path.
+    fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            Isa::Baseline => true,
+        }
+    }
+
     fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Isa::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Isa::Avx2;
+        for isa in [Isa::Avx512, Isa::Avx2] {
+            if isa.available() {
+                return isa;
             }
         }
         Isa::Baseline
@@ -845,9 +873,14 @@ fn operand<'b>(
     done[j].elements().slice(0, n)
 }
 
-/// [`run`] after its checks, on this thread.
-fn run_checked(program: &Program, lens: &[usize], sources: &[Source<'_>], sinks: &mut [Sink<'_>]) {
-    let isa = Isa::detect();
+/// [`run`] after its checks, on this thread, on the vector path `isa` (which this CPU has).
+fn run_checked(
+    isa: Isa,
+    program: &Program,
+    lens: &[usize],
+    sources: &[Source<'_>],
+    sinks: &mut [Sink<'_>],
+) {
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
     let outer_lens = &lens[..rank.saturating_sub(1)];
@@ -1332,17 +1365,8 @@ mod tests {
         let result = |threads: usize| {
             super::threads::set_threads(threads).unwrap();
             let mut out = vec![0f32; rows * cols];
-            let sources = [&xs, &ys].map(|v| Source {
-                data: Elements::F32(v),
-                offset: 0,
-                strides: vec![cols as isize, 1],
-            });
-            let sink = Sink {
-                data: ElementsMut::F32(&mut out),
-                offset: 0,
-                strides: vec![cols as isize, 1],
-                combine: None,
-            };
+            let sources = [&xs, &ys].map(|v| row_major_source(Elements::F32(v), cols));
+            let sink = row_major_sink(ElementsMut::F32(&mut out), cols);
             run(&program, &[rows, cols], &sources, &mut [sink]).unwrap();
             out
         };
@@ -1362,17 +1386,8 @@ mod tests {
         for threads in [1, 2, 3] {
             super::threads::set_threads(threads).unwrap();
             let mut out = vec![0i32; rows * cols];
-            let sources = [&dividends, &divisors].map(|v| Source {
-                data: Elements::I32(v),
-                offset: 0,
-                strides: vec![cols as isize, 1],
-            });
-            let sink = Sink {
-                data: ElementsMut::I32(&mut out),
-                offset: 0,
-                strides: vec![cols as isize, 1],
-                combine: None,
-            };
+            let sources = [&dividends, &divisors].map(|v| row_major_source(Elements::I32(v), cols));
+            let sink = row_major_sink(ElementsMut::I32(&mut out), cols);
             let err = run(&program, &[rows, cols], &sources, &mut [sink]).unwrap_err();
             assert!(
                 matches!(err, Error::DivisionByZero),
@@ -1403,25 +1418,17 @@ mod tests {
                 vec![1.0; cols],
                 vec![f64::MIN; cols],
             );
-            let source = Source {
-                data: Elements::F64(xs),
-                offset: 0,
-                strides: vec![cols as isize, 1],
-            };
-            let sink = |data, strides: Vec<isize>, combine| Sink {
+            let source = row_major_source(Elements::F64(xs), cols);
+            let over_rows = |data, combine| Sink {
                 data,
                 offset: 0,
-                strides,
-                combine,
+                strides: vec![0, 1],
+                combine: Some(combine),
             };
             let mut sinks = [
-                sink(ElementsMut::F64(&mut written), vec![cols as isize, 1], None),
-                sink(ElementsMut::F64(&mut sums), vec![0, 1], Some(ReduceOp::Sum)),
-                sink(
-                    ElementsMut::F64(&mut maxima),
-                    vec![0, 1],
-                    Some(ReduceOp::Max),
-                ),
+                row_major_sink(ElementsMut::F64(&mut written), cols),
+                over_rows(ElementsMut::F64(&mut sums), ReduceOp::Sum),
+                over_rows(ElementsMut::F64(&mut maxima), ReduceOp::Max),
             ];
             run(&program, &[rows, cols], &[source], &mut sinks).unwrap();
             (written, sums, maxima)
@@ -1440,6 +1447,68 @@ mod tests {
         let one = run_with(&floats, e, 1);
         assert!(one == run_with(&floats, e, 2) && one == run_with(&floats, e, 3));
         super::threads::set_threads(2).unwrap();
+    }
+
+    /// The math functions and an inner sum on every vector path: each path this CPU has
+    /// gives the bits of the baseline path; a path it lacks prints SKIPPED.
+    #[test]
+    fn every_vector_path_gives_the_same_bits() {
+        let mut ir = Ir::default();
+        let x = ir.leaf();
+        let mut total = ir.push(IrNode::Unary(UnaryOp::Exp, x));
+        for op in [UnaryOp::Ln, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Gelu] {
+            let y = ir.push(IrNode::Unary(op, x));
+            total = ir.push(IrNode::Binary(BinaryOp::Add, total, y));
+        }
+        let program = Program::compile(&ir, &[total, total], &[DType::F32], DType::F32).unwrap();
+        let (rows, cols) = (40, 1000);
+        let xs: Vec<f32> = (0..rows * cols)
+            .map(|i| 1e-3 + 12.0 * (i as f32 * 0.731).sin().abs())
+            .collect();
+        let on = |isa: Isa| {
+            let source = row_major_source(Elements::F32(&xs), cols);
+            let (mut values, mut sums) = (vec![0f32; rows * cols], vec![0f32; rows]);
+            let mut sinks = [
+                row_major_sink(ElementsMut::F32(&mut values), cols),
+                Sink {
+                    data: ElementsMut::F32(&mut sums),
+                    offset: 0,
+                    strides: vec![1, 0],
+                    combine: Some(ReduceOp::Sum),
+                },
+            ];
+            run_checked(isa, &program, &[rows, cols], &[source], &mut sinks);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+            (bits(&values), bits(&sums))
+        };
+        let baseline = on(Isa::Baseline);
+        for &isa in Isa::ALL {
+            if !isa.available() {
+                println!("{isa:?}: SKIPPED (this CPU lacks it)");
+                continue;
+            }
+            assert!(on(isa) == baseline, "{isa:?} differs from the baseline");
+            println!("{isa:?}: ran, the same bits as the baseline");
+        }
+    }
+
+    /// A source over `rows × cols` elements stored row-major.
+    fn row_major_source(data: Elements<'_>, cols: usize) -> Source<'_> {
+        Source {
+            data,
+            offset: 0,
+            strides: vec![cols as isize, 1],
+        }
+    }
+
+    /// A sink written over `rows × cols` elements stored row-major.
+    fn row_major_sink(data: ElementsMut<'_>, cols: usize) -> Sink<'_> {
+        Sink {
+            data,
+            offset: 0,
+            strides: vec![cols as isize, 1],
+            combine: None,
+        }
     }
 
     /// `a / b`.

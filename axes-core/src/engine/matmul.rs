@@ -450,6 +450,53 @@ mod tests {
         }
     }
 
+    /// Batches of products, given to the threads whole: the same bits on one, two and three
+    /// threads (five products over two or three threads: uneven parts), and close to a plain
+    /// loop; the second operand is transposed and shared by every product (batch stride 0).
+    #[test]
+    fn batched_products_are_the_same_on_every_thread_count() {
+        let (batches, m, n, k) = (5, 72, 40, 200);
+        let lhs: Vec<f32> = (0..batches * m * k)
+            .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let rhs: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        let product = |threads: usize| {
+            super::threads::set_threads(threads).unwrap();
+            let lhs = HostMatrix {
+                data: &lhs,
+                offset: 0,
+                batch_strides: &[(m * k) as isize],
+                row_stride: k as isize,
+                col_stride: 1,
+            };
+            let rhs = HostMatrix {
+                data: &rhs,
+                offset: 0,
+                batch_strides: &[0],
+                row_stride: 1,
+                col_stride: k as isize,
+            };
+            let mut out = vec![0f32; batches * m * n];
+            batched_matmul(&mut out, &[batches], (m, n, k), &lhs, &rhs).unwrap();
+            out
+        };
+        let one = product(1);
+        assert!(one == product(2) && one == product(3));
+        for (at, got) in one.iter().enumerate() {
+            let (b, i, j) = (at / (m * n), at / n % m, at % n);
+            let want: f64 = (0..k)
+                .map(|p| f64::from(lhs[b * m * k + i * k + p]) * f64::from(rhs[j * k + p]))
+                .sum();
+            assert!(
+                (f64::from(*got) - want).abs() < 1e-3,
+                "product {b} at ({i}, {j})"
+            );
+        }
+        super::threads::set_threads(2).unwrap();
+    }
+
     #[test]
     fn a_split_keeps_gemm_small_products_small() {
         assert_eq!(rows_per_part(128, 256, 2), Some(64));

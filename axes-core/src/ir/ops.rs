@@ -224,13 +224,9 @@ macro_rules! for_each_unary_op {
             Recip (recip) "recip": Float, |x| T::one().div(x),
                 kernel "{1} / ({x})",
                 d |d, x, y, g| { let sq = d.mul(y, y); let gs = d.mul(g, sq); Some(d.neg(gs)) };
-            /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
-            Gelu (gelu) "gelu": Float,
-                |x| {
-                    let inner = x.add(T::from_f64(0.044715).mul(x).mul(x).mul(x));
-                    let t = T::from_f64(0.7978845608028654).mul(inner).tanh();
-                    T::from_f64(0.5).mul(x).mul(T::one().add(t))
-                },
+            /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` (on the
+            /// CPU as the equal `x σ(2 √(2/π) (x + 0.044715 x³))`: [`crate::math::gelu_f32`])
+            Gelu (gelu) "gelu": Float, |x| x.gelu(),
                 kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
                 d |d, x, y, g| {
                     // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
