@@ -57,11 +57,7 @@ fn options() -> Result<Options, String> {
         match arg.as_str() {
             "--steps" => options.steps = number(value()?)?.max(1),
             "--batch" => options.batch = number(value()?)?.max(1),
-            "--lr" => {
-                options.lr = value()?
-                    .parse::<f64>()
-                    .map_err(|e| format!("{arg}: {e}"))?
-            }
+            "--lr" => options.lr = value()?.parse::<f64>().map_err(|e| format!("{arg}: {e}"))?,
             "--seed" => options.seed = number(value()?)? as u64,
             "--eval-every" => options.eval_every = number(value()?)?.max(1),
             "--device" => {
