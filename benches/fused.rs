@@ -63,6 +63,79 @@ fn hand_l2(x: &[f32], y: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// `sum((x-y)^2)` with 16 accumulators (the peer of the small-size row).
+fn hand_l2_16(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let (xc, yc) = (x.chunks_exact(16), y.chunks_exact(16));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (a, b) in xc.zip(yc) {
+        for l in 0..16 {
+            let d = a[l] - b[l];
+            acc[l] += d * d;
+        }
+    }
+    let tail: f32 = xr.iter().zip(yr).map(|(a, b)| (a - b) * (a - b)).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The lengths of W7: 4^3 to 4^12.
+const L2_SIZES: [usize; 10] = [
+    1 << 6,
+    1 << 8,
+    1 << 10,
+    1 << 12,
+    1 << 14,
+    1 << 16,
+    1 << 18,
+    1 << 20,
+    1 << 22,
+    1 << 24,
+];
+
+/// `(&x - &y).square().sum_all()` at every size from 4^3 to 4^12: the per-call cost at small
+/// sizes (against a 16-accumulator hand loop) and whether two threads ever lose to one.
+fn w7(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W7 l2 by size");
+    for n in L2_SIZES {
+        let (x, y) = (data(n, 5), data(n, 6));
+        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), x.clone()).unwrap();
+        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), y.clone()).unwrap();
+        for threads in [1, 2] {
+            axes::set_threads(threads).unwrap();
+            g.bench_function(BenchmarkId::new(format!("axes {threads}t"), n), |bench| {
+                bench.iter(|| black_box((&tx - &ty).square().sum_all().unwrap()))
+            });
+        }
+        g.bench_function(BenchmarkId::new("hand 16 acc 1t", n), |bench| {
+            bench.iter(|| black_box(hand_l2_16(&x, &y)))
+        });
+    }
+    g.finish();
+}
+
+/// W7's ratios: axes on one thread against the hand loop, and two threads against one.
+fn summary_by_size() {
+    let group = "W7 l2 by size";
+    println!("\nW7 (&x - &y).square().sum_all(), median µs per call");
+    println!(
+        "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "n", "axes 1t", "axes 2t", "hand 1t", "hand/axes", "2t/1t"
+    );
+    for n in L2_SIZES {
+        let us = |id: &str| median_ns(group, &format!("{id}/{n}")).map(|ns| ns / 1e3);
+        let (Some(one), Some(two), Some(hand)) =
+            (us("axes 1t"), us("axes 2t"), us("hand 16 acc 1t"))
+        else {
+            continue;
+        };
+        println!(
+            "{n:>10} {one:>10.3} {two:>10.3} {hand:>10.3} {:>12.2} {:>12.2}",
+            hand / one,
+            two / one
+        );
+    }
+}
+
 fn w1(c: &mut Criterion) {
     let (x, y) = (data(BIG, 1), data(BIG, 2));
     let (a, b) = (1.5f32, -0.5f32);
@@ -389,8 +462,10 @@ fn main() {
     w4(&mut c);
     w5(&mut c);
     w6(&mut c);
+    w7(&mut c);
     c.final_summary();
     summary();
+    summary_by_size();
 }
 
 /// A hand-tuned `out[h][w] = x[h][w] + y[w][h]` for square row-major f32 matrices, and a
