@@ -48,28 +48,14 @@ fn hand_parallel(threads: usize, out: &mut [f32], f: impl Fn(usize, &mut [f32]) 
     });
 }
 
-/// `sum((x-y)^2)` the way a careful hand loop writes it: 8 accumulators.
-fn hand_l2(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+/// `sum((x-y)^2)` the way a careful hand loop writes it: `LANES` accumulators (8 for W2,
+/// 16 for W7).
+fn hand_l2<const LANES: usize>(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let (xc, yc) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
     let (xr, yr) = (xc.remainder(), yc.remainder());
     for (a, b) in xc.zip(yc) {
-        for l in 0..8 {
-            let d = a[l] - b[l];
-            acc[l] += d * d;
-        }
-    }
-    let tail: f32 = xr.iter().zip(yr).map(|(a, b)| (a - b) * (a - b)).sum();
-    acc.iter().sum::<f32>() + tail
-}
-
-/// `sum((x-y)^2)` with 16 accumulators (the peer of the small-size row).
-fn hand_l2_16(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let (xc, yc) = (x.chunks_exact(16), y.chunks_exact(16));
-    let (xr, yr) = (xc.remainder(), yc.remainder());
-    for (a, b) in xc.zip(yc) {
-        for l in 0..16 {
+        for l in 0..LANES {
             let d = a[l] - b[l];
             acc[l] += d * d;
         }
@@ -107,7 +93,7 @@ fn w7(c: &mut Criterion) {
             });
         }
         g.bench_function(BenchmarkId::new("hand 16 acc 1t", n), |bench| {
-            bench.iter(|| black_box(hand_l2_16(&x, &y)))
+            bench.iter(|| black_box(hand_l2::<16>(&x, &y)))
         });
     }
     g.finish();
@@ -181,12 +167,12 @@ fn w2(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("hand", threads), |bench| {
             bench.iter(|| {
                 if threads == 1 {
-                    black_box(hand_l2(&x, &y))
+                    black_box(hand_l2::<8>(&x, &y))
                 } else {
                     let h = BIG / 2;
                     let (l, r) = std::thread::scope(|s| {
-                        let l = s.spawn(|| hand_l2(&x[..h], &y[..h]));
-                        let r = hand_l2(&x[h..], &y[h..]);
+                        let l = s.spawn(|| hand_l2::<8>(&x[..h], &y[..h]));
+                        let r = hand_l2::<8>(&x[h..], &y[h..]);
                         (l.join().unwrap(), r)
                     });
                     black_box(l + r)
