@@ -198,16 +198,44 @@ impl<T: Element> Arena<T> {
         })
     }
 
-    /// The buffer holding every tensor.
-    pub(crate) fn storage(&self) -> &Storage<T> {
+    /// The buffer holding every tensor (for collectives that send it in one call).
+    pub fn storage(&self) -> &Storage<T> {
         &self.storage
     }
 
-    /// Puts `storage` (as long as the arena's buffer) in place of the arena's buffer, which
-    /// it returns: how an optimizer writes the next values into a buffer of its own.
-    pub(crate) fn replace_storage(&mut self, storage: Storage<T>) -> Storage<T> {
-        debug_assert_eq!(storage.len(), self.storage.len());
-        std::mem::replace(&mut self.storage, storage)
+    /// Puts `storage` in place of the arena's buffer, which it returns: how an optimizer
+    /// writes the next values into a buffer of its own, and a collective its result. An error
+    /// unless `storage` is as long as the arena's buffer and on the same device.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::Storage;
+    /// use axes::arena::ArenaBuilder;
+    /// #[derive(Axis)] struct Out;
+    /// let mut builder = ArenaBuilder::new();
+    /// let b = builder.add::<(Out,), f32>(Out.len(2))?;
+    /// let mut arena = builder.build(0.0f32);
+    /// arena.replace_storage(Storage::new(vec![1.0; arena.len()]))?;
+    /// assert_eq!(arena.tensor(&b)?.to_vec(), [1.0, 1.0]);
+    /// assert!(arena.replace_storage(Storage::new(vec![1.0; 1])).is_err());
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn replace_storage(&mut self, storage: Storage<T>) -> Result<Storage<T>> {
+        if storage.len() != self.storage.len() {
+            return Err(Error::ElementCount {
+                lengths: "the parameter arena".into(),
+                expected: self.storage.len(),
+                got: storage.len(),
+            });
+        }
+        if storage.device() != self.storage.device() {
+            return Err(Error::DeviceMismatch {
+                left: self.storage.device().to_string(),
+                right: storage.device().to_string(),
+            });
+        }
+        Ok(std::mem::replace(&mut self.storage, storage))
     }
 
     /// Distinct for arenas built by different builders.

@@ -393,7 +393,7 @@ impl<T: Float> Buffers<T> {
         state: [Flat<T>; N],
     ) -> Result<()> {
         let p = p.storage().clone();
-        self.spare[0] = Some(params.arena_mut().replace_storage(p));
+        self.spare[0] = Some(params.arena_mut().replace_storage(p)?);
         for (k, next) in state.into_iter().enumerate() {
             let next = next.storage().clone();
             self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
@@ -446,7 +446,7 @@ impl<T: Float> Buffers<T> {
         let mut results = run_outputs(&update.ir, &[len], &inputs, outputs)?.into_iter();
         drop(inputs);
         let (p, _) = results.next().expect("one result per root");
-        self.spare[0] = Some(params.arena_mut().replace_storage(p));
+        self.spare[0] = Some(params.arena_mut().replace_storage(p)?);
         for (k, (next, _)) in results.enumerate() {
             self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
         }

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, as_bytes, from_bytes};
 
 /// A reference-counted buffer of elements, in host memory or on a device.
@@ -65,6 +65,36 @@ impl<T: Element> Storage<T> {
     /// A host buffer holding `data`.
     pub fn new(data: Vec<T>) -> Self {
         Storage(Arc::new(Buffer::Host(data)))
+    }
+
+    /// A buffer of `len` elements held in `memory`, which `device`'s backend made (for
+    /// backends and collectives that fill a device buffer themselves). An error when `device`
+    /// is the CPU or `memory` is not `len` elements of `T`; a buffer that another backend made
+    /// is refused by the backend on first use.
+    ///
+    /// ```
+    /// use axes_core::protocol::DeviceMemory;
+    /// use axes_core::{Device, Storage};
+    /// let memory = DeviceMemory::new(vec![0u8; 8], 8);
+    /// assert!(Storage::<f32>::from_device_memory(Device::Cpu, memory, 2).is_err());
+    /// ```
+    pub fn from_device_memory(device: Device, memory: DeviceMemory, len: usize) -> Result<Self> {
+        let Device::Accelerator(backend) = device else {
+            return Err(Error::Unsupported {
+                what: "device memory on the CPU: host elements go through `Storage::new`".into(),
+            });
+        };
+        let bytes = len.checked_mul(std::mem::size_of::<T>());
+        if bytes != Some(memory.bytes()) {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "a buffer of {} bytes on {device} for {len} elements of {}",
+                    memory.bytes(),
+                    T::DTYPE.name()
+                ),
+            });
+        }
+        Ok(Self::on_device(backend, memory, len))
     }
 
     /// A buffer of `len` elements in `memory` on `backend`'s device.
@@ -205,8 +235,14 @@ impl<T: Element> Storage<T> {
         }
     }
 
-    /// The device buffer, when the elements are on a device.
-    pub(crate) fn memory(&self) -> Option<&DeviceMemory> {
+    /// The device buffer, when the elements are on a device (for backends and collectives
+    /// that hand it to a device library; `None` in host memory).
+    ///
+    /// ```
+    /// use axes_core::Storage;
+    /// assert!(Storage::new(vec![1.0f32, 2.0]).device_memory().is_none());
+    /// ```
+    pub fn device_memory(&self) -> Option<&DeviceMemory> {
         match &*self.0 {
             Buffer::Host(_) => None,
             Buffer::Device { memory, .. } => Some(memory),

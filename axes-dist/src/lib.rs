@@ -8,6 +8,12 @@
 //! code runs as one process without a launcher, and [`Communicator::from_launcher`] picks MPI
 //! when `mpiexec` started the process.
 //!
+//! With the cargo feature `nccl`, `Communicator::with_nccl(ordinal)` adds NCCL on a CUDA
+//! device: tensors and the gradient that live there are then all-reduced and broadcast by
+//! NCCL on the device (queued on its stream, no copy through the host), bootstrapped by one
+//! MPI broadcast of NCCL's token. Status: compiled, and tested where it cannot start (no NCCL,
+//! no GPU: an error on every rank, naming the rank) in CI; **not yet run on a GPU**.
+//!
 //! ```
 //! use axes::prelude::*;
 //! use axes_dist::Communicator;
@@ -55,6 +61,14 @@ pub enum Error {
     /// MPI could not be started.
     #[error("MPI could not be initialised: {0}")]
     Init(String),
+    /// NCCL could not start on a rank (see [`Communicator::with_nccl`]).
+    #[error("NCCL could not start on rank {rank}: {reason}")]
+    NcclUnavailable {
+        /// The first rank where it could not.
+        rank: usize,
+        /// Why (on that rank; the others point to it).
+        reason: String,
+    },
     /// The ranks' models differ.
     #[error("the parameters differ between rank 0 and rank {rank}: {what}")]
     ParamsDiffer {
@@ -85,6 +99,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// collective operations between them.
 pub struct Communicator {
     world: Option<World>,
+    /// NCCL on this rank's CUDA device, for the tensors that live there.
+    #[cfg(feature = "nccl")]
+    nccl: Option<axes_backends::nccl::Nccl>,
 }
 
 /// An initialised MPI: the universe (finalised when dropped) and its world communicator.
@@ -96,7 +113,11 @@ struct World {
 impl Communicator {
     /// One process on its own: every collective returns its input.
     pub fn single() -> Self {
-        Communicator { world: None }
+        Communicator {
+            world: None,
+            #[cfg(feature = "nccl")]
+            nccl: None,
+        }
     }
 
     /// MPI when a launcher (`mpiexec`, `mpirun`, `srun`) started this process, else
@@ -121,7 +142,66 @@ impl Communicator {
                 comm: universe.world(),
                 _universe: universe,
             }),
+            #[cfg(feature = "nccl")]
+            nccl: None,
         })
+    }
+
+    /// This communicator with NCCL on CUDA device `ordinal` (cargo feature `nccl`): tensors
+    /// and gradients on that device are then reduced and broadcast on the device by NCCL,
+    /// queued on its stream, never copied through the host; tensors elsewhere still go
+    /// through MPI. Every rank calls it, each with its own device (NCCL takes one rank per
+    /// GPU). Rank 0 makes NCCL's rendezvous token and MPI broadcasts it. When a rank cannot
+    /// start NCCL (no library, no such device), every rank returns
+    /// [`Error::NcclUnavailable`] naming it, instead of waiting for it.
+    ///
+    /// Compiled and tested for a missing NCCL in CI, which has no GPU; not yet run on one.
+    ///
+    /// ```
+    /// let comm = axes_dist::Communicator::single();
+    /// if let Err(why) = comm.with_nccl(0) {
+    ///     assert!(why.to_string().contains("NCCL could not start on rank 0"));
+    /// }
+    /// ```
+    #[cfg(feature = "nccl")]
+    pub fn with_nccl(mut self, ordinal: usize) -> Result<Self> {
+        use axes_backends::nccl::{Nccl, NcclId, nccl_available};
+        let mine = nccl_available()
+            .and_then(|()| axes_backends::cuda::Cuda::shared(ordinal).map(drop))
+            .and_then(|()| self.is_root().then(NcclId::new).transpose());
+        if let Some(rank) = self.first_flagged(mine.is_err()) {
+            let reason = match mine {
+                Err(why) if rank == self.rank() => why.to_string(),
+                _ => format!("see rank {rank}'s message"),
+            };
+            return Err(Error::NcclUnavailable { rank, reason });
+        }
+        let mut token = mine?.map_or([0; 128], NcclId::to_bytes);
+        if let Some(world) = &self.world {
+            world.comm.process_at_rank(0).broadcast_into(&mut token[..]);
+        }
+        let nccl = Nccl::new(ordinal, self.rank(), self.size(), NcclId::from_bytes(token));
+        self.nccl = Some(nccl.map_err(|why| Error::NcclUnavailable {
+            rank: self.rank(),
+            reason: why.to_string(),
+        })?);
+        Ok(self)
+    }
+
+    /// NCCL, when this communicator has it on `device`.
+    #[cfg(feature = "nccl")]
+    fn nccl_on(&self, device: axes::Device) -> Option<&axes_backends::nccl::Nccl> {
+        self.nccl.as_ref().filter(|nccl| nccl.device() == device)
+    }
+
+    /// The first rank whose `flag` is set (every rank passes its own), on every rank.
+    fn first_flagged(&self, flag: bool) -> Option<usize> {
+        let Some(world) = &self.world else {
+            return flag.then_some(0);
+        };
+        let mut flags = vec![0u8; self.size()];
+        world.comm.all_gather_into(&u8::from(flag), &mut flags[..]);
+        flags.iter().position(|&f| f != 0)
     }
 
     /// This process's rank, in `0..size`.
@@ -173,6 +253,10 @@ impl Communicator {
         T: Float + Equivalence,
         A: AxisSet,
     {
+        #[cfg(feature = "nccl")]
+        if let Some(nccl) = self.nccl_on(t.device()) {
+            return nccl_all_reduce(nccl, t, axes_backends::nccl::Reduction::Sum);
+        }
         let summed = self.all_reduce_values(t.try_to_vec()?);
         Ok(like(t, summed)?)
     }
@@ -183,6 +267,10 @@ impl Communicator {
         T: Float + Equivalence,
         A: AxisSet,
     {
+        #[cfg(feature = "nccl")]
+        if let Some(nccl) = self.nccl_on(t.device()) {
+            return nccl_all_reduce(nccl, t, axes_backends::nccl::Reduction::Mean);
+        }
         let mut values = self.all_reduce_values(t.try_to_vec()?);
         scale(&mut values, self.size());
         Ok(like(t, values)?)
@@ -194,6 +282,12 @@ impl Communicator {
         T: Element + Equivalence,
         A: AxisSet,
     {
+        #[cfg(feature = "nccl")]
+        if let Some(nccl) = self.nccl_on(t.device()) {
+            let t = row_major(t)?;
+            let storage = nccl.broadcast(t.storage(), root)?;
+            return Ok(Tensor::from_parts(storage, *t.layout()).expect("the same elements"));
+        }
         let mut values = t.try_to_vec()?;
         if let Some(world) = &self.world {
             world
@@ -267,6 +361,11 @@ impl Communicator {
         if self.world.is_none() {
             return Ok(grad);
         }
+        #[cfg(feature = "nccl")]
+        if let Some(nccl) = self.nccl_on(grad.device()) {
+            let mean = nccl.all_reduce(grad.storage(), axes_backends::nccl::Reduction::Mean)?;
+            return Ok(grad.replaced(mean)?);
+        }
         let mut values = self.all_reduce_values(grad.to_vec()?);
         scale(&mut values, self.size());
         Ok(Gradient::from_vec(params, values)?)
@@ -291,11 +390,7 @@ impl Communicator {
         root.broadcast_into(&mut bytes[..]);
         let theirs = String::from_utf8_lossy(&bytes).into_owned();
         let difference = first_difference(&theirs, &mine);
-        let mut differs = vec![0u8; self.size()];
-        world
-            .comm
-            .all_gather_into(&u8::from(difference.is_some()), &mut differs[..]);
-        let Some(rank) = differs.iter().position(|&d| d != 0) else {
+        let Some(rank) = self.first_flagged(difference.is_some()) else {
             return Ok(());
         };
         let what = match difference {
@@ -312,6 +407,12 @@ impl Communicator {
             return Ok(());
         };
         let device = params.device();
+        #[cfg(feature = "nccl")]
+        if let Some(nccl) = self.nccl_on(device) {
+            let rank0 = nccl.broadcast(params.arena().storage(), 0)?;
+            params.arena_mut().replace_storage(rank0)?;
+            return Ok(());
+        }
         let mut host = params.to(&axes::Device::Cpu)?;
         world
             .comm
@@ -331,6 +432,30 @@ impl Communicator {
             .comm
             .all_reduce_into(&values[..], &mut sum[..], SystemOperation::sum());
         sum
+    }
+}
+
+/// The sum or mean of `t` over the ranks, by NCCL on `t`'s device.
+#[cfg(feature = "nccl")]
+fn nccl_all_reduce<T: Element, A: AxisSet>(
+    nccl: &axes_backends::nccl::Nccl,
+    t: &Tensor<T, A>,
+    reduction: axes_backends::nccl::Reduction,
+) -> Result<Tensor<T, A>> {
+    let t = row_major(t)?;
+    let storage = nccl.all_reduce(t.storage(), reduction)?;
+    Ok(Tensor::from_parts(storage, *t.layout()).expect("the same elements"))
+}
+
+/// `t` itself when its buffer holds exactly its elements in row-major order, else a copy
+/// that does (on its device).
+#[cfg(feature = "nccl")]
+fn row_major<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> axes::Result<Tensor<T, A>> {
+    let dense = Layout::row_major(t.lens());
+    if *t.layout() == dense && t.storage().len() == t.element_count() {
+        Ok(t.clone())
+    } else {
+        t.try_contiguous()
     }
 }
 

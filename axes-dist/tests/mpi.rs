@@ -1,8 +1,6 @@
 //! Training under `mpiexec`: this file's `worker_*` tests run on every rank (started by the
 //! tests beside them, which launch them through `mpiexec` and check their exit).
 
-use std::process::Command;
-
 use axes::autodiff::{Tape, softmax_cross_entropy};
 use axes::nn::{Init, Linear, Params, ParamsBuilder};
 use axes::optim::Adam;
@@ -10,6 +8,9 @@ use axes::prelude::*;
 use axes_dist::Communicator;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use support::launch;
+
+mod support;
 
 #[derive(Axis)]
 struct Batch;
@@ -22,39 +23,6 @@ struct Class;
 
 const STEPS: usize = 20;
 const GLOBAL_BATCH: usize = 8;
-
-/// Runs `worker` (a test of this file) on `ranks` processes under `mpiexec`; its output.
-fn launch(worker: &str, ranks: usize) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let output = Command::new("mpiexec")
-        .args(["-n", &ranks.to_string()])
-        .arg(exe)
-        .args([
-            worker,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        // As root, more ranks than cores, and no ptrace in containers (Open MPI).
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .env("RAYON_NUM_THREADS", "1")
-        .output()
-        .expect("mpiexec runs (Open MPI: `apt-get install openmpi-bin libopenmpi-dev`)");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "{worker} on {ranks} ranks failed:\n{text}"
-    );
-    text
-}
 
 #[test]
 fn two_and_four_ranks_train_as_one_process() {

@@ -27,14 +27,14 @@ use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
 use crate::{Destination, Index, JobPlan, Slot};
 
-fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
+pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Unsupported {
         what: format!("CUDA: {what}: {e:?}"),
     }
 }
 
 /// `Ok` when a library probe found it, else the error saying what is missing.
-fn present(found: bool, missing: &str) -> Result<()> {
+pub(crate) fn present(found: bool, missing: &str) -> Result<()> {
     if found {
         Ok(())
     } else {
@@ -229,7 +229,7 @@ impl Cuda {
     /// A result buffer of `bytes` bytes, not initialised: every launch that gets one writes
     /// all of it (each kernel writes every result element; cuBLAS with beta 0 every element
     /// of C) before anything reads it — no memset costs bandwidth.
-    fn result_buffer(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+    pub(crate) fn result_buffer(&self, bytes: usize) -> Result<CudaSlice<u8>> {
         // SAFETY: u8 has no invalid bit patterns, and the buffer is written in full before
         // it is read (above).
         unsafe { self.stream.alloc::<u8>(bytes) }
@@ -371,7 +371,7 @@ impl Cuda {
 }
 
 /// The error for a buffer that another backend made.
-fn foreign() -> Error {
+pub(crate) fn foreign() -> Error {
     Error::Unsupported {
         what: "CUDA: a buffer that another backend (or device) made".into(),
     }
@@ -471,7 +471,7 @@ impl Cuda {
             DType::F32 => self.gemm::<f32>(blas, job, &operands, 1.0, 0.0)?,
             _ => self.gemm::<f64>(blas, job, &operands, 1.0, 0.0)?,
         };
-        Ok(Some(self.memory(out, bytes)))
+        Ok(Some(self.metered_memory(out, bytes)))
     }
 
     /// `job` through cuBLAS for elements `T`: Cᵀ = Bᵀ·Aᵀ column-major, which is the
@@ -548,7 +548,11 @@ fn typed<T>(buffer: &CudaSlice<u8>, offset: usize) -> Result<cudarc::driver::Cud
 
 impl Cuda {
     /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
-    fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
+    pub(crate) fn metered_memory<B: std::any::Any + Send + Sync>(
+        &self,
+        buffer: B,
+        bytes: usize,
+    ) -> DeviceMemory {
         DeviceMemory::metered(buffer, bytes, &self.meter)
     }
 }
@@ -571,7 +575,7 @@ impl Backend for Cuda {
     }
 
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(self.memory(Cuda::upload(self, bytes)?, bytes.len()))
+        Ok(self.metered_memory(Cuda::upload(self, bytes)?, bytes.len()))
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
@@ -581,11 +585,11 @@ impl Backend for Cuda {
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? else {
-            return Ok(self.memory(self.alloc::<u8>(0)?, 0));
+            return Ok(self.metered_memory(self.alloc::<u8>(0)?, 0));
         };
         let out = self.result_buffer(plan.out_bytes)?;
         self.enqueue_plan(&plan, &job.leaves, &[&out])?;
-        let out = self.memory(out, plan.out_bytes);
+        let out = self.metered_memory(out, plan.out_bytes);
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
         }
@@ -599,7 +603,7 @@ impl Backend for Cuda {
         if plan.splits > 1 {
             let partial = self.result_buffer(plan.out_bytes)?;
             self.enqueue_plan(&plan, &job.leaves, &[&partial])?;
-            let partial = self.memory(partial, plan.out_bytes);
+            let partial = self.metered_memory(partial, plan.out_bytes);
             return self.run_into(&plan.combine(job, &partial), target);
         }
         let out = target
@@ -651,7 +655,7 @@ impl Backend for Cuda {
                 tile * tile,
             )?
         };
-        Ok(self.memory(out, plan.out_bytes))
+        Ok(self.metered_memory(out, plan.out_bytes))
     }
 }
 

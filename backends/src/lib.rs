@@ -6,6 +6,8 @@
 //! - `cuda` (cargo feature `cuda`): cudarc with dynamic loading: NVRTC compiles the CUDA C
 //!   dialect; the driver, NVRTC and cuBLAS are probed before any call, so a machine without
 //!   CUDA gets an error naming what is missing.
+//! - `nccl` (cargo feature `nccl`, with `cuda`): NCCL collectives between CUDA devices (the
+//!   gradient all-reduce of data-parallel training, through `axes-dist`), loaded at run time.
 //!
 //! Each implements [`axes_core::protocol::Backend`]; `OpenCl::device()` and
 //! `Cuda::device(ordinal)` give the [`Device`](axes_core::Device) that tensors are copied to
@@ -76,6 +78,8 @@ pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 #[cfg(feature = "opencl")]
 pub mod opencl;
 #[cfg(any(feature = "cuda", feature = "opencl"))]

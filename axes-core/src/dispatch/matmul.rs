@@ -85,7 +85,7 @@ fn on_device<'a, T: Element>(
 ) -> Result<MatrixSide<'a>> {
     let memory = operand
         .storage
-        .memory()
+        .device_memory()
         .ok_or_else(|| Error::DeviceMismatch {
             left: operand.storage.device().to_string(),
             right: Device::Accelerator(backend).to_string(),

@@ -39,7 +39,7 @@ impl<'a> Input<'a> {
         axes: &[usize],
         rank: usize,
     ) -> Result<Self> {
-        let data = match storage.memory() {
+        let data = match storage.device_memory() {
             Some(memory) => InputData::Device(storage.device(), T::DTYPE, memory),
             None => InputData::Host(T::elements(storage.host()?)),
         };
@@ -338,7 +338,7 @@ fn device_leaf<T: Num>(
     strides: Vec<isize>,
 ) -> Result<JobLeaf<'_>> {
     let memory = storage
-        .memory()
+        .device_memory()
         .ok_or_else(|| mismatch(Device::Cpu, device))?;
     Ok(JobLeaf {
         dtype: T::DTYPE,

@@ -309,6 +309,49 @@ impl<T: Float> Gradient<T> {
         Ok(self.storage.host()?.to_vec())
     }
 
+    /// The buffer holding every parameter's gradient, laid out like the arena (for
+    /// collectives that reduce it in one call on its device).
+    pub fn storage(&self) -> &Storage<T> {
+        &self.storage
+    }
+
+    /// A gradient for the same parameters holding `storage` instead: what a collective returns
+    /// after reducing [`Gradient::storage`]. An error unless `storage` has as many elements and
+    /// lives on the same device.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::Storage;
+    /// use axes::nn::{Gradient, Init, ParamsBuilder};
+    /// #[derive(Axis)] struct Feature;
+    /// let mut builder = ParamsBuilder::new();
+    /// builder.add::<(Feature,)>("bias", Feature.len(3), Init::Zeros, 3, 3)?;
+    /// let params = builder.build::<f32>(7)?;
+    /// let grad = Gradient::from_vec(&params, vec![1.0; params.arena().len()])?;
+    /// let doubled: Vec<f32> = grad.storage().as_slice().iter().map(|g| 2.0 * g).collect();
+    /// let doubled = grad.replaced(Storage::new(doubled))?;
+    /// assert_eq!(doubled.to_vec()?[0], 2.0);
+    /// assert!(grad.replaced(Storage::new(vec![0.0f32; 1])).is_err());
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn replaced(&self, storage: Storage<T>) -> Result<Self> {
+        if storage.len() != self.storage.len() {
+            return Err(Error::ElementCount {
+                lengths: "the parameter arena".into(),
+                expected: self.storage.len(),
+                got: storage.len(),
+            });
+        }
+        if storage.device() != self.storage.device() {
+            return Err(Error::DeviceMismatch {
+                left: self.storage.device().to_string(),
+                right: storage.device().to_string(),
+            });
+        }
+        Ok(self.with_storage(storage))
+    }
+
     /// A gradient for the same arena holding `storage` (of the same length).
     pub(crate) fn with_storage(&self, storage: Storage<T>) -> Self {
         debug_assert_eq!(storage.len(), self.storage.len());
