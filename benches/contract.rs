@@ -62,7 +62,7 @@ fn bench(c: &mut Criterion, n: usize) {
     let x = Tensor::<f32, (M, K)>::random_uniform((M.len(n), K.len(n)), -1.0, 1.0, 1).unwrap();
     let w = Tensor::<f32, (K, N)>::random_uniform((K.len(n), N.len(n)), -1.0, 1.0, 2).unwrap();
     // the same x stored (K, M): used as (M, K) through a view
-    let x_t = x.to_layout::<(K, M)>();
+    let x_t = x.to_layout::<(K, M)>().unwrap();
     let (a, b) = (x.to_vec(), w.to_vec());
     let a_t = x_t.storage().as_slice().to_vec();
     let mut out = vec![0f32; n * n];

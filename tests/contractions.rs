@@ -262,6 +262,7 @@ fn transposed_views_are_not_copied() {
     let ys = y.slice::<B>(.., -1).unwrap();
     let packed: Tensor<f32, (A, C)> = dot(&strided, &ys).unwrap();
     assert!(packed_operands() > before);
-    let reference: Tensor<f32, (A, C)> = dot(&strided.contiguous(), &ys.contiguous()).unwrap();
+    let reference: Tensor<f32, (A, C)> =
+        dot(&strided.contiguous().unwrap(), &ys.contiguous().unwrap()).unwrap();
     assert_eq!(packed, reference);
 }

@@ -58,7 +58,7 @@ fn reads_from_a_failing_device_are_errors() {
     let err = x.get(Row.at(1)).unwrap_err().to_string();
     assert!(err.contains("reading from a lost device"), "{err}");
     let reversed = x.slice::<Row>(.., -1).unwrap();
-    let err = reversed.try_contiguous().unwrap_err().to_string();
+    let err = reversed.contiguous().unwrap_err().to_string();
     assert!(err.contains("running on a lost device"), "{err}");
     let err = x.to(&Device::Cpu).unwrap_err().to_string();
     assert!(err.contains("reading from a lost device"), "{err}");

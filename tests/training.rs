@@ -406,7 +406,7 @@ fn misuse_is_an_error_not_a_panic() {
     .unwrap()
     .pad::<Class>(0, 1)
     .unwrap();
-    let dense = padded.contiguous();
+    let dense = padded.contiguous().unwrap();
     let labels = Tensor::<i64, (Batch,)>::from_vec(Batch.len(2), vec![2, 0]).unwrap();
     let a = softmax_cross_entropy::<Class, _, _, _, _>(&tape.var(padded), &labels).unwrap();
     let b = softmax_cross_entropy::<Class, _, _, _, _>(&tape.var(dense), &labels).unwrap();

@@ -280,7 +280,7 @@ impl<T: Num> Arena<T> {
             });
         }
         let value = if value.layout().is_padded() {
-            value.try_contiguous()?
+            value.contiguous()?
         } else {
             value
         };

@@ -52,6 +52,19 @@ pub enum Error {
         /// The named lengths.
         lengths: String,
     },
+    /// A device (or the host) could not give the memory a result needs.
+    #[error("out of memory on {device}: {requested} requested{}", match available {
+        Some(free) => format!(", {} available", bytes_in_words(*free)),
+        None => String::new(),
+    }, requested = bytes_in_words(*requested))]
+    OutOfMemory {
+        /// The device (`cpu` for host memory).
+        device: String,
+        /// The bytes asked for.
+        requested: u64,
+        /// The bytes the device reported free, where it says.
+        available: Option<u64>,
+    },
     /// A range is not within an axis.
     #[error("range {start}..{end} is out of bounds for axis `{axis}` of length {len}")]
     RangeOutOfBounds {
@@ -241,3 +254,22 @@ pub enum Error {
 
 /// `Result` with this crate's [`Error`](enum@Error).
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `bytes` for a message: the exact count and, from 1 KiB, the nearest binary unit
+/// (`4398046511104 bytes (4.0 TiB)`).
+fn bytes_in_words(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut scaled = bytes as f64;
+    let mut unit = None;
+    for name in UNITS {
+        if scaled < 1024.0 {
+            break;
+        }
+        scaled /= 1024.0;
+        unit = Some(name);
+    }
+    match unit {
+        Some(name) => format!("{bytes} bytes ({scaled:.1} {name})"),
+        None => format!("{bytes} bytes"),
+    }
+}

@@ -176,15 +176,29 @@ impl<T: Element> Storage<T> {
     /// The elements for writing, in host memory: copies them first if another handle shares
     /// this buffer, and brings a device buffer to the host (public operations that write
     /// elements run on the tensor's own device instead, or refuse).
+    ///
+    /// # Panics
+    /// When that copy is needed and fails (the host has no room, or the device failed);
+    /// [`Storage::try_make_mut`] returns the error instead.
     pub fn make_mut(&mut self) -> &mut [T] {
+        let device = self.device();
+        match self.try_make_mut() {
+            Ok(values) => values,
+            Err(e) => panic!("copying a buffer on {device} for writing: {e}"),
+        }
+    }
+
+    /// [`Storage::make_mut`], with a failed copy as an error
+    /// ([`Error::OutOfMemory`] when the host has no room for it).
+    pub fn try_make_mut(&mut self) -> Result<&mut [T]> {
         let unique_host = matches!(*self.0, Buffer::Host(_)) && Arc::get_mut(&mut self.0).is_some();
         if !unique_host {
-            let mut copy = with_capacity(self.len());
-            copy.extend_from_slice(self.as_slice());
+            let mut copy = with_capacity(self.len())?;
+            copy.extend_from_slice(self.host()?);
             *self = Storage::new(copy);
         }
         match Arc::get_mut(&mut self.0) {
-            Some(Buffer::Host(values)) => values,
+            Some(Buffer::Host(values)) => Ok(values),
             _ => unreachable!("a fresh host buffer has one handle"),
         }
     }

@@ -455,7 +455,7 @@ fn row_major<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> axes::Result<Tensor<T,
     if *t.layout() == dense && t.storage().len() == t.element_count() {
         Ok(t.clone())
     } else {
-        t.try_contiguous()
+        t.contiguous()
     }
 }
 

@@ -223,7 +223,7 @@ impl Cuda {
     ) -> Result<CudaSlice<T>> {
         self.stream
             .alloc_zeros(len)
-            .map_err(|e| cuda_error("allocating device memory", e))
+            .map_err(|e| self.allocation_error(len * std::mem::size_of::<T>(), e))
     }
 
     /// A result buffer of `bytes` bytes, not initialised: every launch that gets one writes
@@ -232,8 +232,25 @@ impl Cuda {
     pub(crate) fn result_buffer(&self, bytes: usize) -> Result<CudaSlice<u8>> {
         // SAFETY: u8 has no invalid bit patterns, and the buffer is written in full before
         // it is read (above).
-        unsafe { self.stream.alloc::<u8>(bytes) }
-            .map_err(|e| cuda_error("allocating device memory", e))
+        unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| self.allocation_error(bytes, e))
+    }
+
+    /// The error of a failed allocation of `bytes`: [`Error::OutOfMemory`] (with the free
+    /// memory the driver reports) when the device had no room.
+    fn allocation_error(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {
+        use cudarc::driver::sys::CUresult;
+        if e.0 != CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            return cuda_error(&format!("allocating {bytes} bytes of device memory"), e);
+        }
+        Error::OutOfMemory {
+            device: format!("cuda:{} ({})", self.ordinal, self.name()),
+            requested: bytes as u64,
+            available: self
+                .context
+                .mem_get_info()
+                .ok()
+                .map(|(free, _)| free as u64),
+        }
     }
 
     /// The device's name.
@@ -252,7 +269,7 @@ impl Cuda {
     pub fn upload<T: DeviceRepr + crate::Plain>(&self, data: &[T]) -> Result<CudaSlice<T>> {
         self.stream
             .clone_htod(data)
-            .map_err(|e| cuda_error("copy to the device", e))
+            .map_err(|e| self.allocation_error(std::mem::size_of_val(data), e))
     }
 
     /// The elements of `buffer`.

@@ -120,8 +120,49 @@ impl OpenCl {
             .unwrap_or_else(|_| "unknown OpenCL device".into())
     }
 
-    /// A buffer of `len` elements, not initialised.
+    /// `Ok` when a buffer of `len` elements of `T` fits the device's largest buffer (and its
+    /// memory), else [`Error::OutOfMemory`] with what it allows.
+    fn check_room<T>(&self, len: usize) -> Result<()> {
+        let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let largest = self.device.max_mem_alloc_size().ok();
+        let memory = self.device.global_mem_size().ok();
+        let room = largest.into_iter().chain(memory).min();
+        match room {
+            Some(room) if bytes > room => Err(self.out_of_memory(bytes, Some(room))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for `bytes` the device could not give (`room`: the most it could).
+    fn out_of_memory(&self, bytes: u64, room: Option<u64>) -> Error {
+        Error::OutOfMemory {
+            device: format!("opencl:0 ({})", self.name()),
+            requested: bytes,
+            available: room,
+        }
+    }
+
+    /// The error of a failed buffer creation: [`Error::OutOfMemory`] when the runtime had no
+    /// room for `bytes`.
+    fn creation_error(&self, what: &str, bytes: u64, e: opencl3::error_codes::ClError) -> Error {
+        use cl3::error_codes::{
+            CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY,
+            CL_OUT_OF_RESOURCES,
+        };
+        match e.0 {
+            CL_MEM_OBJECT_ALLOCATION_FAILURE
+            | CL_OUT_OF_RESOURCES
+            | CL_OUT_OF_HOST_MEMORY
+            | CL_INVALID_BUFFER_SIZE => self.out_of_memory(bytes, None),
+            _ => cl_error(what, e),
+        }
+    }
+
+    /// A buffer of `len` elements, not initialised; [`Error::OutOfMemory`] when the device
+    /// has no room for it.
     pub fn alloc<T: Plain>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.check_room::<T>(len)?;
+        let bytes = (len * std::mem::size_of::<T>()) as u64;
         // SAFETY: a read-write buffer of at least one element with no host pointer.
         let buffer = unsafe {
             Buffer::<T>::create(
@@ -131,7 +172,7 @@ impl OpenCl {
                 ptr::null_mut(),
             )
         }
-        .map_err(|e| cl_error("allocating a buffer", e))?;
+        .map_err(|e| self.creation_error("allocating a buffer", bytes, e))?;
         Ok(DeviceBuffer { buffer, len })
     }
 
@@ -142,6 +183,8 @@ impl OpenCl {
         if data.is_empty() {
             return self.alloc::<T>(0);
         }
+        self.check_room::<T>(data.len())?;
+        let bytes = std::mem::size_of_val(data) as u64;
         // SAFETY: `data` is valid for reads of `data.len()` elements while `create` runs,
         // which is when OpenCL copies them (the buffer keeps no pointer to host memory).
         let buffer = unsafe {
@@ -152,7 +195,7 @@ impl OpenCl {
                 data.as_ptr() as *mut std::ffi::c_void,
             )
         }
-        .map_err(|e| cl_error("writing a buffer", e))?;
+        .map_err(|e| self.creation_error("writing a buffer", bytes, e))?;
         Ok(DeviceBuffer {
             buffer,
             len: data.len(),

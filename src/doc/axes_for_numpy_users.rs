@@ -45,7 +45,7 @@
 //! assert_eq!(per_output.lens(), &[2]);
 //!
 //! // Storage order is a preference: a transposed copy compares equal.
-//! assert_eq!(y, y.to_layout::<(Out, Batch)>());
+//! assert_eq!(y, y.to_layout::<(Out, Batch)>()?);
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!

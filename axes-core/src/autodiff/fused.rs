@@ -129,7 +129,9 @@ impl<T: Float, A: AxisSet> IntoVarExpr for &Var<T, A> {
     fn into_var_expr(self) -> VarExpr<T, A> {
         let value = self.value();
         let value = if value.layout().is_padded() {
-            value.contiguous()
+            value
+                .contiguous()
+                .unwrap_or_else(|e| panic!("writing out a padded value: {e}"))
         } else {
             value.clone()
         };

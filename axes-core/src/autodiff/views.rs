@@ -153,7 +153,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
             .collect();
         Ok(self.record_unary(value, move |dz| {
             // Written out row-major, the flat axis (last) splits into L's axes.
-            let dz = dz.try_contiguous()?;
+            let dz = dz.contiguous()?;
             let split = dz.layout().split(dz.lens().len() - 1, &parts);
             let order: Vec<TypeId> = (<Difference<A, L>>::IDS.iter())
                 .chain(L::IDS)
@@ -175,7 +175,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         let value = self.value().unflatten::<L>()?;
         Ok(self.record_unary(value, move |dz| {
             // Written out row-major, L's axes (last) merge into one.
-            let dz = dz.try_contiguous()?;
+            let dz = dz.contiguous()?;
             let rank = dz.lens().len();
             let merged = (dz
                 .layout()
@@ -197,7 +197,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         A: HasAxis<X>,
     {
         let len = self.value().lens()[<A as HasAxis<X>>::POS];
-        let value = self.value().pad::<X>(before, after)?.try_contiguous()?;
+        let value = self.value().pad::<X>(before, after)?.contiguous()?;
         Ok(self.record_unary(value, move |dz| dz.slice::<X>(before..before + len, 1)))
     }
 }

@@ -174,7 +174,7 @@ fn scattered_on_host<T: Num, Ix: Element>(
     let at_index = indices.1.broadcast(&axes.in_indices, lens);
     let at_source = source.broadcast(&axes.in_source, lens);
     let stride = source.strides()[axes.axis];
-    let mut out = storage::filled(source_lens.iter().product(), T::zero());
+    let mut out = storage::filled(source_lens.iter().product(), T::zero())?;
     let (values, ids) = (grad.0.host()?, indices.0.host()?);
     let positions = grad
         .1
@@ -331,7 +331,7 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
 /// `tensor`, or a copy without padding where it is padded (a job's operand has none).
 pub(crate) fn unpadded<T: Element, A: AxisSet>(tensor: &Tensor<T, A>) -> Result<Tensor<T, A>> {
     if tensor.layout().is_padded() {
-        tensor.try_contiguous()
+        tensor.contiguous()
     } else {
         Ok(tensor.clone())
     }

@@ -52,7 +52,7 @@ pub(crate) fn matmul<T: Num>(
         return device_storage(backend, memory, count);
     }
     // Written by the product alone: no zeros first.
-    let mut out = crate::storage::with_capacity(count);
+    let mut out = crate::storage::with_capacity(count)?;
     let (l, r) = (in_host(lhs)?, in_host(rhs)?);
     batched_matmul_into(
         &mut out.spare_capacity_mut()[..count],

@@ -105,9 +105,9 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     })?;
     // A plain evaluation writes every element of the fresh buffer.
     let mut data = if S::REDUCES {
-        crate::storage::filled(count, init)
+        crate::storage::filled(count, init)?
     } else {
-        crate::storage::for_overwrite(count)
+        crate::storage::for_overwrite(count)?
     };
     let make = || {
         let mut next = 0;
@@ -171,7 +171,7 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
         return Ok(());
     }
     if !target.layout().is_injective() {
-        *target = target.contiguous();
+        *target = target.contiguous()?;
     }
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);

@@ -400,9 +400,9 @@ fn on_host<T: Num>(
                 let layout = Layout::row_major(&kept);
                 // A result that keeps every axis is written over every element.
                 let values = if reduces {
-                    storage::filled(count, identity_of::<T>(output.reduce.identity()))
+                    storage::filled(count, identity_of::<T>(output.reduce.identity()))?
                 } else {
-                    storage::for_overwrite(count)
+                    storage::for_overwrite(count)?
                 };
                 let combine = reduces.then_some(output.reduce);
                 (Storage::new(values), layout, combine)
@@ -472,7 +472,7 @@ pub(crate) fn assembled<T: Num>(
         starts_after && row_major(to) && from.lens() == to.lens() && !from.is_padded() && end <= len
     });
     if device.is_cpu() && in_order {
-        let mut values = storage::with_capacity(len);
+        let mut values = storage::with_capacity(len)?;
         for (storage, from, to) in parts {
             let data = storage.host()?;
             values.resize(to.offset(), T::zero());
@@ -497,7 +497,7 @@ pub(crate) fn assembled<T: Num>(
 /// unless `value` is a `bool` or does not survive the IR's `f64` constants: then uploaded).
 pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {
-        Device::Cpu => Ok(Storage::new(storage::filled(count, value))),
+        Device::Cpu => Ok(Storage::new(storage::filled(count, value)?)),
         Device::Accelerator(backend)
             if T::DTYPE != DType::Bool && T::from_f64(value.to_f64()) == value =>
         {

@@ -57,7 +57,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let whole = layout.is_injective()
             && !layout.is_padded()
             && layout.element_count() == Some(host.storage().len());
-        let host = if whole { host } else { host.contiguous() };
+        let host = if whole { host } else { host.contiguous()? };
         let values = host.storage().host()?;
         let memory = backend.upload(as_bytes(values))?;
         let storage = device_storage(backend, memory, values.len())?;
@@ -104,20 +104,22 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// A copy of the elements into a fresh row-major buffer in the order of `A` (padding
     /// written out as zeros, broadcast axes repeated), on the tensor's device. (Kernels do
     /// not read padded views: a padded view on a device is written out through the host.)
+    /// An error when the device fails or has no room ([`Error::OutOfMemory`]).
     ///
-    /// # Panics
-    /// On a device, when the device fails (out of memory, lost);
-    /// [`Tensor::try_contiguous`] returns that error instead.
-    pub fn contiguous(&self) -> Self {
-        self.try_contiguous()
-            .unwrap_or_else(|e| panic!("copying a tensor on {}: {e}", self.device()))
-    }
-
-    /// [`Tensor::contiguous`], with a failure of the device as an error.
-    pub fn try_contiguous(&self) -> Result<Self> {
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<f32, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1., 2., 3., 4.])?;
+    /// let t = x.axes_with_order::<(Col, Row)>().contiguous()?;
+    /// assert_eq!(t.storage().as_slice(), &[1., 3., 2., 4.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn contiguous(&self) -> Result<Self> {
         let device = self.device();
         if !device.is_cpu() && self.layout().is_padded() {
-            return self.to(&Device::Cpu)?.try_contiguous()?.to(&device);
+            return self.to(&Device::Cpu)?.contiguous()?.to(&device);
         }
         if let Device::Accelerator(..) = device {
             let (storage, layout) =
@@ -139,12 +141,12 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// #[derive(Axis)] struct Row;
     /// #[derive(Axis)] struct Col;
     /// let x = Tensor::<u8, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1, 2, 3, 4])?;
-    /// let t = x.to_layout::<(Col, Row)>();
+    /// let t = x.to_layout::<(Col, Row)>()?;
     /// assert_eq!(t.storage().as_slice(), &[1, 3, 2, 4]);
     /// assert_eq!(t, x);
     /// # Ok::<(), axes::Error>(())
     /// ```
-    pub fn to_layout<O: AxisSet>(&self) -> Tensor<T, O>
+    pub fn to_layout<O: AxisSet>(&self) -> Result<Tensor<T, O>>
     where
         A: SameAxes<O>,
     {

@@ -32,6 +32,7 @@ use crate::protocol::{
     Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide,
     MultiJob, as_bytes, from_bytes, row_major_strides,
 };
+use crate::storage;
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
 pub static CPU_BACKEND: CpuBackend = CpuBackend {
@@ -77,20 +78,24 @@ impl Block {
     }
 
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
-    pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Block {
-        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Vec<T> {
-            vec![reduce.map_or(T::zero(), |op| identity_of(op.identity())); count]
+    /// An error when the host has no room for them.
+    pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Result<Block> {
+        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Result<Vec<T>> {
+            storage::filled(
+                count,
+                reduce.map_or(T::zero(), |op| identity_of(op.identity())),
+            )
         }
-        match dtype {
-            DType::F32 => Block::F32(typed(count, reduce)),
-            DType::F64 => Block::F64(typed(count, reduce)),
-            DType::F16 => Block::F16(typed(count, reduce)),
-            DType::BF16 => Block::BF16(typed(count, reduce)),
-            DType::I32 => Block::I32(typed(count, reduce)),
-            DType::I64 => Block::I64(typed(count, reduce)),
-            DType::U8 => Block::U8(typed(count, reduce)),
-            DType::Bool => Block::Bool(vec![false; count]),
-        }
+        Ok(match dtype {
+            DType::F32 => Block::F32(typed(count, reduce)?),
+            DType::F64 => Block::F64(typed(count, reduce)?),
+            DType::F16 => Block::F16(typed(count, reduce)?),
+            DType::BF16 => Block::BF16(typed(count, reduce)?),
+            DType::I32 => Block::I32(typed(count, reduce)?),
+            DType::I64 => Block::I64(typed(count, reduce)?),
+            DType::U8 => Block::U8(typed(count, reduce)?),
+            DType::Bool => Block::Bool(storage::filled(count, false)?),
+        })
     }
 
     #[inline(always)]
@@ -181,7 +186,7 @@ impl Backend for CpuBackend {
         };
         let count = count_of(&job.kept)?;
         let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
-        let mut out = Block::filled(job.out, count, reduce);
+        let mut out = Block::filled(job.out, count, reduce)?;
         // Row-major over the kept axes; 0 over the reduced ones, which combine.
         let mut strides = row_major_strides(&job.kept);
         strides.resize(lens.len(), 0);
@@ -237,7 +242,7 @@ impl Backend for CpuBackend {
         // the identity of its reduction.
         let mut outs = Vec::with_capacity(counts.len());
         for (output, &count) in job.outputs.iter().zip(&counts) {
-            let mut block = Block::filled(job.out, count, Some(output.reduce));
+            let mut block = Block::filled(job.out, count, Some(output.reduce))?;
             if let Some(start) = &output.start {
                 let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
                 let from = Block::read(start.memory, start.dtype)?;
@@ -292,7 +297,7 @@ impl Backend for CpuBackend {
             Block::read(job.rhs.memory, job.dtype)?,
         );
         let count = count_of(&[job.batch, job.m, job.n])?;
-        let mut out = Block::filled(job.dtype, count, None);
+        let mut out = Block::filled(job.dtype, count, None)?;
         fn typed<T: Num>(job: &MatmulJob<'_>, out: &mut [T], lhs: &[T], rhs: &[T]) -> Result<()> {
             fn side<'a, T>(side: &'a MatrixSide<'_>, data: &'a [T]) -> HostMatrix<'a, T> {
                 HostMatrix {

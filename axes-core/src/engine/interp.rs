@@ -434,7 +434,7 @@ pub(crate) fn run(
             combine: s.combine,
         })
         .collect();
-    if run_split(program, &space.lens, &sources, sinks) {
+    if run_split(program, &space.lens, &sources, sinks)? {
         return Err(Error::DivisionByZero);
     }
     Ok(())
@@ -524,13 +524,13 @@ const PART_MIN_ELEMENTS: usize = 1 << 16;
 /// many as the threads) or combines over it (then the axis is cut into a fixed number of
 /// parts, each combined into a partial result, and the partials into the sink in order).
 /// Either way the result does not depend on the number of threads. Returns whether an
-/// integer was divided by zero.
+/// integer was divided by zero; an error when the host has no room for the partial results.
 fn run_split(
     program: &Program,
     lens: &[usize],
     sources: &[Source<'_>],
     sinks: Vec<Sink<'_>>,
-) -> bool {
+) -> Result<bool> {
     let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
     let splits: Option<Vec<SinkSplit>> = (!lens.is_empty()
         && count.saturating_mul(program.insts.len()) >= PARALLEL_MIN_WORK)
@@ -574,7 +574,7 @@ fn run_split(
         let mut sinks = sinks;
         take_division_by_zero();
         run_checked(Isa::detect(), program, lens, sources, &mut sinks);
-        return take_division_by_zero();
+        return Ok(take_division_by_zero());
     };
     // Part `p` runs positions `bounds[p]..bounds[p + 1]` of the outermost axis.
     let bounds: Vec<usize> = (0..=parts).map(|p| lens[0] * p / parts).collect();
@@ -587,9 +587,9 @@ fn run_split(
                     let len = partial_len(&lens[1..], &sink.strides[1..]);
                     Block::filled(sink.data.dtype(), len, sink.combine)
                 })
-                .collect()
+                .collect::<Result<_>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut part_partials: Vec<_> = partials.iter_mut().map(|p| p.iter_mut()).collect();
     let mut part_sinks: Vec<Vec<Sink<'_>>> = (0..parts).map(|_| Vec::new()).collect();
     // The sinks combined from partials, each with the strides of its partials.
@@ -698,7 +698,7 @@ fn run_split(
             );
         }
     }
-    divided.into_inner()
+    Ok(divided.into_inner())
 }
 
 /// The elements of a partial result over `lens` of a sink with `strides` there: one per

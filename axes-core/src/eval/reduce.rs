@@ -253,7 +253,7 @@ where
         });
     }
     let x = if x.layout().is_padded() {
-        x.try_contiguous()?
+        x.contiguous()?
     } else {
         x.clone()
     };

@@ -14,6 +14,8 @@ use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use crate::element::{DType, Element};
+use crate::error::{Error, Result};
+use crate::protocol::as_bytes;
 
 /// The smallest buffer kept: below it the allocator's own bins serve well.
 pub(crate) const MIN_BYTES: usize = 64 << 10;
@@ -64,29 +66,81 @@ fn take<T>(len: usize) -> Option<Vec<T>> {
     Some(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) })
 }
 
+/// The error for `bytes` of host memory that the allocator could not give.
+pub(crate) fn out_of_memory(bytes: usize) -> Error {
+    Error::OutOfMemory {
+        device: "cpu".into(),
+        requested: bytes as u64,
+        available: available_host_bytes(),
+    }
+}
+
+/// The memory the system could give without swapping (Linux's `MemAvailable`), where known.
+fn available_host_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// An empty `Vec` with room for exactly `len` elements from the allocator, or the error.
+pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(len)
+        .map_err(|_| out_of_memory(len.saturating_mul(size_of::<T>())))?;
+    Ok(values)
+}
+
+/// `len` zeros from the allocator's zeroed memory (fresh pages are not written), or the error.
+fn zeroed<T: Element>(len: usize) -> Result<Vec<T>> {
+    let layout = Layout::array::<T>(len).map_err(|_| out_of_memory(usize::MAX))?;
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the layout's size is not zero (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    let ptr = NonNull::new(ptr).ok_or_else(|| out_of_memory(layout.size()))?;
+    // SAFETY: the global allocator gave `ptr` for `Layout::array::<T>(len)`: `T`'s alignment
+    // and the size of `len` elements, as `Vec::from_raw_parts` requires of a capacity `len`;
+    // every byte is zero, which is a valid value of every element type (0, 0.0, `false`), so
+    // the `len` elements are initialised.
+    Ok(unsafe { Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), len, len) })
+}
+
 /// An empty `Vec` with room for exactly `len` elements: a kept buffer of that size when the
-/// pool has one, else a new allocation.
-pub(crate) fn with_capacity<T>(len: usize) -> Vec<T> {
-    take(len).unwrap_or_else(|| Vec::with_capacity(len))
+/// pool has one, else a new allocation; an error when the allocator has no room.
+pub(crate) fn with_capacity<T>(len: usize) -> Result<Vec<T>> {
+    match take(len) {
+        Some(values) => Ok(values),
+        None => try_vec(len),
+    }
 }
 
 /// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one;
-/// otherwise `vec!` itself, which gets zeros from the allocator without writing them.
-pub(crate) fn filled<T: Clone>(len: usize, value: T) -> Vec<T> {
-    match take(len) {
-        Some(mut values) => {
-            values.resize(len, value);
-            values
-        }
-        None => vec![value; len],
+/// otherwise from the allocator, zeros without writing them; an error when the allocator has
+/// no room.
+pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
+    if let Some(mut values) = take(len) {
+        values.resize(len, value);
+        return Ok(values);
     }
+    if as_bytes(std::slice::from_ref(&value))
+        .iter()
+        .all(|&b| b == 0)
+    {
+        return zeroed(len);
+    }
+    let mut values = try_vec(len)?;
+    values.resize(len, value);
+    Ok(values)
 }
 
 /// `len` elements of unspecified values, for a result that writes every element: a block of
 /// the pool whose bytes its last owner wrote is taken as it is (no fill), else as
 /// [`filled`] with zeros. Not for `bool`, whose bytes are not all valid values: its
 /// buffers are always filled.
-pub(crate) fn for_overwrite<T: Element>(len: usize) -> Vec<T> {
+pub(crate) fn for_overwrite<T: Element>(len: usize) -> Result<Vec<T>> {
     if T::DTYPE != DType::Bool
         && let Some(layout) = kept_layout::<T>(len)
     {
@@ -101,7 +155,7 @@ pub(crate) fn for_overwrite<T: Element>(len: usize) -> Vec<T> {
             // all written by its last owner (`initialised` covers the layout), as elements of
             // an element type, none of which has padding; every bit pattern is a valid value
             // of `T` (it is not `bool`), so the `len` elements are initialised values.
-            return unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) };
+            return Ok(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) });
         }
     }
     filled(len, T::zero())
@@ -139,22 +193,22 @@ mod tests {
     #[test]
     fn a_buffer_given_back_is_taken_again_by_its_size() {
         let len = (MIN_BYTES + 4096) / 4;
-        let first = filled(len, 1.5f32);
+        let first = filled(len, 1.5f32).unwrap();
         let address = first.as_ptr() as usize;
         give_back(first);
         // The same bytes and alignment serve another element type of that size.
-        let again: Vec<i32> = with_capacity(len);
+        let again: Vec<i32> = with_capacity(len).unwrap();
         assert_eq!(again.as_ptr() as usize, address);
         assert!(again.is_empty());
         give_back(again);
-        let zeros = filled(len, 0u32);
+        let zeros = filled(len, 0i32).unwrap();
         assert_eq!(zeros.as_ptr() as usize, address);
         assert!(
             zeros.iter().all(|&z| z == 0),
             "values are written, not left over"
         );
         // Another size is a new allocation.
-        let other: Vec<f32> = with_capacity(len + 1);
+        let other: Vec<f32> = with_capacity(len + 1).unwrap();
         assert_ne!(other.as_ptr() as usize, address);
     }
 

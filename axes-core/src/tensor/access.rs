@@ -74,7 +74,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         self.require_host("`set`")?;
         let writable = !self.layout.is_padded() && !self.layout.strides().contains(&0);
         if !writable {
-            *self = self.contiguous();
+            *self = self.contiguous()?;
         }
         let pos = self
             .position_of(&index)?
@@ -85,9 +85,12 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 
     /// A fresh row-major tensor of `lens` (in `A`'s order, already checked) whose element at
     /// each index is `f(index)`.
-    pub(crate) fn from_index_fn(lens: &[usize], mut f: impl FnMut(&[usize]) -> T) -> Self {
+    pub(crate) fn from_index_fn(
+        lens: &[usize],
+        mut f: impl FnMut(&[usize]) -> T,
+    ) -> crate::error::Result<Self> {
         let count: usize = lens.iter().product();
-        let mut data = Vec::with_capacity(count);
+        let mut data = crate::storage::with_capacity(count)?;
         let mut index = vec![0usize; lens.len()];
         for _ in 0..count {
             data.push(f(&index));
@@ -99,10 +102,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 index[axis] = 0;
             }
         }
-        Tensor::new_unchecked(
+        Ok(Tensor::new_unchecked(
             crate::storage::Storage::new(data),
             crate::layout::Layout::row_major(lens),
-        )
+        ))
     }
 
     /// The elements, row-major in the order of `A` (last axis fastest).

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet, MAX_RANK, SameAxes};
 use crate::named::{Coords, NamedLengths};
-use crate::storage::Storage;
+use crate::storage::{self, Storage};
 
 /// Checked lengths in the order of `A`, with their element count.
 pub(crate) struct Shape {
@@ -115,7 +115,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         S::Axes: SameAxes<A>,
     {
         let shape = Self::shape(&lengths)?;
-        Ok(Self::row_major(&shape, vec![value; shape.count]))
+        Ok(Self::row_major(
+            &shape,
+            storage::filled(shape.count, value)?,
+        ))
     }
 
     /// A tensor of zeros (`false` for bool).
@@ -225,7 +228,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         F: FnMut(&Coords<A>) -> T,
     {
         let shape = Self::shape(&lengths)?;
-        let mut data = Vec::with_capacity(shape.count);
+        let mut data = storage::with_capacity(shape.count)?;
         let mut index = [0usize; MAX_RANK];
         for _ in 0..shape.count {
             data.push(f(&Coords::new(index)));
@@ -271,12 +274,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         }
         let shape = Self::shape(&lengths)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let data = (0..shape.count)
-            .map(|_| {
-                let v = lo + rng.random::<f64>() * (hi - lo);
-                T::from_f64(if T::IS_FLOAT { v } else { v.floor() })
-            })
-            .collect();
+        let mut data = storage::with_capacity(shape.count)?;
+        data.extend((0..shape.count).map(|_| {
+            let v = lo + rng.random::<f64>() * (hi - lo);
+            T::from_f64(if T::IS_FLOAT { v } else { v.floor() })
+        }));
         Ok(Self::row_major_in_written_order(&lengths, data))
     }
 
@@ -305,9 +307,11 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         })?;
         let shape = Self::shape(&lengths)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let data = (0..shape.count)
-            .map(|_| T::from_f64(rand_distr::Distribution::sample(&normal, &mut rng)))
-            .collect();
+        let mut data = storage::with_capacity(shape.count)?;
+        data.extend(
+            (0..shape.count)
+                .map(|_| T::from_f64(rand_distr::Distribution::sample(&normal, &mut rng))),
+        );
         Ok(Self::row_major_in_written_order(&lengths, data))
     }
 }
@@ -327,9 +331,7 @@ where
     /// ```
     pub fn arange(length: Len<X>) -> Result<Self> {
         Self::checked_shape(&[length.get()])?;
-        Ok(Self::from_index_fn(&[length.get()], |ix| {
-            T::from_i64(ix[0] as i64)
-        }))
+        Self::from_index_fn(&[length.get()], |ix| T::from_i64(ix[0] as i64))
     }
 }
 
@@ -351,8 +353,11 @@ where
     pub fn eye(length: Len<X>) -> Result<Self> {
         let n = length.get();
         Self::checked_shape(&[n, n])?;
-        Ok(Self::from_index_fn(&[n, n], |ix| {
-            if ix[0] == ix[1] { T::one() } else { T::zero() }
-        }))
+        Self::from_index_fn(
+            &[n, n],
+            |ix| {
+                if ix[0] == ix[1] { T::one() } else { T::zero() }
+            },
+        )
     }
 }

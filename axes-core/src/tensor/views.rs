@@ -375,7 +375,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             });
         }
         let source = if self.layout.is_padded() {
-            self.contiguous()
+            self.contiguous()?
         } else {
             self.clone()
         };
@@ -387,16 +387,14 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// where the view is padded.
     pub(crate) fn read_in(&self, layout: &Layout) -> Result<Vec<T>> {
         let data = self.storage.host()?;
-        let count = match layout.element_count() {
-            Some(count) if !layout.is_padded() && layout.rank() > 0 => count,
-            _ => {
-                return Ok(layout
-                    .positions()
-                    .map(|pos| pos.map_or(T::zero(), |pos| data[pos]))
-                    .collect());
-            }
-        };
-        let mut out = Vec::with_capacity(count);
+        let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+            lengths: format!("{:?}", layout.lens()),
+        })?;
+        let mut out = crate::storage::with_capacity(count)?;
+        if layout.is_padded() || layout.rank() == 0 {
+            out.extend((layout.positions()).map(|pos| pos.map_or(T::zero(), |pos| data[pos])));
+            return Ok(out);
+        }
         if count == 0 {
             return Ok(out);
         }

@@ -303,7 +303,7 @@ pub fn views(device: &Device) {
             .square()
             .eval()
             .unwrap());
-        check!("contiguous", |x, p, y| p.contiguous());
+        check!("contiguous", |x, p, y| p.contiguous().unwrap());
         check!("concat", |x, p, y| Tensor::concat::<B>(&[x, p, x]).unwrap());
         check!("rename", |x, p, y| x
             .rename::<B, J>()
@@ -320,7 +320,7 @@ pub fn views(device: &Device) {
         check!("gather", |x, p, y| p
             .gather::<I, _, _>(&ids.to(&x.device()).unwrap())
             .unwrap());
-        check!("to_layout", |x, p, y| x.to_layout::<(I, B)>());
+        check!("to_layout", |x, p, y| x.to_layout::<(I, B)>().unwrap());
         check!("transpose", |x, p, y| x.transpose().eval().unwrap());
     }
 }
@@ -453,6 +453,14 @@ pub fn errors(device: &Device) {
         .unwrap();
     let err = (&dev.x + &short).eval().unwrap_err().to_string();
     assert!(err.starts_with("axis `I` has length"), "{err}");
+    // A result larger than any device holds (2^45 f32, 128 TiB) is an error, not an abort.
+    let rows = Tensor::<f32, (B,)>::zeros(B.len(1 << 22)).unwrap();
+    let cols = Tensor::<f32, (I,)>::zeros(I.len(1 << 23)).unwrap();
+    let (rows, cols) = (rows.to(device).unwrap(), cols.to(device).unwrap());
+    match (&rows + &cols).eval() {
+        Err(e @ axes::Error::OutOfMemory { .. }) => println!("{device}: {e}"),
+        other => panic!("expected OutOfMemory, got {:?}", other.map(|_| ())),
+    }
     let mut on_device = dev.x.clone();
     let err = on_device
         .set((B.at(0), I.at(0)), 1.0)
@@ -496,7 +504,7 @@ pub fn errors(device: &Device) {
         err.contains("padded") && err.contains("contiguous"),
         "{err}"
     );
-    let written = padded.contiguous();
+    let written = padded.contiguous().unwrap();
     assert_eq!(written.device(), *device);
     assert_eq!(
         written.to(&Device::Cpu).unwrap(),
