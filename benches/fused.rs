@@ -3,7 +3,8 @@
 //! W1 `a*x + b*y` (16M f32, 1 and 2 threads) · W2 `sum((x-y)^2)` (16M) · W3 `x[h,w] + y[w,h]`
 //! with y stored transposed (4096²) · W4 sum over each axis of 4096² · W5 W1 at 4096
 //! elements (per-call cost) · W6 `tanh(x)*y + exp(-x)` (16M) against std's scalar functions
-//! · a triad `a = b + s*c` as the bandwidth reference.
+//! · W7 `sum((x-y)^2)` at every size from 4^3 to 4^12 · W8 W1 into a fresh result each call
+//! against a hand `.collect()` · a triad `a = b + s*c` as the bandwidth reference.
 //!
 //! After criterion's own report, prints a table of medians, GB/s and ratios to the peers.
 //! `cargo bench --bench fused`; `AXES_BENCH_QUICK=1` for a short run.
@@ -149,6 +150,33 @@ fn w1(c: &mut Criterion) {
     let (nx, ny) = (Array1::from(x.clone()), Array1::from(y.clone()));
     g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
         bench.iter(|| black_box(&nx * a + &ny * b))
+    });
+    g.finish();
+}
+
+/// `a*x + b*y` into a fresh result each time (dropped after it), against a hand-written
+/// `.collect()` and against `assign` into one result kept across calls: what the host pool
+/// saves (the fresh pages a new 64 MiB buffer faults in).
+fn w8(c: &mut Criterion) {
+    let (x, y) = (data(BIG, 1), data(BIG, 2));
+    let (a, b) = (1.5f32, -0.5f32);
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
+    let mut g = c.benchmark_group("W8 axpby 16M fresh");
+    g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
+    axes::set_threads(1).unwrap();
+    g.bench_function(BenchmarkId::new("axes fresh", 1), |bench| {
+        bench.iter(|| black_box((&tx * a + &ty * b).eval().unwrap()))
+    });
+    g.bench_function(BenchmarkId::new("hand collect", 1), |bench| {
+        bench.iter(|| {
+            let out: Vec<f32> = (x.iter().zip(&y)).map(|(xi, yi)| a * xi + b * yi).collect();
+            black_box(out)
+        })
+    });
+    g.bench_function(BenchmarkId::new("axes assign", 1), |bench| {
+        bench.iter(|| out_t.assign(&tx * a + &ty * b).unwrap())
     });
     g.finish();
 }
@@ -343,7 +371,7 @@ fn w6(c: &mut Criterion) {
 }
 
 fn summary() {
-    let rows: [(&str, &str, &str, f64); 15] = [
+    let rows: [(&str, &str, &str, f64); 17] = [
         ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
         ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
         (
@@ -409,6 +437,18 @@ fn summary() {
             "hand std/1",
             3.0 * BIG as f64 * 4.0,
         ),
+        (
+            "W8 axpby 16M fresh",
+            "axes fresh/1",
+            "hand collect/1",
+            3.0 * BIG as f64 * 4.0,
+        ),
+        (
+            "W8 axpby 16M fresh",
+            "axes fresh/1",
+            "axes assign/1",
+            3.0 * BIG as f64 * 4.0,
+        ),
     ];
     println!(
         "\n{:<30} {:>14} {:>10} {:>9} {:>14} {:>10} {:>9}  ours/peer speed",
@@ -449,6 +489,7 @@ fn main() {
     w5(&mut c);
     w6(&mut c);
     w7(&mut c);
+    w8(&mut c);
     c.final_summary();
     summary();
     summary_by_size();

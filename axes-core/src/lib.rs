@@ -74,6 +74,14 @@ pub use named::{Coords, NamedIndex, NamedLengths};
 pub use num::{Float, Num};
 pub use protocol::{Device, DeviceKind};
 pub use storage::Storage;
+
+/// Memory: what each device holds ([`Device::counters`]: bytes now and at most, the pool's
+/// hits, misses and held bytes) and the host pool's limit. Allocation failures are
+/// [`Error::OutOfMemory`].
+pub mod memory {
+    pub use crate::protocol::DeviceCounters;
+    pub use crate::storage::{DEFAULT_LIMIT, pool_limit, release_pool, set_pool_limit};
+}
 pub use tensor::{Flattened, Gathered, IndexElement, Renamed, Tensor, Unflattened};
 
 /// The names most programs need: `use axes::prelude::*;`.

@@ -347,7 +347,9 @@ impl<T: Float> Buffers<T> {
         params: &Params<T>,
         values: [f64; N],
     ) -> Result<[Tensor<T, ()>; N]> {
-        let storage = placed(values.map(T::from_f64).to_vec(), params.device())?;
+        let mut buffer = crate::storage::with_capacity(N)?;
+        buffer.extend(values.map(T::from_f64));
+        let storage = placed(buffer, params.device())?;
         Ok(std::array::from_fn(|k| {
             let at = Layout::new(&[], &[], k, N).expect("inside the buffer");
             Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")

@@ -4,6 +4,7 @@
 
 mod pool;
 
+pub use pool::{DEFAULT_LIMIT, pool_limit, release_pool, set_pool_limit};
 pub(crate) use pool::{filled, for_overwrite, with_capacity};
 
 use std::fmt;
@@ -11,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, as_bytes, from_bytes};
+use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, HOST_METER, as_bytes, from_bytes};
 
 /// A reference-counted buffer of elements, in host memory or on a device.
 ///
@@ -32,9 +33,13 @@ enum Buffer<T> {
 }
 
 impl<T> Drop for Buffer<T> {
-    /// A large host buffer goes back to the pool, for the next result of its size.
+    /// A host buffer goes back to the pool, for the next result of its size.
     fn drop(&mut self) {
         if let Buffer::Host(values) = self {
+            let bytes = values.capacity() * std::mem::size_of::<T>();
+            if bytes > 0 {
+                HOST_METER.freed(bytes);
+            }
             pool::give_back(std::mem::take(values));
         }
     }
@@ -64,6 +69,10 @@ impl<T> fmt::Debug for Storage<T> {
 impl<T: Element> Storage<T> {
     /// A host buffer holding `data`.
     pub fn new(data: Vec<T>) -> Self {
+        let bytes = data.capacity() * std::mem::size_of::<T>();
+        if bytes > 0 {
+            HOST_METER.allocated(bytes);
+        }
         Storage(Arc::new(Buffer::Host(data)))
     }
 

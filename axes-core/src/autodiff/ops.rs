@@ -318,10 +318,9 @@ where
     let device = common_device([x.device(), labels.device()])?.unwrap_or(Device::Cpu);
     check_labels::<C, Ix>(labels, classes)?;
     // The class index along C, as a buffer on the logits' device.
-    let iota = placed(
-        (0..classes).map(|c| T::from_f64(c as f64)).collect(),
-        device,
-    )?;
+    let mut iota = crate::storage::with_capacity(classes)?;
+    iota.extend((0..classes).map(|c| T::from_f64(c as f64)));
+    let iota = placed(iota, device)?;
     let iota_layout = Layout::row_major(&[classes]);
     let all: Vec<usize> = (0..rank).collect();
     let lens = x.lens().to_vec();

@@ -41,12 +41,26 @@ impl Device {
         matches!(self, Device::Cpu)
     }
 
-    /// The device's work so far — launches, bytes its buffers hold now and at most — where
-    /// its backend counts them (the OpenCL and CUDA backends do; host memory is not
-    /// counted: `None`).
+    /// The device's work so far — launches, bytes its buffers hold now and at most, its
+    /// pool's hits, misses and held bytes — where its backend counts them (the CPU, OpenCL
+    /// and CUDA do). On the CPU, `bytes` are those of the tensors' buffers in host memory,
+    /// and the pool is the host pool ([`crate::storage::set_pool_limit`]).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Sample;
+    /// let before = Device::Cpu.counters().unwrap();
+    /// let x = Tensor::<f32, (Sample,)>::zeros(Sample.len(1000))?;
+    /// let after = Device::Cpu.counters().unwrap();
+    /// assert!(after.peak_bytes >= 4000);
+    /// assert!(after.pool_hits + after.pool_misses > before.pool_hits + before.pool_misses);
+    /// # drop(x);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
     pub fn counters(&self) -> Option<DeviceCounters> {
         match self {
-            Device::Cpu => None,
+            Device::Cpu => Some(super::meter::HOST_METER.counters()),
             Device::Accelerator(backend) => backend.meter().map(Meter::counters),
         }
     }
@@ -62,10 +76,13 @@ impl Device {
 
     /// Starts a new peak of [`Device::counters`] from the bytes held now.
     pub fn reset_peak(&self) {
-        if let Device::Accelerator(backend) = self
-            && let Some(meter) = backend.meter()
-        {
-            meter.reset_peak();
+        match self {
+            Device::Cpu => super::meter::HOST_METER.reset_peak(),
+            Device::Accelerator(backend) => {
+                if let Some(meter) = backend.meter() {
+                    meter.reset_peak();
+                }
+            }
         }
     }
 }

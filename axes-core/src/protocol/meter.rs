@@ -11,10 +11,20 @@ pub struct DeviceCounters {
     pub launches: u64,
     /// Copies of a buffer to the host so far: each waits for the work queued before it.
     pub reads: u64,
+    /// Buffers made so far (on the CPU: every host buffer a tensor took, from the pool or
+    /// from the system).
+    pub buffers: u64,
     /// Bytes held now by the device buffers the backend made.
     pub bytes: u64,
     /// The most bytes held at once since the backend was made or [`Meter::reset_peak`].
     pub peak_bytes: u64,
+    /// Buffers taken from the device's pool of freed buffers (on the CPU: the host pool of
+    /// [`crate::storage::set_pool_limit`]).
+    pub pool_hits: u64,
+    /// Buffers that the pool could not serve, allocated by the system (or the driver) instead.
+    pub pool_misses: u64,
+    /// Bytes of freed buffers the pool holds now, for reuse.
+    pub pooled_bytes: u64,
 }
 
 /// The counters a backend keeps (shared with the buffers it makes, which give their bytes
@@ -40,11 +50,48 @@ pub struct DeviceCounters {
 pub struct Meter {
     launches: AtomicU64,
     reads: AtomicU64,
+    buffers: AtomicU64,
     bytes: AtomicU64,
     peak_bytes: AtomicU64,
+    pool_hits: AtomicU64,
+    pool_misses: AtomicU64,
+    pooled_bytes: AtomicU64,
 }
 
+/// The host's meter: the bytes of the tensors in host memory, and the host pool's figures
+/// ([`crate::Device::counters`] of [`crate::Device::Cpu`]).
+pub(crate) static HOST_METER: Meter = Meter::new();
+
 impl Meter {
+    /// All counters at zero.
+    pub const fn new() -> Meter {
+        Meter {
+            launches: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            buffers: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            peak_bytes: AtomicU64::new(0),
+            pool_hits: AtomicU64::new(0),
+            pool_misses: AtomicU64::new(0),
+            pooled_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a buffer taken from the pool (`hit`) or allocated because the pool had none.
+    pub fn pool_request(&self, hit: bool) {
+        let counter = if hit {
+            &self.pool_hits
+        } else {
+            &self.pool_misses
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+
+    /// Sets the bytes the pool holds now.
+    pub fn set_pooled_bytes(&self, bytes: u64) {
+        self.pooled_bytes.store(bytes, Relaxed);
+    }
+
     /// Counts one launch.
     pub fn launched(&self) {
         self.launches.fetch_add(1, Relaxed);
@@ -60,8 +107,12 @@ impl Meter {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
             reads: self.reads.load(Relaxed),
+            buffers: self.buffers.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
             peak_bytes: self.peak_bytes.load(Relaxed),
+            pool_hits: self.pool_hits.load(Relaxed),
+            pool_misses: self.pool_misses.load(Relaxed),
+            pooled_bytes: self.pooled_bytes.load(Relaxed),
         }
     }
 
@@ -70,12 +121,13 @@ impl Meter {
         self.peak_bytes.store(self.bytes.load(Relaxed), Relaxed);
     }
 
-    pub(super) fn allocated(&self, bytes: usize) {
+    pub(crate) fn allocated(&self, bytes: usize) {
+        self.buffers.fetch_add(1, Relaxed);
         let now = self.bytes.fetch_add(bytes as u64, Relaxed) + bytes as u64;
         self.peak_bytes.fetch_max(now, Relaxed);
     }
 
-    pub(super) fn freed(&self, bytes: usize) {
+    pub(crate) fn freed(&self, bytes: usize) {
         self.bytes.fetch_sub(bytes as u64, Relaxed);
     }
 }

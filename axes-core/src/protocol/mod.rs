@@ -21,4 +21,5 @@ pub use job::{
 };
 pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer};
 pub(crate) use memory::{as_bytes, from_bytes};
+pub(crate) use meter::HOST_METER;
 pub use meter::{DeviceCounters, Meter};

@@ -1,33 +1,32 @@
-//! Reuse of large host buffers. A training step frees and allocates the same large buffers
+//! Reuse of host buffers. A training step frees and allocates the same buffers
 //! (activations, gradients, the arena-shaped gradient) every step; when glibc's allocator
-//! hands such a buffer's pages back to the system in between (trimming the heap's top), each
-//! step pays for fresh pages (one fault and a zeroing per 4 KiB). Buffers of a size worth
-//! keeping go back here when their last [`Storage`](super::Storage) handle drops, and
-//! [`filled`] and [`with_capacity`] take one of the same size before asking the allocator.
+//! hands a large buffer's pages back to the system in between (trimming the heap's top, or
+//! unmapping a buffer it mapped), each step pays for fresh pages (one fault and a zeroing per
+//! 4 KiB). Buffers go back here when their last [`Storage`](super::Storage) handle drops, and
+//! [`filled`], [`with_capacity`] and [`for_overwrite`] take one of the same size and
+//! alignment before asking the allocator. The host's meter counts each request as a hit or a
+//! miss ([`crate::Device::counters`]).
 //!
-//! The pool holds at most [`HELD_BYTES`] bytes, in blocks of [`MIN_BYTES`] to [`MAX_BYTES`];
-//! a block is reused only for exactly its size and alignment.
+//! The pool holds at most its limit ([`set_pool_limit`]; [`DEFAULT_LIMIT`] unless the
+//! environment variable `AXES_POOL_BYTES` says otherwise): a buffer that would take it past
+//! the limit is freed instead. [`release_pool`] frees every buffer it holds.
 
 use std::alloc::Layout;
-use std::mem::{ManuallyDrop, align_of, size_of};
+use std::collections::BTreeMap;
+use std::mem::{ManuallyDrop, size_of};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::protocol::as_bytes;
+use crate::protocol::{HOST_METER, as_bytes};
 
-/// The smallest buffer kept: below it the allocator's own bins serve well.
-pub(crate) const MIN_BYTES: usize = 64 << 10;
-/// The largest buffer kept.
-pub(crate) const MAX_BYTES: usize = 16 << 20;
-/// The most bytes the pool holds at once.
-pub(crate) const HELD_BYTES: usize = 64 << 20;
+/// The bytes the pool holds at most unless told otherwise.
+pub const DEFAULT_LIMIT: usize = 256 << 20;
 
 /// An allocation of the global allocator that no `Vec` owns now.
 struct Block {
     ptr: NonNull<u8>,
-    layout: Layout,
     /// How many bytes from the start the buffer's last owner had written.
     initialised: usize,
 }
@@ -36,34 +35,129 @@ struct Block {
 // here), so moving it between threads moves nothing shared.
 unsafe impl Send for Block {}
 
-/// The blocks held, and their total size.
+/// The blocks held, by (size, alignment), their total size, and the limit.
 struct Held {
-    blocks: Vec<Block>,
+    blocks: BTreeMap<(usize, usize), Vec<Block>>,
     bytes: usize,
+    /// `None` until the first use reads `AXES_POOL_BYTES`.
+    limit: Option<usize>,
 }
 
 static POOL: Mutex<Held> = Mutex::new(Held {
-    blocks: Vec::new(),
+    blocks: BTreeMap::new(),
     bytes: 0,
+    limit: None,
 });
+
+impl Held {
+    fn limit(&mut self) -> usize {
+        *self.limit.get_or_insert_with(|| {
+            std::env::var("AXES_POOL_BYTES")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(DEFAULT_LIMIT)
+        })
+    }
+
+    /// A block of `layout` (one whose bytes were all written, if `written`), out of the pool.
+    fn take(&mut self, layout: Layout, written: bool) -> Option<Block> {
+        let blocks = self.blocks.get_mut(&(layout.size(), layout.align()))?;
+        let k = blocks
+            .iter()
+            .rposition(|b| !written || b.initialised >= layout.size())?;
+        let block = blocks.swap_remove(k);
+        self.bytes -= layout.size();
+        HOST_METER.set_pooled_bytes(self.bytes as u64);
+        Some(block)
+    }
+
+    /// Frees blocks until the pool holds at most `limit` bytes; the bytes freed.
+    fn shrink_to(&mut self, limit: usize) -> usize {
+        let before = self.bytes;
+        while self.bytes > limit {
+            let Some(mut entry) = self.blocks.last_entry() else {
+                break;
+            };
+            let (size, align) = *entry.key();
+            let block = entry.get_mut().pop().expect("no empty lists are kept");
+            if entry.get().is_empty() {
+                entry.remove();
+            }
+            // SAFETY: the block was allocated by the global allocator with this size and
+            // alignment (its key), and the pool, its only owner, lets go of it.
+            unsafe {
+                std::alloc::dealloc(
+                    block.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(size, align),
+                );
+            }
+            self.bytes -= size;
+        }
+        HOST_METER.set_pooled_bytes(self.bytes as u64);
+        before - self.bytes
+    }
+}
+
+fn pool() -> std::sync::MutexGuard<'static, Held> {
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets the most bytes the host pool holds, freeing buffers until it holds no more (`0`:
+/// keep nothing). The default is [`DEFAULT_LIMIT`], or the environment variable
+/// `AXES_POOL_BYTES` where set.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::memory;
+/// let before = memory::pool_limit();
+/// memory::set_pool_limit(64 << 20);
+/// assert_eq!(memory::pool_limit(), 64 << 20);
+/// memory::set_pool_limit(before);
+/// ```
+pub fn set_pool_limit(bytes: usize) {
+    let mut held = pool();
+    held.limit = Some(bytes);
+    held.shrink_to(bytes);
+}
+
+/// The most bytes the host pool holds.
+pub fn pool_limit() -> usize {
+    pool().limit()
+}
+
+/// Frees every buffer the host pool holds (the memory goes back to the allocator, which may
+/// return it to the system); the bytes freed.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::memory;
+/// #[derive(Axis)] struct Sample;
+/// drop(Tensor::<f32, (Sample,)>::zeros(Sample.len(1 << 16))?);
+/// memory::release_pool();
+/// assert_eq!(Device::Cpu.counters().unwrap().pooled_bytes, 0);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn release_pool() -> usize {
+    pool().shrink_to(0)
+}
 
 /// The layout of a `Vec<T>` of capacity `capacity`, if the pool keeps buffers of that size.
 fn kept_layout<T>(capacity: usize) -> Option<Layout> {
     let layout = Layout::array::<T>(capacity).ok()?;
-    (size_of::<T>() > 0 && (MIN_BYTES..=MAX_BYTES).contains(&layout.size())).then_some(layout)
+    (layout.size() > 0).then_some(layout)
 }
 
-/// A kept buffer with room for exactly `len` elements, empty, if the pool has one.
+/// A kept buffer with room for exactly `len` elements, empty, if the pool has one; counted
+/// as a hit or a miss.
 fn take<T>(len: usize) -> Option<Vec<T>> {
     let layout = kept_layout::<T>(len)?;
-    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let k = held.blocks.iter().position(|b| b.layout == layout)?;
-    let block = held.blocks.swap_remove(k);
-    held.bytes -= layout.size();
+    let block = pool().take(layout, false);
+    HOST_METER.pool_request(block.is_some());
     // SAFETY: the block was allocated by the global allocator with `layout`, which is
     // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
     // `Vec::from_raw_parts` requires; the length 0 claims no initialised element.
-    Some(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) })
+    Some(unsafe { Vec::from_raw_parts(block?.ptr.as_ptr().cast::<T>(), 0, len) })
 }
 
 /// The error for `bytes` of host memory that the allocator could not give.
@@ -144,44 +238,40 @@ pub(crate) fn for_overwrite<T: Element>(len: usize) -> Result<Vec<T>> {
     if T::DTYPE != DType::Bool
         && let Some(layout) = kept_layout::<T>(len)
     {
-        let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let found =
-            (held.blocks.iter()).position(|b| b.layout == layout && b.initialised >= layout.size());
-        if let Some(k) = found {
-            let block = held.blocks.swap_remove(k);
-            held.bytes -= layout.size();
+        let found = pool().take(layout, true);
+        if let Some(block) = found {
+            HOST_METER.pool_request(true);
             // SAFETY: the block was allocated for `layout`, the layout of `len` elements of
             // `T` (equal size and alignment), and is owned by the pool alone; its bytes were
-            // all written by its last owner (`initialised` covers the layout), as elements of
-            // an element type, none of which has padding; every bit pattern is a valid value
-            // of `T` (it is not `bool`), so the `len` elements are initialised values.
+            // all written by its last owner (`take` checked that `initialised` covers the
+            // layout), as elements of an element type, none of which has padding; every bit
+            // pattern is a valid value of `T` (it is not `bool`), so the `len` elements are
+            // initialised values.
             return Ok(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) });
         }
     }
     filled(len, T::zero())
 }
 
-/// Keeps `values`' buffer for a later [`with_capacity`] of its size (its elements are
-/// dropped), or frees it when the pool does not keep that size or is full.
+/// Keeps `values`' buffer for a later request of its size (its elements are dropped), or
+/// frees it when the pool would hold more than its limit.
 pub(crate) fn give_back<T>(mut values: Vec<T>) {
     let Some(layout) = kept_layout::<T>(values.capacity()) else {
         return;
     };
-    debug_assert_eq!(layout.align(), align_of::<T>());
-    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if held.bytes + layout.size() > HELD_BYTES {
+    let mut held = pool();
+    if held.bytes + layout.size() > held.limit() {
         return;
     }
     let initialised = values.len() * size_of::<T>();
     values.clear();
     let mut values = ManuallyDrop::new(values);
     let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer is not null");
-    held.blocks.push(Block {
-        ptr,
-        layout,
-        initialised,
-    });
+    (held.blocks.entry((layout.size(), layout.align())))
+        .or_default()
+        .push(Block { ptr, initialised });
     held.bytes += layout.size();
+    HOST_METER.set_pooled_bytes(held.bytes as u64);
 }
 
 #[cfg(test)]
@@ -192,7 +282,7 @@ mod tests {
     /// blocks.
     #[test]
     fn a_buffer_given_back_is_taken_again_by_its_size() {
-        let len = (MIN_BYTES + 4096) / 4;
+        let len = 4096 + 3;
         let first = filled(len, 1.5f32).unwrap();
         let address = first.as_ptr() as usize;
         give_back(first);
@@ -207,16 +297,23 @@ mod tests {
             zeros.iter().all(|&z| z == 0),
             "values are written, not left over"
         );
+        // A buffer whose last owner wrote it all is taken as it is for a full overwrite; one
+        // it did not write is not.
+        give_back(zeros);
+        let overwritten: Vec<f32> = for_overwrite(len).unwrap();
+        assert_eq!(overwritten.as_ptr() as usize, address);
+        give_back(Vec::<f32>::with_capacity(len + 1));
+        let unwritten: Vec<f32> = for_overwrite(len + 1).unwrap();
+        assert!(unwritten.iter().all(|&z| z == 0.0));
         // Another size is a new allocation.
-        let other: Vec<f32> = with_capacity(len + 1).unwrap();
+        let other: Vec<f32> = with_capacity(len + 2).unwrap();
         assert_ne!(other.as_ptr() as usize, address);
     }
 
     #[test]
-    fn small_and_huge_buffers_are_not_kept() {
-        assert!(kept_layout::<u8>(MIN_BYTES - 1).is_none());
-        assert!(kept_layout::<u8>(MAX_BYTES + 1).is_none());
-        assert!(kept_layout::<()>(MIN_BYTES).is_none());
-        assert!(kept_layout::<f64>(MIN_BYTES / 8).is_some());
+    fn empty_buffers_are_not_kept() {
+        assert!(kept_layout::<u8>(0).is_none());
+        assert!(kept_layout::<()>(10).is_none());
+        assert!(kept_layout::<f64>(1).is_some());
     }
 }
