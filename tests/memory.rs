@@ -29,7 +29,7 @@ fn counters() -> memory::DeviceCounters {
 /// live tensors are counted while they live.
 fn pool_limit_release_and_counts() {
     let cap = 1 << 20;
-    memory::set_pool_limit(cap);
+    memory::set_pool_limit(&Device::Cpu, cap);
     for k in 1..=40 {
         let t = Tensor::<f32, (Sample,)>::zeros(Sample.len(k * 3000)).unwrap();
         drop(t);
@@ -44,11 +44,11 @@ fn pool_limit_release_and_counts() {
         counters().pooled_bytes <= cap as u64,
         "a buffer over the cap is freed"
     );
-    assert!(memory::release_pool() > 0);
+    assert!(memory::release_pool(&Device::Cpu) > 0);
     assert_eq!(counters().pooled_bytes, 0);
-    assert_eq!(memory::release_pool(), 0);
+    assert_eq!(memory::release_pool(&Device::Cpu), 0);
 
-    memory::set_pool_limit(memory::DEFAULT_LIMIT);
+    memory::set_pool_limit(&Device::Cpu, memory::DEFAULT_LIMIT);
     let sizes = Sample.len(12_345);
     drop(Tensor::<f32, (Sample,)>::zeros(sizes).unwrap());
     let before = counters();

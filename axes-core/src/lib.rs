@@ -79,8 +79,10 @@ pub use storage::Storage;
 /// hits, misses and held bytes) and the host pool's limit. Allocation failures are
 /// [`Error::OutOfMemory`].
 pub mod memory {
-    pub use crate::protocol::DeviceCounters;
-    pub use crate::storage::{DEFAULT_LIMIT, pool_limit, release_pool, set_pool_limit};
+    pub use crate::protocol::{DeviceCounters, Recycle};
+    pub use crate::storage::{
+        DEFAULT_LIMIT, limit_from_env, pool_limit, release_pool, set_pool_limit,
+    };
 }
 pub use tensor::{Flattened, Gathered, IndexElement, Renamed, Tensor, Unflattened};
 

@@ -4,7 +4,7 @@
 
 mod pool;
 
-pub use pool::{DEFAULT_LIMIT, pool_limit, release_pool, set_pool_limit};
+pub use pool::{DEFAULT_LIMIT, limit_from_env};
 pub(crate) use pool::{filled, for_overwrite, with_capacity};
 
 use std::fmt;
@@ -270,5 +270,53 @@ impl<T: Element> Storage<T> {
             Buffer::Host(_) => None,
             Buffer::Device { memory, .. } => Some(memory),
         }
+    }
+}
+
+/// The most bytes `device`'s pool of freed buffers holds (0 for a device that keeps none:
+/// CUDA keeps freed memory in its driver's pool instead).
+pub fn pool_limit(device: &Device) -> usize {
+    match device {
+        Device::Cpu => pool::host_limit(),
+        Device::Accelerator(backend) => backend.pool_limit(),
+    }
+}
+
+/// Sets the most bytes `device`'s pool of freed buffers holds, freeing buffers until it
+/// holds no more (`0`: keep nothing). The default is [`DEFAULT_LIMIT`], or the environment
+/// variable `AXES_POOL_BYTES` where set.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::{Device, memory};
+/// let before = memory::pool_limit(&Device::Cpu);
+/// memory::set_pool_limit(&Device::Cpu, 64 << 20);
+/// assert_eq!(memory::pool_limit(&Device::Cpu), 64 << 20);
+/// memory::set_pool_limit(&Device::Cpu, before);
+/// ```
+pub fn set_pool_limit(device: &Device, bytes: usize) {
+    match device {
+        Device::Cpu => pool::set_host_limit(bytes),
+        Device::Accelerator(backend) => backend.set_pool_limit(bytes),
+    }
+}
+
+/// Frees every buffer `device`'s pool holds (on the host the memory goes back to the
+/// allocator, which may return it to the system); the bytes freed.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::memory;
+/// #[derive(Axis)] struct Sample;
+/// drop(Tensor::<f32, (Sample,)>::zeros(Sample.len(1 << 16))?);
+/// assert!(memory::release_pool(&Device::Cpu) >= 4 << 16);
+/// assert_eq!(Device::Cpu.counters().unwrap().pooled_bytes, 0);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn release_pool(device: &Device) -> usize {
+    match device {
+        Device::Cpu => pool::release_host(),
+        Device::Accelerator(backend) => backend.release_pool(),
     }
 }

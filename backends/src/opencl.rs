@@ -1,13 +1,18 @@
 //! The OpenCL backend: compiles generated OpenCL C once per (source, device), keeps device
 //! buffers, and launches elementwise and reduction kernels.
+//!
+//! Result buffers come from a pool of the device's freed ones, by size class (a quarter of a
+//! power of two apart, so results of similar sizes share buffers), bounded like the host's
+//! (`axes::memory::set_pool_limit`). The one queue runs in order, so a buffer freed while a
+//! queued kernel still reads it is written by its next owner's kernels only after that one.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, Meter, MultiJob,
+    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, Meter, MultiJob, Recycle,
 };
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -34,6 +39,82 @@ pub struct OpenCl {
     programs: Mutex<HashMap<String, Arc<Program>>>,
     /// Launches and the bytes of the buffers this device holds.
     meter: Arc<Meter>,
+    /// Freed result buffers, for the next results of their size class.
+    pool: Arc<Pool>,
+}
+
+/// The device's freed result buffers by size in bytes, their total, and the most it keeps.
+struct Pool {
+    held: Mutex<Held>,
+    meter: Arc<Meter>,
+}
+
+struct Held {
+    buffers: BTreeMap<usize, Vec<Buffer<u8>>>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer of exactly `bytes` bytes, if the pool holds one.
+    fn take(&self, bytes: usize) -> Option<Buffer<u8>> {
+        let mut held = self.lock();
+        let buffers = held.buffers.get_mut(&bytes)?;
+        let buffer = buffers.pop()?;
+        held.bytes -= bytes;
+        self.meter.set_pooled_bytes(held.bytes as u64);
+        Some(buffer)
+    }
+
+    /// Releases buffers until the pool holds at most `limit` bytes; the bytes released.
+    fn shrink_to(&self, limit: usize) -> usize {
+        let mut held = self.lock();
+        let before = held.bytes;
+        while held.bytes > limit {
+            let Some(mut entry) = held.buffers.last_entry() else {
+                break;
+            };
+            let bytes = *entry.key();
+            entry.get_mut().pop();
+            if entry.get().is_empty() {
+                entry.remove();
+            }
+            held.bytes -= bytes;
+        }
+        self.meter.set_pooled_bytes(held.bytes as u64);
+        before - held.bytes
+    }
+}
+
+impl Recycle for Pool {
+    fn recycle(&self, buffer: Box<dyn std::any::Any + Send + Sync>) {
+        let Ok(buffer) = buffer.downcast::<DeviceBuffer<u8>>() else {
+            return;
+        };
+        let DeviceBuffer {
+            buffer, capacity, ..
+        } = *buffer;
+        let mut held = self.lock();
+        if held.bytes + capacity <= held.limit {
+            held.buffers.entry(capacity).or_default().push(buffer);
+            held.bytes += capacity;
+            self.meter.set_pooled_bytes(held.bytes as u64);
+        }
+    }
+}
+
+/// The size class of a buffer of `bytes`: at least 256 bytes, else `bytes` rounded up to a
+/// quarter of the power of two below it (at most 25% more).
+fn size_class(bytes: usize) -> usize {
+    if bytes <= 256 {
+        return 256;
+    }
+    let quarter = 1usize << (usize::BITS - 1 - bytes.leading_zeros() - 2);
+    bytes.div_ceil(quarter) * quarter
 }
 
 // SAFETY: OpenCL contexts, queues and programs are thread-safe handles (OpenCL 1.2 §A.2: all
@@ -47,6 +128,8 @@ unsafe impl Sync for OpenCl {}
 pub struct DeviceBuffer<T> {
     buffer: Buffer<T>,
     len: usize,
+    /// The elements the OpenCL buffer has room for (`len` or more).
+    capacity: usize,
 }
 
 impl<T> DeviceBuffer<T> {
@@ -90,12 +173,21 @@ impl OpenCl {
         // clCreateCommandQueue: the OpenCL 1.2 call PoCL and older runtimes have
         let queue = CommandQueue::create_default(&context, 0)
             .map_err(|e| cl_error("creating a queue", e))?;
+        let meter = Arc::<Meter>::default();
         Ok(OpenCl {
             device,
             context,
             queue,
             programs: Mutex::new(HashMap::new()),
-            meter: Arc::default(),
+            pool: Arc::new(Pool {
+                held: Mutex::new(Held {
+                    buffers: BTreeMap::new(),
+                    bytes: 0,
+                    limit: axes_core::memory::limit_from_env(),
+                }),
+                meter: Arc::clone(&meter),
+            }),
+            meter,
         })
     }
 
@@ -173,7 +265,11 @@ impl OpenCl {
             )
         }
         .map_err(|e| self.creation_error("allocating a buffer", bytes, e))?;
-        Ok(DeviceBuffer { buffer, len })
+        Ok(DeviceBuffer {
+            buffer,
+            len,
+            capacity: len.max(1),
+        })
     }
 
     /// A buffer holding a copy of `data`, copied when the buffer is made
@@ -199,6 +295,7 @@ impl OpenCl {
         Ok(DeviceBuffer {
             buffer,
             len: data.len(),
+            capacity: data.len(),
         })
     }
 
@@ -399,6 +496,36 @@ impl OpenCl {
     fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
         DeviceMemory::metered(buffer, bytes, &self.meter)
     }
+
+    /// A result buffer of `bytes` bytes, not initialised (every launch that gets one writes
+    /// all of it before anything reads it): a pooled buffer of its size class where there
+    /// is one, else a new one of that class; it goes back to the pool when dropped.
+    fn result_buffer(&self, bytes: usize) -> Result<DeviceMemory> {
+        let class = size_class(bytes);
+        let pooled = self.pool.take(class);
+        self.meter.pool_request(pooled.is_some());
+        let buffer = match pooled {
+            Some(buffer) => DeviceBuffer {
+                buffer,
+                len: bytes,
+                capacity: class,
+            },
+            None => {
+                // A class past the device's largest buffer: the exact size may still fit.
+                let size = if self.check_room::<u8>(class).is_ok() {
+                    class
+                } else {
+                    bytes
+                };
+                DeviceBuffer {
+                    len: bytes,
+                    ..self.alloc::<u8>(size)?
+                }
+            }
+        };
+        let pool: Arc<dyn Recycle> = self.pool.clone();
+        Ok(DeviceMemory::pooled(buffer, bytes, &self.meter, pool))
+    }
 }
 
 impl Backend for OpenCl {
@@ -431,9 +558,8 @@ impl Backend for OpenCl {
         let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Fresh)? else {
             return Ok(self.memory(self.alloc::<u8>(0)?, 0));
         };
-        let out = self.alloc::<u8>(plan.out_bytes)?;
-        self.launch_plan(&plan, &job.leaves, &[&out])?;
-        let out = self.memory(out, plan.out_bytes);
+        let out = self.result_buffer(plan.out_bytes)?;
+        self.launch_plan(&plan, &job.leaves, &[buffer_of(&out)?])?;
         if plan.splits > 1 {
             return self.run(&plan.combine(job, &out));
         }
@@ -445,9 +571,8 @@ impl Backend for OpenCl {
             return Ok(());
         };
         if plan.splits > 1 {
-            let partial = self.alloc::<u8>(plan.out_bytes)?;
-            self.launch_plan(&plan, &job.leaves, &[&partial])?;
-            let partial = self.memory(partial, plan.out_bytes);
+            let partial = self.result_buffer(plan.out_bytes)?;
+            self.launch_plan(&plan, &job.leaves, &[buffer_of(&partial)?])?;
             return self.run_into(&plan.combine(job, &partial), target);
         }
         let out = target
@@ -473,7 +598,8 @@ impl Backend for OpenCl {
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         job.check_reach()?;
         let plan = JobPlan::matmul(job, Dialect::OpenCl)?;
-        let out = self.alloc::<u8>(plan.out_bytes)?;
+        let memory = self.result_buffer(plan.out_bytes)?;
+        let out = buffer_of(&memory)?;
         let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
         let args: Vec<Arg<'_>> = (plan.args.iter())
             .map(|slot| match *slot {
@@ -496,7 +622,20 @@ impl Backend for OpenCl {
                 group,
             )?
         };
-        Ok(self.memory(out, plan.out_bytes))
+        Ok(memory)
+    }
+
+    fn pool_limit(&self) -> usize {
+        self.pool.lock().limit
+    }
+
+    fn set_pool_limit(&self, bytes: usize) {
+        self.pool.lock().limit = bytes;
+        self.pool.shrink_to(bytes);
+    }
+
+    fn release_pool(&self) -> usize {
+        self.pool.shrink_to(0)
     }
 }
 

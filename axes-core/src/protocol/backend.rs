@@ -76,6 +76,22 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The most bytes the device's pool of freed buffers holds (0 where it keeps none).
+    fn pool_limit(&self) -> usize {
+        0
+    }
+
+    /// Sets [`Backend::pool_limit`], freeing pooled buffers until the pool holds no more.
+    /// The default keeps no pool.
+    fn set_pool_limit(&self, bytes: usize) {
+        let _ = bytes;
+    }
+
+    /// Frees every buffer the device's pool holds; the bytes freed.
+    fn release_pool(&self) -> usize {
+        0
+    }
+
     /// Runs a matrix product into a new buffer (row-major `m`×`n`).
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let _ = job;

@@ -44,7 +44,7 @@ impl Device {
     /// The device's work so far — launches, bytes its buffers hold now and at most, its
     /// pool's hits, misses and held bytes — where its backend counts them (the CPU, OpenCL
     /// and CUDA do). On the CPU, `bytes` are those of the tensors' buffers in host memory,
-    /// and the pool is the host pool ([`crate::storage::set_pool_limit`]).
+    /// and the pool is the host pool ([`crate::memory::set_pool_limit`]).
     ///
     /// ```
     /// # extern crate axes_core as axes;

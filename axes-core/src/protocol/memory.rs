@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 use super::Device;
 use super::meter::{Meter, Metered};
@@ -14,6 +15,23 @@ pub struct DeviceMemory {
     bytes: usize,
     /// The backend's meter, counting these bytes while the buffer lives.
     _metered: Option<Metered>,
+    /// The backend's pool, which takes the buffer back when this is dropped.
+    recycle: Option<Arc<dyn Recycle>>,
+}
+
+/// A backend's pool of freed buffers: takes back the buffer of each dropped
+/// [`DeviceMemory`] made with [`DeviceMemory::pooled`], for its next result of that size.
+pub trait Recycle: Send + Sync {
+    /// Keeps `buffer` (the backend's own type, as it was wrapped) or frees it.
+    fn recycle(&self, buffer: Box<dyn Any + Send + Sync>);
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if let Some(pool) = self.recycle.take() {
+            pool.recycle(std::mem::replace(&mut self.buffer, Box::new(())));
+        }
+    }
 }
 
 impl DeviceMemory {
@@ -23,6 +41,7 @@ impl DeviceMemory {
             buffer: Box::new(buffer),
             bytes,
             _metered: None,
+            recycle: None,
         }
     }
 
@@ -30,13 +49,29 @@ impl DeviceMemory {
     pub fn metered<B: Any + Send + Sync>(
         buffer: B,
         bytes: usize,
-        meter: &std::sync::Arc<Meter>,
+        meter: &Arc<Meter>,
     ) -> DeviceMemory {
         DeviceMemory {
             buffer: Box::new(buffer),
             bytes,
             _metered: Some(Metered::new(meter, bytes)),
+            recycle: None,
         }
+    }
+
+    /// Wraps a backend's buffer of `bytes` bytes, counted by `meter`, which goes to `pool`
+    /// when dropped instead of being freed. The backend must hand a recycled buffer out
+    /// again only where that is safe: after the work queued on the old one (an in-order
+    /// queue or stream does that by itself).
+    pub fn pooled<B: Any + Send + Sync>(
+        buffer: B,
+        bytes: usize,
+        meter: &Arc<Meter>,
+        pool: Arc<dyn Recycle>,
+    ) -> DeviceMemory {
+        let mut memory = DeviceMemory::metered(buffer, bytes, meter);
+        memory.recycle = Some(pool);
+        memory
     }
 
     /// The size in bytes.

@@ -19,7 +19,7 @@ pub struct DeviceCounters {
     /// The most bytes held at once since the backend was made or [`Meter::reset_peak`].
     pub peak_bytes: u64,
     /// Buffers taken from the device's pool of freed buffers (on the CPU: the host pool of
-    /// [`crate::storage::set_pool_limit`]).
+    /// [`crate::memory::set_pool_limit`]).
     pub pool_hits: u64,
     /// Buffers that the pool could not serve, allocated by the system (or the driver) instead.
     pub pool_misses: u64,

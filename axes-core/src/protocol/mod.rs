@@ -19,7 +19,7 @@ pub use job::{
     Job, JobLeaf, JobOutput, JobTarget, MatmulJob, MatrixSide, MultiJob, row_major_strides,
     run_each_output,
 };
-pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer};
+pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer, Recycle};
 pub(crate) use memory::{as_bytes, from_bytes};
 pub(crate) use meter::HOST_METER;
 pub use meter::{DeviceCounters, Meter};

@@ -7,9 +7,9 @@
 //! alignment before asking the allocator. The host's meter counts each request as a hit or a
 //! miss ([`crate::Device::counters`]).
 //!
-//! The pool holds at most its limit ([`set_pool_limit`]; [`DEFAULT_LIMIT`] unless the
+//! The pool holds at most its limit ([`set_host_limit`]; [`DEFAULT_LIMIT`] unless the
 //! environment variable `AXES_POOL_BYTES` says otherwise): a buffer that would take it past
-//! the limit is freed instead. [`release_pool`] frees every buffer it holds.
+//! the limit is freed instead. [`release_host`] frees every buffer it holds.
 
 use std::alloc::Layout;
 use std::collections::BTreeMap;
@@ -21,7 +21,9 @@ use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::protocol::{HOST_METER, as_bytes};
 
-/// The bytes the pool holds at most unless told otherwise.
+/// The bytes a device's pool of freed buffers holds at most (the host's, and OpenCL's),
+/// unless the environment variable `AXES_POOL_BYTES` or [`crate::memory::set_pool_limit`]
+/// says otherwise.
 pub const DEFAULT_LIMIT: usize = 256 << 20;
 
 /// An allocation of the global allocator that no `Vec` owns now.
@@ -51,12 +53,7 @@ static POOL: Mutex<Held> = Mutex::new(Held {
 
 impl Held {
     fn limit(&mut self) -> usize {
-        *self.limit.get_or_insert_with(|| {
-            std::env::var("AXES_POOL_BYTES")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(DEFAULT_LIMIT)
-        })
+        *self.limit.get_or_insert_with(limit_from_env)
     }
 
     /// A block of `layout` (one whose bytes were all written, if `written`), out of the pool.
@@ -98,47 +95,32 @@ impl Held {
     }
 }
 
+/// `AXES_POOL_BYTES` where set (and a number of bytes), else [`DEFAULT_LIMIT`].
+pub fn limit_from_env() -> usize {
+    std::env::var("AXES_POOL_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_LIMIT)
+}
+
 fn pool() -> std::sync::MutexGuard<'static, Held> {
     POOL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Sets the most bytes the host pool holds, freeing buffers until it holds no more (`0`:
-/// keep nothing). The default is [`DEFAULT_LIMIT`], or the environment variable
-/// `AXES_POOL_BYTES` where set.
-///
-/// ```
-/// # extern crate axes_core as axes;
-/// use axes::memory;
-/// let before = memory::pool_limit();
-/// memory::set_pool_limit(64 << 20);
-/// assert_eq!(memory::pool_limit(), 64 << 20);
-/// memory::set_pool_limit(before);
-/// ```
-pub fn set_pool_limit(bytes: usize) {
+/// Sets the most bytes the host pool holds, freeing buffers until it holds no more.
+pub(crate) fn set_host_limit(bytes: usize) {
     let mut held = pool();
     held.limit = Some(bytes);
     held.shrink_to(bytes);
 }
 
 /// The most bytes the host pool holds.
-pub fn pool_limit() -> usize {
+pub(crate) fn host_limit() -> usize {
     pool().limit()
 }
 
-/// Frees every buffer the host pool holds (the memory goes back to the allocator, which may
-/// return it to the system); the bytes freed.
-///
-/// ```
-/// # extern crate axes_core as axes;
-/// use axes::prelude::*;
-/// use axes::memory;
-/// #[derive(Axis)] struct Sample;
-/// drop(Tensor::<f32, (Sample,)>::zeros(Sample.len(1 << 16))?);
-/// memory::release_pool();
-/// assert_eq!(Device::Cpu.counters().unwrap().pooled_bytes, 0);
-/// # Ok::<(), axes::Error>(())
-/// ```
-pub fn release_pool() -> usize {
+/// Frees every buffer the host pool holds; the bytes freed.
+pub(crate) fn release_host() -> usize {
     pool().shrink_to(0)
 }
 

@@ -477,3 +477,19 @@ fn tiled_matmul_matches_the_reference() {
         }
     }
 }
+
+/// Pool size classes: at least 256 bytes, at most a quarter more than asked, whole multiples
+/// of 64 bytes (so every element type fits evenly).
+#[test]
+fn size_classes_are_a_quarter_of_a_power_of_two_apart() {
+    use super::size_class;
+    assert_eq!(
+        [0, 1, 256, 257, 1000, 1025].map(size_class),
+        [256, 256, 256, 320, 1024, 1280]
+    );
+    for bytes in [300, 5_000, 123_457, (1 << 20) + 1, 1 << 30, 3 << 29] {
+        let class = size_class(bytes);
+        assert!(class >= bytes && class <= bytes + bytes / 4, "{bytes} → {class}");
+        assert_eq!(class % 64, 0, "{bytes} → {class}");
+    }
+}
