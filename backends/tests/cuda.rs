@@ -116,6 +116,12 @@ fn gpu_errors_name_the_problem() {
 }
 
 #[test]
+fn gpu_halves_match_f32_within_their_precision() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::halves(&gpu);
+}
+
+#[test]
 fn gpu_random_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
     let ran = common::jobs::random_jobs(cuda, 96);

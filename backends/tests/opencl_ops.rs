@@ -53,6 +53,12 @@ fn device_errors_name_the_problem() {
 }
 
 #[test]
+fn halves_match_f32_within_their_precision() {
+    let Some(device) = device() else { return };
+    common::ops::halves(&device);
+}
+
+#[test]
 fn random_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;

@@ -58,14 +58,46 @@ fn fnv(text: &str) -> u64 {
 
 /// The preamble every kernel of `dialect` starts with.
 fn preamble(spec: &Spec<'_>, dialect: Dialect) -> String {
-    let uses_double = spec.out == CType::F64
-        || spec.leaves.contains(&CType::F64)
-        || (spec.ir.nodes.iter()).any(|n| matches!(n, IrNode::Cast(DType::F64, _)));
-    match dialect {
-        Dialect::OpenCl if uses_double => "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n".into(),
-        _ => String::new(),
+    let uses = |ty: CType, dtype: DType| {
+        spec.out == ty
+            || spec.leaves.contains(&ty)
+            || (spec.ir.nodes.iter()).any(|n| matches!(*n, IrNode::Cast(d, _) if d == dtype))
+    };
+    let mut preamble = String::new();
+    if dialect == Dialect::OpenCl && uses(CType::F64, DType::F64) {
+        preamble.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
+    if uses(CType::F16, DType::F16) || uses(CType::BF16, DType::BF16) {
+        preamble.push_str(match dialect {
+            Dialect::OpenCl => OPENCL_HALVES,
+            Dialect::Cuda => CUDA_HALVES,
+        });
+    }
+    preamble
 }
+
+/// Conversions between `float` and the 16-bit float types, for OpenCL C 1.2 without the
+/// `cl_khr_fp16` extension (halves are read and written by `vload_half`/`vstore_half_rte`;
+/// bfloat16 is the top half of a float's bits, rounded to nearest even). Guarded, so that
+/// kernels built into one program define them once.
+const OPENCL_HALVES: &str = "#ifndef AXES_HALVES
+#define AXES_HALVES
+float axes_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h); }
+float axes_bf16_to_float(ushort b) { return as_float(((uint)b) << 16); }
+ushort axes_float_to_bf16(float x) { uint u = as_uint(x); if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); u += 0x7fffu + ((u >> 16) & 1u); return (ushort)(u >> 16); }
+#endif
+";
+
+/// The same conversions in CUDA C without `cuda_fp16.h` (PTX's `cvt` for halves).
+const CUDA_HALVES: &str = "#ifndef AXES_HALVES
+#define AXES_HALVES
+__device__ __forceinline__ float axes_f16_to_float(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }
+__device__ __forceinline__ unsigned short axes_float_to_f16(float x) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(x)); return h; }
+__device__ __forceinline__ float axes_round_f16(float x) { return axes_f16_to_float(axes_float_to_f16(x)); }
+__device__ __forceinline__ float axes_bf16_to_float(unsigned short b) { return __uint_as_float(((unsigned int)b) << 16); }
+__device__ __forceinline__ unsigned short axes_float_to_bf16(float x) { unsigned int u = __float_as_uint(x); if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16); }
+#endif
+";
 
 fn signature_start(dialect: Dialect, name: &str) -> String {
     match dialect {
@@ -75,7 +107,7 @@ fn signature_start(dialect: Dialect, name: &str) -> String {
 }
 
 pub(crate) fn pointer(dialect: Dialect, ty: CType, constant: bool) -> String {
-    let c = ty.c_name(dialect);
+    let c = ty.storage_name(dialect);
     match (dialect, constant) {
         (Dialect::Cuda, true) => format!("const {c}* __restrict__"),
         (Dialect::Cuda, false) => format!("{c}* __restrict__"),

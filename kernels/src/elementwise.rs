@@ -85,13 +85,19 @@ pub fn elementwise_outputs(
         }
         writeln!(body, "    }}").unwrap();
     }
-    let loads: Vec<String> = (0..spec.leaves.len())
-        .map(|k| format!("in_{k}[p_{k}]"))
+    let loads: Vec<String> = (spec.leaves.iter().enumerate())
+        .map(|(k, &ty)| emit::load(&format!("in_{k}"), &format!("p_{k}"), ty, dialect))
         .collect();
     let values = emit::expressions(spec, roots, dialect, &loads, &mut body, "    ")?;
     for (j, value) in values.iter().enumerate() {
-        let value = emit::convert(value, spec.out, dialect);
-        writeln!(body, "    out_{j}[o_{j}] = {value};").unwrap();
+        let store = emit::store(
+            &format!("out_{j}"),
+            &format!("o_{j}"),
+            value,
+            spec.out,
+            dialect,
+        );
+        writeln!(body, "    {store}").unwrap();
     }
     body.push_str("  }\n");
     let kind = match roots.len() {

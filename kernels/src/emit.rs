@@ -20,6 +20,9 @@ fn unsupported(what: String) -> Error {
 
 /// A constant of type `ty`.
 fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
+    if ty.is_half() {
+        return literal(round_half(v, ty), CType::F32, dialect);
+    }
     match ty {
         CType::F32 | CType::F64 => {
             let suffix = if ty == CType::F32 { "f" } else { "" };
@@ -39,19 +42,55 @@ fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
     }
 }
 
+/// `v` rounded to the half type `ty` (the value a constant of that type has).
+fn round_half(v: f64, ty: CType) -> f64 {
+    match ty {
+        CType::F16 => half::f16::from_f64(v).to_f64(),
+        CType::BF16 => half::bf16::from_f64(v).to_f64(),
+        _ => v,
+    }
+}
+
 /// `name` for element type `ty`: CUDA spells the float versions with an `f`.
 fn math(name: &str, ty: CType, dialect: Dialect) -> String {
-    match (dialect, ty) {
+    match (dialect, ty.compute()) {
         (Dialect::Cuda, CType::F32) => format!("{name}f"),
         _ => name.to_string(),
     }
 }
 
-/// `value` converted to `ty` for storing.
+/// `value` converted to a value of `ty` (a half type: rounded to it, kept in `float`).
 pub(crate) fn convert(value: &str, ty: CType, dialect: Dialect) -> String {
     match ty {
         CType::Bool => format!("(unsigned char)(({value}) != 0)"),
+        CType::F16 => format!("axes_round_f16((float)({value}))"),
+        CType::BF16 => format!("axes_bf16_to_float(axes_float_to_bf16((float)({value})))"),
         _ => format!("({})({value})", ty.c_name(dialect)),
+    }
+}
+
+/// The element `index` of the buffer `array` of `ty` elements, as a value to compute with.
+pub(crate) fn load(array: &str, index: &str, ty: CType, dialect: Dialect) -> String {
+    match (ty, dialect) {
+        (CType::F16, Dialect::OpenCl) => format!("vload_half({index}, {array})"),
+        (CType::F16, Dialect::Cuda) => format!("axes_f16_to_float({array}[{index}])"),
+        (CType::BF16, _) => format!("axes_bf16_to_float({array}[{index}])"),
+        _ => format!("{array}[{index}]"),
+    }
+}
+
+/// The statement writing `value` (computed in `ty`'s [`CType::compute`] type) as element
+/// `index` of the buffer `array` of `ty` elements, rounding to nearest even for the halves.
+pub(crate) fn store(array: &str, index: &str, value: &str, ty: CType, dialect: Dialect) -> String {
+    match (ty, dialect) {
+        (CType::F16, Dialect::OpenCl) => {
+            format!("vstore_half_rte((float)({value}), {index}, {array});")
+        }
+        (CType::F16, Dialect::Cuda) => {
+            format!("{array}[{index}] = axes_float_to_f16((float)({value}));")
+        }
+        (CType::BF16, _) => format!("{array}[{index}] = axes_float_to_bf16((float)({value}));"),
+        _ => format!("{array}[{index}] = {};", convert(value, ty, dialect)),
     }
 }
 
@@ -110,7 +149,7 @@ pub(crate) fn combine(op: ReduceOp, a: &str, b: &str, ty: CType, dialect: Dialec
 /// The identity of `op` in `ty`.
 pub(crate) fn identity(op: ReduceOp, ty: CType, dialect: Dialect) -> Result<String> {
     let (low, high) = match ty {
-        CType::F32 | CType::F64 => (f64::NEG_INFINITY, f64::INFINITY),
+        CType::F32 | CType::F64 | CType::F16 | CType::BF16 => (f64::NEG_INFINITY, f64::INFINITY),
         CType::I32 => (i32::MIN as f64, i32::MAX as f64),
         CType::I64 => {
             let c = ty.c_name(dialect);

@@ -49,7 +49,7 @@ pub use matmul::{MATMUL_TILE, matmul};
 pub use reduction::{REDUCE_GROUP, reduction};
 
 use axes_core::element::DType;
-use axes_core::error::{Error, Result};
+use axes_core::error::Result;
 use axes_core::ir::Ir;
 pub use axes_core::ir::ReduceOp;
 
@@ -77,10 +77,14 @@ pub enum CType {
     U8,
     /// `unsigned char` holding 0 or 1.
     Bool,
+    /// IEEE half, stored in 16 bits and computed in `float`.
+    F16,
+    /// bfloat16, stored in 16 bits and computed in `float`.
+    BF16,
 }
 
 impl CType {
-    /// The type of an element type, if devices support it (f16 and bf16 do not yet).
+    /// The type of an element type on devices.
     pub fn of(dtype: DType) -> Result<CType> {
         Ok(match dtype {
             DType::F32 => CType::F32,
@@ -89,18 +93,16 @@ impl CType {
             DType::I64 => CType::I64,
             DType::U8 => CType::U8,
             DType::Bool => CType::Bool,
-            other => {
-                return Err(Error::Unsupported {
-                    what: format!("{} elements in device kernels", other.name()),
-                });
-            }
+            DType::F16 => CType::F16,
+            DType::BF16 => CType::BF16,
         })
     }
 
-    /// The C spelling in `dialect`.
+    /// The C spelling of values of this type in `dialect`: how kernels compute with it
+    /// (`float` for the half types).
     pub fn c_name(self, dialect: Dialect) -> &'static str {
         match (self, dialect) {
-            (CType::F32, _) => "float",
+            (CType::F32 | CType::F16 | CType::BF16, _) => "float",
             (CType::F64, _) => "double",
             (CType::I32, _) => "int",
             (CType::I64, Dialect::Cuda) => "long long",
@@ -109,9 +111,33 @@ impl CType {
         }
     }
 
+    /// The C spelling of elements of this type in buffers: [`CType::c_name`], except for
+    /// the half types (OpenCL's `half`, read and written by `vload_half`/`vstore_half_rte`;
+    /// 16-bit integers holding the bits otherwise).
+    pub fn storage_name(self, dialect: Dialect) -> &'static str {
+        match (self, dialect) {
+            (CType::F16, Dialect::OpenCl) => "half",
+            (CType::F16 | CType::BF16, _) => "unsigned short",
+            _ => self.c_name(dialect),
+        }
+    }
+
+    /// The type kernels compute and accumulate this type's values in (`F32` for the halves).
+    pub fn compute(self) -> CType {
+        match self {
+            CType::F16 | CType::BF16 => CType::F32,
+            other => other,
+        }
+    }
+
     /// Whether this is a floating-point type.
     pub fn is_float(self) -> bool {
-        matches!(self, CType::F32 | CType::F64)
+        matches!(self, CType::F32 | CType::F64 | CType::F16 | CType::BF16)
+    }
+
+    /// Whether this is one of the 16-bit float types.
+    pub fn is_half(self) -> bool {
+        matches!(self, CType::F16 | CType::BF16)
     }
 
     /// The size of one element in bytes.
@@ -119,6 +145,7 @@ impl CType {
         match self {
             CType::F64 | CType::I64 => 8,
             CType::F32 | CType::I32 => 4,
+            CType::F16 | CType::BF16 => 2,
             CType::U8 | CType::Bool => 1,
         }
     }

@@ -6,7 +6,7 @@ use axes_core::error::{Error, Result};
 use axes_core::ir::Ir;
 
 use crate::dialect::{Group, finish, index_type, pointer};
-use crate::{CType, Dialect, Kernel, Spec};
+use crate::{CType, Dialect, Kernel, Spec, emit};
 
 /// The side of the square tiles [`matmul`] works on; launch it with `MATMUL_TILE²` threads
 /// per group.
@@ -42,7 +42,30 @@ pub fn matmul(ty: CType, wide: bool, dialect: Dialect) -> Result<Kernel> {
         sync,
     } = Group::of(dialect, idx);
     let tile = MATMUL_TILE;
-    let zero = if ty == CType::F32 { "0.0f" } else { "0.0" };
+    let zero = if ty.compute() == CType::F32 {
+        "0.0f"
+    } else {
+        "0.0"
+    };
+    let lhs = emit::load(
+        "lhs",
+        "lhs_off + b * lhs_bs + row * lhs_rs + (k0 + tx) * lhs_cs",
+        ty,
+        dialect,
+    );
+    let rhs = emit::load(
+        "rhs",
+        "rhs_off + b * rhs_bs + (k0 + ty) * rhs_rs + col * rhs_cs",
+        ty,
+        dialect,
+    );
+    let out = emit::store(
+        "out",
+        "out_off + b * out_bs + row * out_rs + col * out_cs",
+        "acc",
+        ty,
+        dialect,
+    );
     let mut body = String::new();
     writeln!(body, "  {local} {t} lt[{tile}][{}];", tile + 1).unwrap();
     writeln!(body, "  {local} {t} rt[{tile}][{}];", tile + 1).unwrap();
@@ -74,12 +97,12 @@ pub fn matmul(ty: CType, wide: bool, dialect: Dialect) -> Result<Kernel> {
     writeln!(body, "    for ({idx} k0 = 0; k0 < k; k0 += {tile}) {{").unwrap();
     writeln!(
         body,
-        "      lt[ty][tx] = (row < m && k0 + tx < k) ? lhs[lhs_off + b * lhs_bs + row * lhs_rs + (k0 + tx) * lhs_cs] : {zero};"
+        "      lt[ty][tx] = (row < m && k0 + tx < k) ? {lhs} : {zero};"
     )
     .unwrap();
     writeln!(
         body,
-        "      rt[ty][tx] = (k0 + ty < k && col < n) ? rhs[rhs_off + b * rhs_bs + (k0 + ty) * rhs_rs + col * rhs_cs] : {zero};"
+        "      rt[ty][tx] = (k0 + ty < k && col < n) ? {rhs} : {zero};"
     )
     .unwrap();
     writeln!(body, "      {sync}").unwrap();
@@ -93,11 +116,7 @@ pub fn matmul(ty: CType, wide: bool, dialect: Dialect) -> Result<Kernel> {
         "    }
 ",
     );
-    writeln!(
-        body,
-        "    if (row < m && col < n) out[out_off + b * out_bs + row * out_rs + col * out_cs] = acc;"
-    )
-    .unwrap();
+    writeln!(body, "    if (row < m && col < n) {out}").unwrap();
     body.push_str(
         "  }
 ",

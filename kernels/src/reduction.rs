@@ -23,7 +23,7 @@ pub fn reduction(
     dialect: Dialect,
 ) -> Result<Kernel> {
     let idx = index_type(spec.wide, dialect);
-    let acc_type = spec.out;
+    let acc_type = spec.out.compute();
     let acc = acc_type.c_name(dialect);
     let mut params = vec![
         format!("{idx} m"),
@@ -94,7 +94,9 @@ pub fn reduction(
         }
         writeln!(body, "      }}").unwrap();
     }
-    let loads: Vec<String> = (0..leaves).map(|k| format!("in_{k}[p_{k}]")).collect();
+    let loads: Vec<String> = (spec.leaves.iter().enumerate())
+        .map(|(k, &ty)| emit::load(&format!("in_{k}"), &format!("p_{k}"), ty, dialect))
+        .collect();
     let value = emit::expression(spec, dialect, &loads, &mut body, "      ")?;
     let value = emit::convert(&value, acc_type, dialect);
     writeln!(
@@ -120,7 +122,8 @@ pub fn reduction(
     .unwrap();
     writeln!(body, "      {sync}").unwrap();
     body.push_str("    }\n");
-    writeln!(body, "    if (tid == 0) out[o] = scratch[0];").unwrap();
+    let store = emit::store("out", "o", "scratch[0]", spec.out, dialect);
+    writeln!(body, "    if (tid == 0) {store}").unwrap();
     writeln!(body, "    {sync}").unwrap();
     body.push_str("  }\n");
     Ok(finish(

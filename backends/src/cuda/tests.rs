@@ -65,7 +65,7 @@ fn kernels() -> Vec<Kernel> {
     let mut out = Vec::new();
     let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
     for case in 0..40 {
-        let ty = [CType::F32, CType::F64][case % 2];
+        let ty = [CType::F32, CType::F64, CType::F16, CType::BF16][case % 4];
         let leaves = rng.random_range(1..=4);
         let ir = random_ir(&mut rng, leaves, 5);
         let types = vec![ty; leaves];
@@ -73,15 +73,23 @@ fn kernels() -> Vec<Kernel> {
             ir: &ir,
             leaves: &types,
             out: ty,
-            wide: case % 4 < 2,
+            wide: (case / 4) % 2 == 0,
         };
         out.push(elementwise(&spec, rng.random_range(0..=6), Dialect::Cuda).unwrap());
         let kept = rng.random_range(0..=3);
         let reduced = rng.random_range(1..=3);
-        out.push(reduction(&spec, kept, reduced, ops[case % 4], Dialect::Cuda).unwrap());
+        let op = ops[(case / 4) % 4];
+        out.push(reduction(&spec, kept, reduced, op, Dialect::Cuda).unwrap());
     }
     // Every op of the table in every element type it accepts, summed in one kernel per type.
-    for ty in [CType::F32, CType::F64, CType::I32, CType::I64] {
+    for ty in [
+        CType::F32,
+        CType::F64,
+        CType::I32,
+        CType::I64,
+        CType::F16,
+        CType::BF16,
+    ] {
         use axes_core::ir::{BinaryOp, CompareOp, Domain, UnaryOp};
         let accepts = |domain: Domain| ty.is_float() || domain == Domain::Num;
         let mut ir = Ir::default();
@@ -140,7 +148,20 @@ fn kernels() -> Vec<Kernel> {
         out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
         out.push(reduction(&spec, 1, 1, ReduceOp::Max, Dialect::Cuda).unwrap());
     }
-    for ty in [CType::F32, CType::F64] {
+    // Casts between the halves and f32, stored as a half.
+    let mut ir = Ir::default();
+    let h = ir.leaf();
+    let f = ir.push(IrNode::Cast(axes_core::element::DType::F32, h));
+    let b = ir.push(IrNode::Cast(axes_core::element::DType::BF16, f));
+    ir.push(IrNode::Cast(axes_core::element::DType::F16, b));
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F16],
+        out: CType::F16,
+        wide: false,
+    };
+    out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
+    for ty in [CType::F32, CType::F64, CType::F16, CType::BF16] {
         out.push(matmul(ty, false, Dialect::Cuda).unwrap());
         out.push(matmul(ty, true, Dialect::Cuda).unwrap());
     }

@@ -489,7 +489,10 @@ fn size_classes_are_a_quarter_of_a_power_of_two_apart() {
     );
     for bytes in [300, 5_000, 123_457, (1 << 20) + 1, 1 << 30, 3 << 29] {
         let class = size_class(bytes);
-        assert!(class >= bytes && class <= bytes + bytes / 4, "{bytes} → {class}");
+        assert!(
+            class >= bytes && class <= bytes + bytes / 4,
+            "{bytes} → {class}"
+        );
         assert_eq!(class % 64, 0, "{bytes} → {class}");
     }
 }

@@ -389,6 +389,120 @@ pub fn contractions(device: &Device) {
     }
 }
 
+/// f16 and bf16 on a device with generated kernels (OpenCL, CUDA: stored as 16 bits,
+/// computed in f32; the CPU backend rounds each operation to the half type, as the CPU
+/// engine does) against the same
+/// computation in f32 on the CPU from the same rounded inputs, rounded once at the end: an
+/// element-wise expression, a cast, sums and maxima over each axis, and products, on random
+/// shapes with a permuted view. Tolerance: one unit in the last place of the half type at
+/// the result (2^-10 relative for f16, 2^-7 for bf16), relative to the sum of the magnitudes
+/// for sums and products (f32 accumulation in another order).
+pub fn halves(device: &Device) {
+    halves_of::<half::f16>(device, 1.0 / 1024.0);
+    halves_of::<half::bf16>(device, 1.0 / 128.0);
+}
+
+fn halves_of<H: axes::Float + Into<f64>>(device: &Device, ulp: f64) {
+    // `t` rounded to H and back: the value a device result of type H holds.
+    fn rounded<H: axes::Float, A: AxisSet>(t: &Tensor<f32, A>) -> Tensor<f32, A> {
+        t.cast::<H>().eval().unwrap().cast::<f32>().eval().unwrap()
+    }
+    fn check<H: axes::Float + Into<f64>, A: AxisSet>(
+        what: &str,
+        device_result: Tensor<H, A>,
+        reference: &Tensor<f32, A>,
+        scale: &Tensor<f32, A>,
+        ulp: f64,
+    ) {
+        let got = device_result.to(&Device::Cpu).unwrap();
+        let (want, scale) = (rounded::<H, A>(reference).to_vec(), scale.to_vec());
+        for (k, (g, (w, s))) in got
+            .to_vec()
+            .into_iter()
+            .zip(want.iter().zip(&scale))
+            .enumerate()
+        {
+            let g: f64 = g.into();
+            let (w, s) = (*w as f64, *s as f64);
+            let ok = g == w || (g - w).abs() <= ulp * s.max(w.abs()) + 1e-30;
+            assert!(
+                ok,
+                "{} {what}: element {k}: device {g}, f32 reference {w}",
+                H::DTYPE.name()
+            );
+        }
+    }
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let (x, y) = (rounded::<H, _>(&cpu.x), rounded::<H, _>(&cpu.y));
+        let mut rng = ChaCha8Rng::seed_from_u64(200 + seed);
+        let nj = rng.random_range(1..30);
+        let ni = x.len_of::<I>();
+        let w =
+            Tensor::<f32, (I, J)>::from_fn((I.len(ni), J.len(nj)), |_| rng.random_range(-1.0..1.0))
+                .unwrap();
+        let w = rounded::<H, _>(&w);
+        let on = |t: &Tensor<f32, (B, I)>| t.cast::<H>().eval().unwrap().to(device).unwrap();
+        let (xh, wh) = (on(&x), w.cast::<H>().eval().unwrap().to(device).unwrap());
+        let yh = y.cast::<H>().eval().unwrap().to(device).unwrap();
+        assert_eq!(xh.device(), *device);
+        let abs = |t: &Tensor<f32, (B, I)>| t.abs().eval().unwrap();
+
+        let f = (&xh * &yh + xh.exp() - xh.tanh()).eval().unwrap();
+        let reference = (&x * &y + x.exp() - x.tanh()).eval().unwrap();
+        check::<H, _>(
+            "x*y + exp(x) - tanh(x)",
+            f,
+            &reference,
+            &reference.abs().eval().unwrap(),
+            ulp,
+        );
+        let (xt, xht) = (
+            x.axes_with_order::<(I, B)>(),
+            xh.axes_with_order::<(I, B)>(),
+        );
+        let permuted = (&xht + &xht).eval().unwrap();
+        let reference = (&xt + &xt).eval().unwrap();
+        let scale = reference.abs().eval().unwrap();
+        check::<H, _>(
+            "x + x of a permuted view",
+            permuted,
+            &reference,
+            &scale,
+            ulp,
+        );
+        let as_f32: Tensor<f32, (B, I)> = xh.cast::<f32>().eval().unwrap();
+        agree("cast to f32", &x, &as_f32.to(&Device::Cpu).unwrap(), 0.0);
+
+        check::<H, _>(
+            "sum over I",
+            xh.sum::<(I,)>().unwrap(),
+            &x.sum::<(I,)>().unwrap(),
+            &abs(&x).sum::<(I,)>().unwrap(),
+            ulp,
+        );
+        check::<H, _>(
+            "sum over B",
+            xh.sum::<(B,)>().unwrap(),
+            &x.sum::<(B,)>().unwrap(),
+            &abs(&x).sum::<(B,)>().unwrap(),
+            ulp,
+        );
+        let max = xh.max_over::<(I,)>().unwrap();
+        let reference = x.max_over::<(I,)>().unwrap();
+        check::<H, _>(
+            "max over I",
+            max,
+            &reference,
+            &reference.abs().eval().unwrap(),
+            0.0,
+        );
+        let product: Tensor<H, (B, J)> = dot(&xh, &wh).unwrap();
+        let scale: Tensor<f32, (B, J)> = dot(&abs(&x), &w.abs().eval().unwrap()).unwrap();
+        check::<H, _>("dot", product, &dot(&x, &w).unwrap(), &scale, ulp);
+    }
+}
+
 /// Few results over many elements: the device splits each result's elements into parts and
 /// combines the parts' partial results in a second reduction.
 pub fn split_reductions(device: &Device) {
@@ -510,12 +624,10 @@ pub fn errors(device: &Device) {
         written.to(&Device::Cpu).unwrap(),
         cpu.x.pad::<I>(1, 2).unwrap()
     );
-    // f16: computed where the device has it (the CPU backend), else an error naming it.
+    // f16 is computed on every device (see `halves` for the accuracy).
     let half = Tensor::<half::f16, (I,)>::from_vec(I.len(3), vec![half::f16::ONE; 3]).unwrap();
-    match (&half + &half).eval_on(device) {
-        Ok(doubled) => assert_eq!(doubled.to_vec(), [half::f16::from_f32(2.0); 3]),
-        Err(e) => assert!(e.to_string().contains("f16"), "{e}"),
-    }
+    let doubled = (&half + &half).eval_on(device).unwrap();
+    assert_eq!(doubled.to_vec(), [half::f16::from_f32(2.0); 3]);
     // Integer division by zero is an error (as on the CPU), in an expression, a reduction and
     // an assignment; dividing by integers that are not zero is not, and floats give inf.
     let numbers = Tensor::<i32, (B, I)>::from_fn((B.len(3), I.len(4)), |ix| {
