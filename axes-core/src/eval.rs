@@ -8,8 +8,10 @@ mod assign;
 mod ext;
 mod reduce;
 mod tensor_methods;
+mod view_mut;
 
 pub use assign::sum_in;
 pub use ext::ExprExt;
 pub(crate) use reduce::finite_or_zero;
 pub use reduce::{argmax, argmin, log_softmax, softmax};
+pub use view_mut::ViewMut;

@@ -66,7 +66,7 @@ pub use element::{DType, Element};
 pub use engine::cpu::{CPU_BACKEND, CpuBackend};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
-pub use eval::{ExprExt, argmax, argmin, log_softmax, softmax};
+pub use eval::{ExprExt, ViewMut, argmax, argmin, log_softmax, softmax};
 pub use expr::{Expr, IntoExpr, select};
 pub use layout::Layout;
 pub use list::{AxisList, AxisSet, Flat, HasAxis, SameAxes, SubsetOf};

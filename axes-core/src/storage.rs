@@ -243,6 +243,11 @@ impl<T: Element> Storage<T> {
         Arc::strong_count(&self.0) == 1 && Arc::weak_count(&self.0) == 0
     }
 
+    /// The buffer's identity while any handle holds it (its address).
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
+
     /// Whether two handles share one buffer.
     pub fn same_buffer(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

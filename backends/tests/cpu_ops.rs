@@ -42,6 +42,11 @@ fn contractions_match_the_cpu() {
 }
 
 #[test]
+fn writes_through_views_match_the_cpu() {
+    common::ops::writable_views(&device());
+}
+
+#[test]
 fn device_errors_name_the_problem() {
     common::ops::errors(&device());
 }

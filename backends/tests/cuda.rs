@@ -116,6 +116,12 @@ fn gpu_errors_name_the_problem() {
 }
 
 #[test]
+fn gpu_writes_through_views_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::writable_views(&gpu);
+}
+
+#[test]
 fn gpu_halves_match_f32_within_their_precision() {
     let Some(gpu) = gpu() else { return };
     common::ops::halves(&gpu);

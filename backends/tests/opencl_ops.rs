@@ -53,6 +53,12 @@ fn device_errors_name_the_problem() {
 }
 
 #[test]
+fn writes_through_views_match_the_cpu() {
+    let Some(device) = device() else { return };
+    common::ops::writable_views(&device);
+}
+
+#[test]
 fn halves_match_f32_within_their_precision() {
     let Some(device) = device() else { return };
     common::ops::halves(&device);

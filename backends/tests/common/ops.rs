@@ -389,6 +389,42 @@ pub fn contractions(device: &Device) {
     }
 }
 
+/// Writable views (`slice_mut`, `index_mut`) of tensors on the device: `fill`, `assign` and
+/// `add_sum` into a slice (forwards and backwards) and into one position, the same as on
+/// the CPU, and the result stays on the device.
+pub fn writable_views(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        let (nb, ni) = (cpu.x.len_of::<B>(), cpu.x.len_of::<I>());
+        let write = |x: &Tensor<f32, (B, I)>, y: &Tensor<f32, (I,)>| {
+            let mut x = x.clone();
+            x.slice_mut::<I>(ni / 2.., 1).unwrap().fill(-1.0).unwrap();
+            let row = (y * 3.0).eval().unwrap();
+            x.index_mut(B.at(nb - 1)).unwrap().assign(&row).unwrap();
+            let back = x.slice::<B>(.., -1).unwrap().contiguous().unwrap();
+            x.slice_mut::<B>(.., -1)
+                .unwrap()
+                .add_sum::<(J,), _>(&back.broadcast::<(J, B, I)>(J.len(2)).unwrap())
+                .unwrap();
+            x
+        };
+        let (on_cpu, on_device) = (write(&cpu.x, &cpu.y), write(&dev.x, &dev.y));
+        assert_eq!(on_device.device(), *device);
+        agree(
+            "writes through views",
+            &on_cpu,
+            &on_device.to(&Device::Cpu).unwrap(),
+            1e-6,
+        );
+        assert_eq!(
+            dev.x.to(&Device::Cpu).unwrap(),
+            cpu.x,
+            "the copy is untouched"
+        );
+    }
+}
+
 /// f16 and bf16 on a device with generated kernels (OpenCL, CUDA: stored as 16 bits,
 /// computed in f32; the CPU backend rounds each operation to the half type, as the CPU
 /// engine does) against the same
