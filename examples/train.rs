@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use axes::Device;
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
-use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Square, minibatches};
+use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, minibatches};
 use axes::optim::Adam;
 use axes::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -77,6 +77,7 @@ impl Mlp {
     }
 }
 
+#[derive(Clone)]
 struct Split {
     x: Tensor<f32, (Sample, Pixel)>,
     y: Tensor<i64, (Sample,)>,
@@ -176,6 +177,9 @@ struct Options {
     epochs: usize,
     seed: u64,
     out: PathBuf,
+    /// Make each batch on another thread while the step before runs (`--no-prefetch`: in
+    /// the loop).
+    prefetch: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -184,6 +188,7 @@ fn options() -> Result<Options, String> {
         epochs: EPOCHS,
         seed: 7,
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train"),
+        prefetch: true,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -200,9 +205,10 @@ fn options() -> Result<Options, String> {
             }
             "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--out" => options.out = PathBuf::from(value()?),
+            "--no-prefetch" => options.prefetch = false,
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--no-prefetch]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -388,8 +394,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     for epoch in 1..=options.epochs {
         let batches = minibatches::<Batch>(train_count, BATCH, options.seed + epoch as u64)?;
+        let count = batches.len();
         let epoch_data = shifted(&train, options.seed * 1000 + epoch as u64)?;
-        let bar = ProgressBar::new(batches.len() as u64)
+        // Each batch is gathered (and copied to the device) on another thread while the step
+        // before it runs, or here in the loop.
+        let device = options.device;
+        let make = move |indices: Tensor<i64, (Batch,)>| batch(&epoch_data, &indices, &device);
+        let made: Box<dyn Iterator<Item = axes::Result<(Images, Labels)>>> = if options.prefetch {
+            Box::new(Prefetch::new(batches, make))
+        } else {
+            Box::new(batches.into_iter().map(make))
+        };
+        let bar = ProgressBar::new(count as u64)
             .with_style(style.clone())
             .with_prefix(epoch.to_string());
         // The losses are summed where they are computed; the host reads the sum (and waits
@@ -403,9 +419,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_or((0, 0), |c| (c.launches, c.reads))
         };
         let (launches, reads) = counted();
-        for (step, indices) in batches.iter().enumerate() {
+        for (step, made) in made.enumerate() {
             let before = steps.start(&options.device);
-            let (x, y) = batch(&epoch_data, indices, &options.device)?;
+            let (x, y) = made?;
             let tape = Tape::new();
             let p = params.bind(&tape);
             let logits = model.logits(&p, &tape.constant(x))?;
@@ -428,10 +444,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             bar.inc(1);
         }
-        let loss = loss_sum.map_or(Ok(0.0), |sum| sum.try_to_vec().map(|v| v[0] as f64))?
-            / batches.len() as f64;
+        let loss =
+            loss_sum.map_or(Ok(0.0), |sum| sum.try_to_vec().map(|v| v[0] as f64))? / count as f64;
         steps.epoch(
-            batches.len(),
+            count,
             epoch_started.elapsed().as_secs_f64(),
             (counted().0 - launches, counted().1 - reads),
         );

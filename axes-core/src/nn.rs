@@ -41,7 +41,7 @@ mod params;
 mod serialize;
 pub mod transformer;
 
-pub use data::minibatches;
+pub use data::{Prefetch, minibatches};
 pub use dropout::{Dropout, Mode};
 pub use embedding::Embedding;
 pub use layers::{Linear, Square};
