@@ -53,6 +53,8 @@ struct Held {
     buffers: BTreeMap<usize, Vec<Buffer<u8>>>,
     bytes: usize,
     limit: usize,
+    /// The host copies of uploads still being written (each freed once its write is done).
+    staged: Vec<(opencl3::event::Event, Vec<u8>)>,
 }
 
 impl Pool {
@@ -63,6 +65,12 @@ impl Pool {
     /// A buffer of exactly `bytes` bytes, if the pool holds one.
     fn take(&self, bytes: usize) -> Option<Buffer<u8>> {
         let mut held = self.lock();
+        // Frees the host copies of the uploads whose writes are done (or failed).
+        held.staged.retain(|(event, _)| {
+            event
+                .command_execution_status()
+                .is_ok_and(|status| status.0 > cl3::event::CL_COMPLETE)
+        });
         let buffers = held.buffers.get_mut(&bytes)?;
         let buffer = buffers.pop()?;
         held.bytes -= bytes;
@@ -106,6 +114,10 @@ impl Recycle for Pool {
         }
     }
 }
+
+/// The largest upload written from a pooled buffer and a host copy; larger ones get a buffer
+/// of their own, filled when it is made (no second host copy of a large tensor).
+const STAGED_UPLOAD_MAX: usize = 1 << 20;
 
 /// The size class of a buffer of `bytes`: at least 256 bytes, else `bytes` rounded up to a
 /// quarter of the power of two below it (at most 25% more).
@@ -184,6 +196,7 @@ impl OpenCl {
                     buffers: BTreeMap::new(),
                     bytes: 0,
                     limit: axes_core::memory::limit_from_env(),
+                    staged: Vec::new(),
                 }),
                 meter: Arc::clone(&meter),
             }),
@@ -545,8 +558,34 @@ impl Backend for OpenCl {
         DeviceKind::OpenCl(0)
     }
 
+    /// A copy of `bytes` in a buffer of the pool (a new one of its size class when the pool
+    /// has none), written asynchronously from a host copy kept until the write is done; above
+    /// [`STAGED_UPLOAD_MAX`] bytes, a new buffer of exactly that size, filled when made.
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(self.memory(OpenCl::upload(self, bytes)?, bytes.len()))
+        if bytes.is_empty() || bytes.len() > STAGED_UPLOAD_MAX {
+            return Ok(self.memory(OpenCl::upload(self, bytes)?, bytes.len()));
+        }
+        let mut memory = self.result_buffer(bytes.len())?;
+        let buffer = memory
+            .buffer_mut::<DeviceBuffer<u8>>()
+            .ok_or_else(foreign)?;
+        let staged = bytes.to_vec();
+        // SAFETY: `buffer` is the pooled buffer of `memory` (at least `bytes.len()` bytes),
+        // which nothing else holds; the write reads `staged`, which the pool keeps alive until
+        // the write's event says it is done (commands queued later, on the in-order queue,
+        // run after it).
+        let event = unsafe {
+            self.queue.enqueue_write_buffer(
+                &mut buffer.buffer,
+                opencl3::types::CL_NON_BLOCKING,
+                0,
+                &staged,
+                &[],
+            )
+        }
+        .map_err(|e| cl_error("writing a buffer", e))?;
+        self.pool.lock().staged.push((event, staged));
+        Ok(memory)
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
