@@ -27,6 +27,9 @@ pub(crate) struct JobPlan {
     /// The parts each result's elements are cut into (1: the kernel writes the results;
     /// more: partial results, which [`JobPlan::combine`] reduces).
     pub(crate) splits: usize,
+    /// The element type of the partial results of a split reduction: the result's, or f32
+    /// for the half types (so that only the final result is rounded to 16 bits).
+    pub(crate) partial: axes_core::DType,
 }
 
 /// Where a planned job writes: a new buffer, or a region of an existing one.
@@ -143,14 +146,19 @@ impl JobPlan {
             .chain([count.saturating_mul(reduced.max(1)), target_len])
             .max()
             .unwrap_or(0);
+        let reduction = !job.reduced.is_empty();
+        let splits = if reduction { splits(count, reduced) } else { 1 };
+        let (out, partial) = if splits > 1 && out.is_half() {
+            (CType::F32, axes_core::DType::F32)
+        } else {
+            (out, job.out)
+        };
         let spec = Spec {
             ir: &job.ir,
             leaves: &types,
             out,
             wide: Spec::needs_wide(largest),
         };
-        let reduction = !job.reduced.is_empty();
-        let splits = if reduction { splits(count, reduced) } else { 1 };
         let mut args = vec![Slot::Index(count as Index)];
         let op = reduction.then_some(job.reduce);
         if reduction {
@@ -194,6 +202,7 @@ impl JobPlan {
             reduction,
             out_bytes: count * splits * out.size(),
             splits,
+            partial,
         }))
     }
 }
@@ -293,6 +302,7 @@ impl JobPlan {
             reduction: false,
             out_bytes: 0,
             splits: 1,
+            partial: job.out,
         }))
     }
 }
@@ -325,7 +335,7 @@ impl JobPlan {
         axes_core::protocol::Job {
             ir,
             leaves: vec![axes_core::protocol::JobLeaf {
-                dtype: job.out,
+                dtype: self.partial,
                 memory: partial,
                 offset: 0,
                 strides,
@@ -372,6 +382,7 @@ impl JobPlan {
             reduction: true,
             out_bytes: out_count * ty.size(),
             splits: 1,
+            partial: job.dtype,
         })
     }
 }

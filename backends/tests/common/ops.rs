@@ -533,6 +533,18 @@ fn halves_of<H: axes::Float + Into<f64>>(device: &Device, ulp: f64) {
             &reference.abs().eval().unwrap(),
             0.0,
         );
+        if seed == 0 {
+            // Two results of 200,003 elements each: split into parts (kept in f32) and
+            // combined, then rounded once.
+            let lengths = (B.len(2), J.len(200_003));
+            let long = rounded::<H, _>(
+                &Tensor::<f32, (B, J)>::random_uniform(lengths, 0.0, 1.0, 5).unwrap(),
+            );
+            let on_device = long.cast::<H>().eval().unwrap().to(device).unwrap();
+            let want = long.sum::<(J,)>().unwrap();
+            let got = on_device.sum::<(J,)>().unwrap();
+            check::<H, _>("sum of 200,003", got, &want, &want, ulp);
+        }
         let product: Tensor<H, (B, J)> = dot(&xh, &wh).unwrap();
         let scale: Tensor<f32, (B, J)> = dot(&abs(&x), &w.abs().eval().unwrap()).unwrap();
         check::<H, _>("dot", product, &dot(&x, &w).unwrap(), &scale, ulp);
