@@ -472,7 +472,11 @@ impl Cuda {
         else {
             return Ok(None);
         };
-        if !dims_fit || k == 0 || !matches!(job.dtype, DType::F32 | DType::F64) {
+        let supported = matches!(
+            job.dtype,
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16
+        );
+        if !dims_fit || k == 0 || !supported {
             return Ok(None);
         }
         let Ok(blas) = self.blas() else {
@@ -484,8 +488,18 @@ impl Cuda {
             op_a: (op_b, ld_b),
             op_b: (op_a, ld_a),
         };
+        // The half types go through cuBLAS's mixed precision: 16-bit operands and result,
+        // f32 accumulation (cudarc's `GemmEx` with `CUBLAS_COMPUTE_32F`).
         let (out, bytes) = match job.dtype {
             DType::F32 => self.gemm::<f32>(blas, job, &operands, 1.0, 0.0)?,
+            DType::F16 => {
+                let (one, zero) = (half::f16::ONE, half::f16::ZERO);
+                self.gemm::<half::f16>(blas, job, &operands, one, zero)?
+            }
+            DType::BF16 => {
+                let (one, zero) = (half::bf16::ONE, half::bf16::ZERO);
+                self.gemm::<half::bf16>(blas, job, &operands, one, zero)?
+            }
             _ => self.gemm::<f64>(blas, job, &operands, 1.0, 0.0)?,
         };
         Ok(Some(self.metered_memory(out, bytes)))

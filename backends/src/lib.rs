@@ -107,6 +107,8 @@ macro_rules! plain {
 }
 
 plain!(f32, f64, i32, i64, u8);
+#[cfg(feature = "cuda")]
+plain!(half::f16, half::bf16);
 
 /// An index argument as a kernel with 32-bit indices takes it, or an error naming it.
 pub fn narrow_index(kernel: &str, position: usize, value: Index) -> axes_core::Result<i32> {
