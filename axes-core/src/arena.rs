@@ -222,19 +222,8 @@ impl<T: Element> Arena<T> {
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn replace_storage(&mut self, storage: Storage<T>) -> Result<Storage<T>> {
-        if storage.len() != self.storage.len() {
-            return Err(Error::ElementCount {
-                lengths: "the parameter arena".into(),
-                expected: self.storage.len(),
-                got: storage.len(),
-            });
-        }
-        if storage.device() != self.storage.device() {
-            return Err(Error::DeviceMismatch {
-                left: self.storage.device().to_string(),
-                right: storage.device().to_string(),
-            });
-        }
+        self.storage
+            .check_replacement(&storage, "the parameter arena")?;
         Ok(std::mem::replace(&mut self.storage, storage))
     }
 

@@ -243,6 +243,25 @@ impl<T: Element> Storage<T> {
         Arc::strong_count(&self.0) == 1 && Arc::weak_count(&self.0) == 0
     }
 
+    /// `Ok` when `other` can take this buffer's place: as many elements (of `what`, for the
+    /// message) on the same device.
+    pub(crate) fn check_replacement(&self, other: &Storage<T>, what: &str) -> Result<()> {
+        if other.len() != self.len() {
+            return Err(Error::ElementCount {
+                lengths: what.into(),
+                expected: self.len(),
+                got: other.len(),
+            });
+        }
+        if other.device() != self.device() {
+            return Err(Error::DeviceMismatch {
+                left: self.device().to_string(),
+                right: other.device().to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// The buffer's identity while any handle holds it (its address).
     pub(crate) fn id(&self) -> usize {
         Arc::as_ptr(&self.0) as *const () as usize

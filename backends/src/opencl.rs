@@ -560,7 +560,7 @@ impl Backend for OpenCl {
 
     /// A copy of `bytes` in a buffer of the pool (a new one of its size class when the pool
     /// has none), written asynchronously from a host copy kept until the write is done; above
-    /// [`STAGED_UPLOAD_MAX`] bytes, a new buffer of exactly that size, filled when made.
+    /// 1 MiB, a new buffer of exactly that size, filled when made.
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
         if bytes.is_empty() || bytes.len() > STAGED_UPLOAD_MAX {
             return Ok(self.memory(OpenCl::upload(self, bytes)?, bytes.len()));

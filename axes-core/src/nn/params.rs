@@ -336,19 +336,8 @@ impl<T: Float> Gradient<T> {
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn replaced(&self, storage: Storage<T>) -> Result<Self> {
-        if storage.len() != self.storage.len() {
-            return Err(Error::ElementCount {
-                lengths: "the parameter arena".into(),
-                expected: self.storage.len(),
-                got: storage.len(),
-            });
-        }
-        if storage.device() != self.storage.device() {
-            return Err(Error::DeviceMismatch {
-                left: self.storage.device().to_string(),
-                right: storage.device().to_string(),
-            });
-        }
+        self.storage
+            .check_replacement(&storage, "the parameter arena")?;
         Ok(self.with_storage(storage))
     }
 

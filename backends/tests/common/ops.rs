@@ -16,6 +16,8 @@ pub struct B;
 pub struct I;
 #[derive(Axis)]
 pub struct J;
+#[derive(Axis)]
+pub struct Class;
 
 /// Seeds of the random shapes each test runs.
 const SEEDS: std::ops::Range<u64> = 0..4;
@@ -387,6 +389,52 @@ pub fn contractions(device: &Device) {
             tol,
         );
     }
+}
+
+/// Runs `steps` training steps of a digits-sized model (64-256-10, batch 128, Adam) on
+/// `device` and returns each step's (buffers made, pool hits, pool misses) on it.
+pub fn buffers_per_step(device: &Device, steps: usize) -> Vec<(u64, u64, u64)> {
+    use axes::autodiff::{Tape, softmax_cross_entropy};
+    use axes::nn::{Init, Linear, Params, ParamsBuilder};
+    use axes::optim::Adam;
+    let counters = || device.counters().expect("the device counts its memory");
+    let mut builder = ParamsBuilder::new();
+    let first = Linear::new(&mut builder, "first", I.len(64), J.len(256), Init::He).unwrap();
+    let last = Linear::new(
+        &mut builder,
+        "last",
+        J.len(256),
+        Class.len(10),
+        Init::Glorot,
+    );
+    let last = last.unwrap();
+    let mut params: Params<f32> = builder.build::<f32>(1).unwrap().to(device).unwrap();
+    let mut adam = Adam::new(1e-3);
+    let x = Tensor::<f32, (B, I)>::random_normal((B.len(128), I.len(64)), 0.0, 1.0, 3).unwrap();
+    let y = Tensor::<i64, (B,)>::from_fn(B.len(128), |i| (i.of::<B>() % 10) as i64).unwrap();
+    let (x, y) = (x.to(device).unwrap(), y.to(device).unwrap());
+    (0..steps)
+        .map(|_| {
+            let before = counters();
+            let tape = Tape::new();
+            let p = params.bind(&tape);
+            let h = first.forward(&p, &tape.constant(x.clone())).unwrap().relu();
+            let logits = last.forward(&p, h).unwrap();
+            let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)
+                .unwrap()
+                .mean::<(B,)>()
+                .unwrap();
+            let grad = p.gradient(&loss.backward().unwrap()).unwrap();
+            adam.step(&mut params, &grad).unwrap();
+            device.synchronize().unwrap();
+            let after = counters();
+            (
+                after.buffers - before.buffers,
+                after.pool_hits - before.pool_hits,
+                after.pool_misses - before.pool_misses,
+            )
+        })
+        .collect()
 }
 
 /// Writable views (`slice_mut`, `index_mut`) of tensors on the device: `fill`, `assign` and
