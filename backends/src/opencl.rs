@@ -65,11 +65,12 @@ impl Pool {
     /// A buffer of exactly `bytes` bytes, if the pool holds one.
     fn take(&self, bytes: usize) -> Option<Buffer<u8>> {
         let mut held = self.lock();
-        // Frees the host copies of the uploads whose writes are done (or failed).
+        // Frees the host copies of the uploads whose writes are done (or failed); one whose
+        // state cannot be read is kept.
         held.staged.retain(|(event, _)| {
             event
                 .command_execution_status()
-                .is_ok_and(|status| status.0 > cl3::event::CL_COMPLETE)
+                .map_or(true, |status| status.0 > cl3::event::CL_COMPLETE)
         });
         let buffers = held.buffers.get_mut(&bytes)?;
         let buffer = buffers.pop()?;
