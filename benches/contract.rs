@@ -1,6 +1,8 @@
 //! Contractions beside the `gemm` crate called directly (same settings) and ndarray's `dot`,
-//! f32, 1024³ and 2048³, 1 and 2 threads, plus a permuted operand (stored transposed, used
-//! through a view: no copy). Prints GFLOP/s and the ratio to gemm after criterion's report.
+//! f32, 64³ to 2048³, 1 and 2 threads, plus a permuted operand (stored transposed, used
+//! through a view: no copy). Prints GFLOP/s and the ratio to gemm after criterion's report,
+//! then the ratio to OpenBLAS through numpy (`benches/peers.py`, run with
+//! `$AXES_TORCH_PYTHON` or `python3` where numpy imports) on the same thread counts.
 //!
 //! `cargo bench --bench contract`; `AXES_BENCH_QUICK=1` for a short run.
 
@@ -10,7 +12,7 @@ use axes::prelude::*;
 use criterion::{BenchmarkId, Criterion};
 
 mod support;
-use support::median_ns;
+use support::{json_number, median_ns, python_output};
 
 #[derive(Axis)]
 struct M;
@@ -107,7 +109,7 @@ fn main() {
         }))
         .measurement_time(std::time::Duration::from_secs(if quick { 2 } else { 5 }))
         .configure_from_args();
-    let sizes = [1024, 2048];
+    let sizes = [64, 256, 1024, 2048];
     for n in sizes {
         bench(&mut c, n);
     }
@@ -148,6 +150,49 @@ fn main() {
                     );
                 }
             }
+        }
+    }
+    openblas_peer(&sizes);
+}
+
+/// `axes` against numpy's matrix product (OpenBLAS in its wheels), f32 n³, on 1 and 2
+/// threads: the peer's median from `benches/peers.py` beside criterion's median of `axes`.
+fn openblas_peer(sizes: &[usize]) {
+    println!(
+        "\n{:<14} {:>12} {:>12} {:>14}",
+        "size", "axes", "OpenBLAS", "axes/OpenBLAS"
+    );
+    for threads in [1, 2] {
+        let threads_arg = threads.to_string();
+        let args = [
+            "benches/peers.py",
+            "--threads",
+            &threads_arg,
+            "--only",
+            "matmul",
+        ];
+        let Some(out) = python_output(&args) else {
+            return;
+        };
+        for &n in sizes {
+            let peer = out.lines().find(|line| {
+                line.contains("\"framework\": \"numpy\"")
+                    && json_number(line, "size") == Some(n as f64)
+            });
+            let (Some(peer_us), Some(ours_ns)) = (
+                peer.and_then(|line| json_number(line, "median_us")),
+                median_ns(&format!("matmul {n}"), &format!("axes/{threads}")),
+            ) else {
+                continue;
+            };
+            let flops = 2.0 * (n as f64).powi(3);
+            println!(
+                "{:<14} {:>7.1} GF/s {:>7.1} GF/s {:>13.2}",
+                format!("{n}³ {threads}t"),
+                flops / ours_ns,
+                flops / (peer_us * 1e3),
+                peer_us * 1e3 / ours_ns
+            );
         }
     }
 }

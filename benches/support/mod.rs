@@ -15,10 +15,10 @@ pub(crate) fn median_ns(group: &str, id: &str) -> Option<f64> {
     rest[start..start + end].trim().parse().ok()
 }
 
-/// The number after `"key":` in the JSON that a Python peer script (`args`, run with
-/// `$AXES_TORCH_PYTHON` or `python3`) prints, or `None` (saying why) where it cannot run.
+/// What a Python peer script (`args`, run with `$AXES_TORCH_PYTHON` or `python3`) prints,
+/// or `None` (saying why) where it cannot run.
 #[allow(dead_code)]
-pub(crate) fn python_peer(args: &[&str], key: &str) -> Option<f64> {
+pub(crate) fn python_output(args: &[&str]) -> Option<String> {
     let python = std::env::var("AXES_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let out = std::process::Command::new(python)
         .args(args)
@@ -32,8 +32,19 @@ pub(crate) fn python_peer(args: &[&str], key: &str) -> Option<f64> {
         );
         return None;
     }
-    let text = String::from_utf8_lossy(&out.stdout);
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The number after `"key":` in `json` (one JSON object, as the peer scripts print).
+#[allow(dead_code)]
+pub(crate) fn json_number(json: &str, key: &str) -> Option<f64> {
     let key = format!("\"{key}\":");
-    let rest = &text[text.find(&key)? + key.len()..];
+    let rest = &json[json.find(&key)? + key.len()..];
     rest[..rest.find([',', '}'])?].trim().parse().ok()
+}
+
+/// The number after `"key":` in what a Python peer script prints (see [`python_output`]).
+#[allow(dead_code)]
+pub(crate) fn python_peer(args: &[&str], key: &str) -> Option<f64> {
+    json_number(&python_output(args)?, key)
 }
