@@ -255,7 +255,8 @@ impl Communicator {
     {
         #[cfg(feature = "nccl")]
         if let Some(nccl) = self.nccl_on(t.device()) {
-            return nccl_all_reduce(nccl, t, axes_backends::nccl::Reduction::Sum);
+            use axes_backends::nccl::Reduction::Sum;
+            return through_buffer(t, |buffer| nccl.all_reduce(buffer, Sum));
         }
         let summed = self.all_reduce_values(t.try_to_vec()?);
         Ok(like(t, summed)?)
@@ -269,7 +270,8 @@ impl Communicator {
     {
         #[cfg(feature = "nccl")]
         if let Some(nccl) = self.nccl_on(t.device()) {
-            return nccl_all_reduce(nccl, t, axes_backends::nccl::Reduction::Mean);
+            use axes_backends::nccl::Reduction::Mean;
+            return through_buffer(t, |buffer| nccl.all_reduce(buffer, Mean));
         }
         let mut values = self.all_reduce_values(t.try_to_vec()?);
         scale(&mut values, self.size());
@@ -284,9 +286,7 @@ impl Communicator {
     {
         #[cfg(feature = "nccl")]
         if let Some(nccl) = self.nccl_on(t.device()) {
-            let t = row_major(t)?;
-            let storage = nccl.broadcast(t.storage(), root)?;
-            return Ok(Tensor::from_parts(storage, *t.layout()).expect("the same elements"));
+            return through_buffer(t, |buffer| nccl.broadcast(buffer, root));
         }
         let mut values = t.try_to_vec()?;
         if let Some(world) = &self.world {
@@ -435,28 +435,21 @@ impl Communicator {
     }
 }
 
-/// The sum or mean of `t` over the ranks, by NCCL on `t`'s device.
+/// A tensor with `t`'s lengths whose buffer is `collective` of a buffer holding exactly
+/// `t`'s elements in row-major order (`t`'s own when it is one, else a copy on its device).
 #[cfg(feature = "nccl")]
-fn nccl_all_reduce<T: Element, A: AxisSet>(
-    nccl: &axes_backends::nccl::Nccl,
+fn through_buffer<T: Element, A: AxisSet>(
     t: &Tensor<T, A>,
-    reduction: axes_backends::nccl::Reduction,
+    collective: impl FnOnce(&Storage<T>) -> axes::Result<Storage<T>>,
 ) -> Result<Tensor<T, A>> {
-    let t = row_major(t)?;
-    let storage = nccl.all_reduce(t.storage(), reduction)?;
-    Ok(Tensor::from_parts(storage, *t.layout()).expect("the same elements"))
-}
-
-/// `t` itself when its buffer holds exactly its elements in row-major order, else a copy
-/// that does (on its device).
-#[cfg(feature = "nccl")]
-fn row_major<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> axes::Result<Tensor<T, A>> {
     let dense = Layout::row_major(t.lens());
-    if *t.layout() == dense && t.storage().len() == t.element_count() {
-        Ok(t.clone())
+    let t = if *t.layout() == dense && t.storage().len() == t.element_count() {
+        t.clone()
     } else {
-        t.contiguous()
-    }
+        t.contiguous()?
+    };
+    let storage = collective(t.storage())?;
+    Ok(Tensor::from_parts(storage, dense).expect("as many elements"))
 }
 
 /// `values` divided by `ranks`.

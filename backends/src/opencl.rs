@@ -74,6 +74,9 @@ impl Pool {
         });
         let buffers = held.buffers.get_mut(&bytes)?;
         let buffer = buffers.pop()?;
+        if buffers.is_empty() {
+            held.buffers.remove(&bytes);
+        }
         held.bytes -= bytes;
         self.meter.set_pooled_bytes(held.bytes as u64);
         Some(buffer)
@@ -88,11 +91,13 @@ impl Pool {
                 break;
             };
             let bytes = *entry.key();
-            entry.get_mut().pop();
+            let released = entry.get_mut().pop();
             if entry.get().is_empty() {
                 entry.remove();
             }
-            held.bytes -= bytes;
+            if released.is_some() {
+                held.bytes -= bytes;
+            }
         }
         self.meter.set_pooled_bytes(held.bytes as u64);
         before - held.bytes

@@ -56,13 +56,17 @@ impl Held {
         *self.limit.get_or_insert_with(limit_from_env)
     }
 
-    /// A block of `layout` (one whose bytes were all written, if `written`), out of the pool.
-    fn take(&mut self, layout: Layout, written: bool) -> Option<Block> {
-        let blocks = self.blocks.get_mut(&(layout.size(), layout.align()))?;
-        let k = blocks
-            .iter()
-            .rposition(|b| !written || b.initialised >= layout.size())?;
+    /// A block of `layout` out of the pool: the last freed one whose bytes were all written,
+    /// else the last freed one.
+    fn take(&mut self, layout: Layout) -> Option<Block> {
+        let key = (layout.size(), layout.align());
+        let blocks = self.blocks.get_mut(&key)?;
+        let k = (blocks.iter().rposition(|b| b.initialised >= layout.size()))
+            .unwrap_or(blocks.len() - 1);
         let block = blocks.swap_remove(k);
+        if blocks.is_empty() {
+            self.blocks.remove(&key);
+        }
         self.bytes -= layout.size();
         HOST_METER.set_pooled_bytes(self.bytes as u64);
         Some(block)
@@ -134,7 +138,7 @@ fn kept_layout<T>(capacity: usize) -> Option<Layout> {
 /// as a hit or a miss.
 fn take<T>(len: usize) -> Option<Vec<T>> {
     let layout = kept_layout::<T>(len)?;
-    let block = pool().take(layout, false);
+    let block = pool().take(layout);
     HOST_METER.pool_request(block.is_some());
     // SAFETY: the block was allocated by the global allocator with `layout`, which is
     // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
@@ -220,17 +224,28 @@ pub(crate) fn for_overwrite<T: Element>(len: usize) -> Result<Vec<T>> {
     if T::DTYPE != DType::Bool
         && let Some(layout) = kept_layout::<T>(len)
     {
-        let found = pool().take(layout, true);
-        if let Some(block) = found {
-            HOST_METER.pool_request(true);
-            // SAFETY: the block was allocated for `layout`, the layout of `len` elements of
-            // `T` (equal size and alignment), and is owned by the pool alone; its bytes were
-            // all written by its last owner (`take` checked that `initialised` covers the
-            // layout), as elements of an element type, none of which has padding; every bit
-            // pattern is a valid value of `T` (it is not `bool`), so the `len` elements are
-            // initialised values.
-            return Ok(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) });
-        }
+        let block = pool().take(layout);
+        HOST_METER.pool_request(block.is_some());
+        return match block {
+            Some(block) if block.initialised >= layout.size() => {
+                // SAFETY: the block was allocated for `layout`, the layout of `len` elements
+                // of `T` (equal size and alignment), and is owned by the pool alone; its bytes
+                // were all written by its last owner (`initialised` covers the layout), as
+                // elements of an element type, none of which has padding; every bit pattern
+                // is a valid value of `T` (it is not `bool`), so the `len` elements are
+                // initialised values.
+                Ok(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) })
+            }
+            Some(block) => {
+                // SAFETY: as in `take`: allocated for `layout`, capacity `len`, and the
+                // length 0 claims no initialised element.
+                let mut values =
+                    unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) };
+                values.resize(len, T::zero());
+                Ok(values)
+            }
+            None => zeroed(len),
+        };
     }
     filled(len, T::zero())
 }
@@ -290,6 +305,39 @@ mod tests {
         // Another size is a new allocation.
         let other: Vec<f32> = with_capacity(len + 2).unwrap();
         assert_ne!(other.as_ptr() as usize, address);
+    }
+
+    /// Taking the last block of a size removes its list, so that shrinking never meets an
+    /// empty one (a local pool: the process's is shared by the tests running beside).
+    #[test]
+    fn taking_the_last_block_of_a_size_leaves_no_empty_list() {
+        let mut held = Held {
+            blocks: BTreeMap::new(),
+            bytes: 0,
+            limit: Some(1 << 20),
+        };
+        let mut keep = |len: usize| {
+            let layout = Layout::array::<f32>(len).unwrap();
+            let mut values = ManuallyDrop::new(Vec::<f32>::with_capacity(len));
+            let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).unwrap();
+            let block = Block {
+                ptr,
+                initialised: 0,
+            };
+            held.blocks
+                .entry((layout.size(), layout.align()))
+                .or_default()
+                .push(block);
+            held.bytes += layout.size();
+            layout
+        };
+        let (_, large) = (keep(100), keep(1000));
+        let block = held.take(large).unwrap();
+        // SAFETY: the block was a `Vec<f32>` of capacity 1000, which takes it back.
+        drop(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<f32>(), 0, 1000) });
+        assert_eq!(held.blocks.len(), 1);
+        assert_eq!(held.shrink_to(0), 400);
+        assert!(held.blocks.is_empty() && held.bytes == 0);
     }
 
     #[test]
