@@ -8,7 +8,8 @@
 //! `target/gpt/curves.csv`, `target/gpt/curves.svg` (both curves, and PyTorch's where
 //! `benches/gpt_torch.py` wrote them beside) and `target/gpt/gpt.safetensors`, and samples
 //! text from a prompt (temperature 0.8, top-k 10). The windows of text each step trains on
-//! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them.
+//! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them, on another
+//! thread one step ahead, and swapped in under views built once (`memory::Swappable`).
 //!
 //! Options: `--steps N` (800), `--batch N` (32), `--lr X` (the peak learning rate, 3e-3; the
 //! cosine ends at a tenth of it), `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
@@ -20,8 +21,9 @@ use std::time::Instant;
 
 use axes::Device;
 use axes::autodiff::Tape;
-use axes::nn::ParamsBuilder;
+use axes::memory::Swappable;
 use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
+use axes::nn::{ParamsBuilder, Prefetch};
 use axes::optim::{Adam, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -112,21 +114,29 @@ impl SplitMix {
     }
 }
 
-/// `batch` windows of `CONTEXT + 1` ids of `ids` starting at positions drawn from `rng`.
-fn batch(ids: &[i64], batch: usize, rng: &mut SplitMix, device: &Device) -> axes::Result<Pair> {
+/// `batch` windows of `CONTEXT + 1` ids of `ids` starting at positions drawn from `rng`: each
+/// row's first `CONTEXT` ids are the inputs, its last `CONTEXT` the targets.
+fn windows(
+    ids: &[i64],
+    batch: usize,
+    rng: &mut SplitMix,
+    device: &Device,
+) -> axes::Result<Tensor<i64, (Batch, Token)>> {
     let positions = (ids.len() - CONTEXT - 1) as u64;
     let starts: Vec<usize> = (0..batch)
         .map(|_| (rng.next() % positions) as usize)
         .collect();
-    let window = |shift: usize| -> Vec<i64> {
-        (starts.iter())
-            .flat_map(|&s| ids[s + shift..s + shift + CONTEXT].iter().copied())
-            .collect()
-    };
-    let lens = (Batch.len(batch), Token.len(CONTEXT));
+    let rows = (starts.iter())
+        .flat_map(|&s| ids[s..s + CONTEXT + 1].iter().copied())
+        .collect();
+    Tensor::from_vec((Batch.len(batch), Token.len(CONTEXT + 1)), rows)?.to(device)
+}
+
+/// The inputs and targets of `windows`: views, no copy.
+fn inputs_and_targets(windows: &Tensor<i64, (Batch, Token)>) -> axes::Result<Pair> {
     Ok((
-        Tensor::from_vec(lens, window(0))?.to(device)?,
-        Tensor::from_vec(lens, window(1))?.to(device)?,
+        windows.slice::<Token>(..CONTEXT, 1)?,
+        windows.slice::<Token>(1.., 1)?,
     ))
 }
 
@@ -223,7 +233,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = SplitMix(options.seed);
     let mut eval_rng = SplitMix(1000);
     let eval_batches: Vec<Pair> = (0..4)
-        .map(|_| batch(valid, options.batch, &mut eval_rng, &options.device))
+        .map(|_| {
+            inputs_and_targets(&windows(
+                valid,
+                options.batch,
+                &mut eval_rng,
+                &options.device,
+            )?)
+        })
         .collect::<axes::Result<_>>()?;
     let schedule = WarmupCosine {
         peak: options.lr,
@@ -237,12 +254,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .progress_chars("=> "),
     );
     let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
+    // Double buffering: the next step's windows are drawn (and copied to the device) on
+    // another thread while this step runs, then swapped in under the two views, built once.
+    let slot = Swappable::new(windows(train, options.batch, &mut rng, &options.device)?);
+    let inputs = slot.view(|w| w.slice::<Token>(..CONTEXT, 1))?;
+    let targets = slot.view(|w| w.slice::<Token>(1.., 1))?;
+    let (train, batch, device) = (train.to_vec(), options.batch, options.device);
+    let mut next = Prefetch::new(1..options.steps, move |_| {
+        windows(&train, batch, &mut rng, &device)
+    });
     let started = Instant::now();
     for step in 0..options.steps {
-        let (ids, targets) = batch(train, options.batch, &mut rng, &options.device)?;
+        if step > 0 {
+            let made = next.next().ok_or("the window thread stopped early")??;
+            slot.swap(made)?;
+        }
         let tape = Tape::new();
         let p = params.bind(&tape);
-        let loss = model.loss(&p, &ids, &targets)?;
+        let loss = model.loss(&p, &inputs.get(), &targets.get())?;
         let grad = p.gradient(&loss.backward()?)?;
         let (grad, _) = clip_grad_norm(&params, grad, 1.0)?;
         adam.lr = schedule.at(step);

@@ -76,13 +76,14 @@ pub use protocol::{Device, DeviceKind};
 pub use storage::Storage;
 
 /// Memory: what each device holds ([`Device::counters`]: bytes now and at most, the pool's
-/// hits, misses and held bytes) and the host pool's limit. Allocation failures are
-/// [`Error::OutOfMemory`].
+/// hits, misses and held bytes), the host pool's limit, and double buffering
+/// ([`Swappable`](memory::Swappable)). Allocation failures are [`Error::OutOfMemory`].
 pub mod memory {
     pub use crate::protocol::{DeviceCounters, Recycle};
     pub use crate::storage::{
         DEFAULT_LIMIT, limit_from_env, pool_limit, release_pool, set_pool_limit,
     };
+    pub use crate::tensor::{SwapView, Swappable};
 }
 pub use tensor::{Flattened, Gathered, IndexElement, Renamed, Tensor, Unflattened};
 

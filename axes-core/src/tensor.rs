@@ -5,9 +5,11 @@ mod construct;
 mod display;
 mod interop;
 mod join;
+mod swap;
 mod views;
 
 pub use join::{Gathered, IndexElement};
+pub use swap::{SwapView, Swappable};
 pub(crate) use views::resolve_range;
 pub use views::{Flattened, Renamed, Unflattened};
 

@@ -218,3 +218,8 @@ fn new_ops_gradients_against_finite_differences() {
     let error = common::ops::finite_differences(&device());
     println!("relative error {error:.1e}");
 }
+
+#[test]
+fn swapped_buffers_are_read_through_views_built_once() {
+    common::ops::swapped_buffers(&device());
+}

@@ -194,3 +194,9 @@ fn new_ops_gradients_on_the_gpu_against_finite_differences() {
     let error = common::ops::finite_differences(&gpu);
     println!("relative error {error:.1e} on {gpu}");
 }
+
+#[test]
+fn gpu_swapped_buffers_are_read_through_views_built_once() {
+    let Some(gpu) = gpu() else { return };
+    common::ops::swapped_buffers(&gpu);
+}

@@ -148,3 +148,9 @@ fn new_ops_gradients_against_finite_differences() {
     let error = common::ops::finite_differences(&device);
     println!("relative error {error:.1e} on {device}");
 }
+
+#[test]
+fn swapped_buffers_are_read_through_views_built_once() {
+    let Some(device) = device() else { return };
+    common::ops::swapped_buffers(&device);
+}

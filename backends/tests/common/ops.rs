@@ -473,6 +473,46 @@ pub fn writable_views(device: &Device) {
     }
 }
 
+/// A [`Swappable`](axes::memory::Swappable) on the device: views built once over it read
+/// each buffer swapped in (on the device, as on the CPU), and a buffer from another device
+/// is refused.
+pub fn swapped_buffers(device: &Device) {
+    for seed in SEEDS {
+        let cpu = Inputs::new(seed);
+        let dev = cpu.to(device);
+        let slot = axes::memory::Swappable::new(dev.x.contiguous().unwrap());
+        let ni = cpu.x.len_of::<I>();
+        let tail = slot.view(|x| x.slice::<I>(ni / 2.., -1)).unwrap();
+        let reordered = slot.view(|x| Ok(x.axes_with_order::<(I, B)>())).unwrap();
+        for round in 1..=3 {
+            let next = (&cpu.x * round as f32).eval().unwrap();
+            let previous = slot.swap(next.to(device).unwrap()).unwrap();
+            assert_eq!(previous.device(), *device);
+            let sum = (tail.get().sum::<(I,)>().unwrap(), reordered.get());
+            assert_eq!(sum.0.device(), *device);
+            let want = next
+                .slice::<I>(ni / 2.., -1)
+                .unwrap()
+                .sum::<(I,)>()
+                .unwrap();
+            agree(
+                "a view after a swap",
+                &want,
+                &sum.0.to(&Device::Cpu).unwrap(),
+                1e-6,
+            );
+            assert_eq!(sum.1.to(&Device::Cpu).unwrap(), next, "round {round}");
+        }
+        if *device != Device::Cpu {
+            let error = slot.swap(cpu.x.contiguous().unwrap()).unwrap_err();
+            assert!(
+                matches!(error, axes::Error::DeviceMismatch { .. }),
+                "{error}"
+            );
+        }
+    }
+}
+
 /// f16 and bf16 on a device with generated kernels (OpenCL, CUDA: stored as 16 bits,
 /// computed in f32; the CPU backend rounds each operation to the half type, as the CPU
 /// engine does) against the same
