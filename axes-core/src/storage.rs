@@ -297,8 +297,9 @@ impl<T: Element> Storage<T> {
     }
 }
 
-/// The most bytes `device`'s pool of freed buffers holds (0 for a device that keeps none:
-/// CUDA keeps freed memory in its driver's pool instead).
+/// The most bytes `device`'s pool of freed buffers holds. On CUDA the pool is the driver's
+/// and this is its release threshold, which counts the memory in use too (unbounded by
+/// default); 0 for a device that keeps no pool.
 pub fn pool_limit(device: &Device) -> usize {
     match device {
         Device::Cpu => pool::host_limit(),

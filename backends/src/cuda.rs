@@ -121,25 +121,61 @@ fn arch_of(major: i32, minor: i32) -> &'static str {
 /// buffers again, and mapping fresh memory for a large one costs as much as the kernel that
 /// fills it.
 fn keep_freed_memory(context: &CudaContext) -> Result<()> {
-    use cudarc::driver::sys;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    let mut threshold = u64::MAX;
-    // SAFETY: `pool` is a valid place for the handle, and the device handle comes from a
-    // live context.
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }
-        .result()
-        .map_err(|e| cuda_error("finding the device's memory pool", e))?;
+    let pool = default_pool(context).ok_or_else(|| Error::Unsupported {
+        what: "finding the CUDA device's memory pool".into(),
+    })?;
+    set_release_threshold(pool, u64::MAX)
+        .map_err(|e| cuda_error("setting the memory pool's release threshold", e))
+}
+
+/// Sets the bytes `pool` keeps reserved (in use or freed) at a synchronisation before it
+/// hands memory back to the driver.
+fn set_release_threshold(
+    pool: cudarc::driver::sys::CUmemoryPool,
+    bytes: u64,
+) -> std::result::Result<(), cudarc::driver::DriverError> {
+    let mut threshold = bytes;
     // SAFETY: the release threshold attribute takes a pointer to a u64, which `threshold`
-    // is; the pool handle was just returned by the driver.
+    // is; the pool handle came from the driver for a live context.
     unsafe {
-        sys::cuMemPoolSetAttribute(
+        cudarc::driver::sys::cuMemPoolSetAttribute(
             pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             (&mut threshold as *mut u64).cast(),
         )
     }
     .result()
-    .map_err(|e| cuda_error("setting the memory pool's release threshold", e))
+}
+
+/// The device's default memory pool, which stream-ordered allocations draw from (`None`
+/// where the driver has none).
+fn default_pool(context: &CudaContext) -> Option<cudarc::driver::sys::CUmemoryPool> {
+    if !context.has_async_alloc() {
+        return None;
+    }
+    let mut pool: cudarc::driver::sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid place for the handle, and the device handle comes from a
+    // live context.
+    unsafe { cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }
+        .result()
+        .ok()
+        .map(|()| pool)
+}
+
+/// A 64-bit attribute of `pool` (the thresholds and byte counts are all `u64`).
+fn pool_attribute(
+    pool: cudarc::driver::sys::CUmemoryPool,
+    attribute: cudarc::driver::sys::CUmemPool_attribute,
+) -> Option<u64> {
+    let mut value = 0u64;
+    // SAFETY: the attributes asked for here take a pointer to a u64, which `value` is; the
+    // pool handle came from the driver for a live context.
+    unsafe {
+        cudarc::driver::sys::cuMemPoolGetAttribute(pool, attribute, (&mut value as *mut u64).cast())
+    }
+    .result()
+    .ok()
+    .map(|()| value)
 }
 
 /// A CUDA device: its context, stream and compiled kernels.
@@ -595,6 +631,57 @@ impl Backend for Cuda {
 
     fn meter(&self) -> Option<&Meter> {
         Some(&self.meter)
+    }
+
+    /// The meter's counters, with the driver pool's freed bytes as the pooled bytes (its
+    /// reserve less what buffers use). Pool hits and misses are the driver's own business:
+    /// they stay 0.
+    fn counters(&self) -> Option<axes_core::memory::DeviceCounters> {
+        use cudarc::driver::sys::CUmemPool_attribute as Attribute;
+        let mut counters = self.meter.counters();
+        if let Some(pool) = default_pool(&self.context) {
+            let reserved = pool_attribute(pool, Attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+            let used = pool_attribute(pool, Attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+            if let (Some(reserved), Some(used)) = (reserved, used) {
+                counters.pooled_bytes = reserved.saturating_sub(used);
+            }
+        }
+        Some(counters)
+    }
+
+    /// The driver pool's release threshold: the bytes it keeps reserved (in use or freed)
+    /// at a synchronisation before handing memory back; unbounded by default.
+    fn pool_limit(&self) -> usize {
+        use cudarc::driver::sys::CUmemPool_attribute as Attribute;
+        default_pool(&self.context)
+            .and_then(|pool| pool_attribute(pool, Attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
+            .map_or(0, |bytes| usize::try_from(bytes).unwrap_or(usize::MAX))
+    }
+
+    /// Sets the driver pool's release threshold (which, unlike the other pools' limits,
+    /// counts memory in use too).
+    fn set_pool_limit(&self, bytes: usize) {
+        if let Some(pool) = default_pool(&self.context) {
+            // A failure leaves the threshold as it was: the limit is a hint to the driver.
+            let _ = set_release_threshold(pool, bytes as u64);
+        }
+    }
+
+    /// Waits for the device, then hands every freed byte of the driver pool back.
+    fn release_pool(&self) -> usize {
+        use cudarc::driver::sys::CUmemPool_attribute as Attribute;
+        let Some(pool) = default_pool(&self.context) else {
+            return 0;
+        };
+        if self.synchronize().is_err() {
+            return 0;
+        }
+        let reserved = || pool_attribute(pool, Attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        let before = reserved().unwrap_or(0);
+        // SAFETY: the pool handle came from the driver for a live context; trimming frees
+        // only memory no allocation holds.
+        let _ = unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) };
+        usize::try_from(before.saturating_sub(reserved().unwrap_or(before))).unwrap_or(usize::MAX)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -76,6 +76,12 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// What [`Device::counters`](super::Device::counters) reports: the meter's counters by
+    /// default; a backend whose pool its driver keeps (CUDA) fills in the pool's figures.
+    fn counters(&self) -> Option<super::DeviceCounters> {
+        self.meter().map(Meter::counters)
+    }
+
     /// The most bytes the device's pool of freed buffers holds (0 where it keeps none).
     fn pool_limit(&self) -> usize {
         0

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{Backend, DeviceCounters, Meter};
+use super::{Backend, DeviceCounters};
 
 /// Where a tensor's elements live and where expressions over it run.
 ///
@@ -61,7 +61,7 @@ impl Device {
     pub fn counters(&self) -> Option<DeviceCounters> {
         match self {
             Device::Cpu => Some(super::meter::HOST_METER.counters()),
-            Device::Accelerator(backend) => backend.meter().map(Meter::counters),
+            Device::Accelerator(backend) => backend.counters(),
         }
     }
 
