@@ -98,7 +98,29 @@ impl Layout {
     /// can be written element by element in any order. (Checks a sufficient condition:
     /// sorted by |stride|, each axis steps past everything the inner ones reach.)
     pub fn is_injective(&self) -> bool {
-        !self.is_padded() && injective(self.lens(), self.strides())
+        self.is_dense() || (!self.is_padded() && injective(self.lens(), self.strides()))
+    }
+
+    /// Whether the layout is unpadded and row-major over its lengths: its elements are the
+    /// buffer positions `offset..offset + count` in index order (strides of length-1 axes
+    /// do not matter).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Layout;
+    /// assert!(Layout::row_major(&[2, 3]).is_dense());
+    /// assert!(!Layout::new(&[2, 3], &[1, 2], 0, 6).unwrap().is_dense());
+    /// ```
+    pub fn is_dense(&self) -> bool {
+        let mut expected: isize = 1;
+        for axis in (0..self.rank).rev() {
+            let len = self.lens[axis];
+            if len != 1 && self.strides[axis] != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(len as isize);
+        }
+        !self.is_padded()
     }
 
     /// The number of axes.

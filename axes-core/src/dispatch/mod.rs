@@ -53,7 +53,7 @@ use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::ReduceOp;
 use crate::layout::Layout;
-use crate::list::AxisSet;
+use crate::list::{AxisList, AxisSet};
 use crate::protocol::{Buffers, Device, JobTarget, LeafBuffer};
 use crate::storage::Storage;
 use crate::tensor::{FlatParts, FlatPartsList, Tensor};
@@ -115,6 +115,39 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     };
     exec::run(&plan, &mut data, sink, &make)?;
     Ok((Storage::new(data), layout))
+}
+
+/// Reduces every axis of `expr` with `sink` from `init` into one value. On the CPU it
+/// runs into a local, with no result buffer (a sum of a few hundred elements costs less
+/// than making a tensor for its result); on a device, as [`evaluate`] then one read.
+pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    sink: S,
+    init: E::Elem,
+) -> Result<E::Elem> {
+    let all = E::Axes::IDS;
+    if let Some(Device::Accelerator(_)) = expr_device(expr, None)? {
+        let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink, init)?;
+        return Ok(total.storage().host()?[0]);
+    }
+    let mut leaves = Leaves::new();
+    expr.operands(&mut leaves);
+    let mut layout = Layout::row_major(&[]);
+    let mut plan = Plan::empty();
+    plan.build(
+        &[],
+        &Vec::new,
+        all,
+        Destination::Fresh(&mut layout),
+        &leaves,
+    )?;
+    let mut total = [init];
+    let make = || {
+        let mut next = 0;
+        expr.evaluator(&plan, &mut next)
+    };
+    exec::run(&plan, &mut total, sink, &make)?;
+    Ok(total[0])
 }
 
 /// Runs `expr` into `target` (the expression's axes less `reduced`, in any order), reducing

@@ -234,6 +234,22 @@ impl Plan {
         dest: Destination<'_>,
         leaves: &[LeafLayout<'_>],
     ) -> Result<()> {
+        match self.build_dense(out, reduced, dest, leaves) {
+            Ok(()) => Ok(()),
+            Err(dest) => self.build_general(out, out_names, reduced, dest, leaves),
+        }
+    }
+
+    /// [`Plan::build`] for any operands: the space measured axis by axis, then
+    /// canonicalised.
+    fn build_general(
+        &mut self,
+        out: &[TypeId],
+        out_names: &dyn Fn() -> Vec<Cow<'static, str>>,
+        reduced: &[TypeId],
+        dest: Destination<'_>,
+        leaves: &[LeafLayout<'_>],
+    ) -> Result<()> {
         let dest_lens = match &dest {
             Destination::Existing(layout) => Some(layout.lens()),
             Destination::Fresh(_) => None,
@@ -275,6 +291,91 @@ impl Plan {
         if in_place {
             plan.chunk = LONG_CHUNK;
         }
+        Ok(())
+    }
+
+    /// The plan [`Plan::build`] would make, made directly where it is simple: every leaf has
+    /// the axes `out` then `reduced` in that order, the same lengths, and a dense layout, and
+    /// the destination is dense with those lengths too (or fresh). The space is then one
+    /// axis, or two (kept, reduced) when both are longer than 1 — what canonicalising gives —
+    /// with no axis to look up or sort. Gives `dest` back where the case is not this one.
+    fn build_dense<'d>(
+        &mut self,
+        out: &[TypeId],
+        reduced: &[TypeId],
+        dest: Destination<'d>,
+        leaves: &[LeafLayout<'_>],
+    ) -> std::result::Result<(), Destination<'d>> {
+        let Some(first) = leaves.first() else {
+            return Err(dest);
+        };
+        // Axis lists are mostly one type's static list: compare addresses first.
+        let same = |a: &[TypeId], b: &[TypeId]| {
+            a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
+        };
+        let lens = first.layout.lens();
+        let simple = first.ids.len() == out.len() + reduced.len()
+            && same(&first.ids[..out.len()], out)
+            && same(&first.ids[out.len()..], reduced)
+            && leaves.iter().all(|leaf| {
+                same(leaf.ids, first.ids) && leaf.layout.lens() == lens && leaf.layout.is_dense()
+            })
+            && match &dest {
+                Destination::Existing(layout) => {
+                    layout.lens() == &lens[..out.len()] && layout.is_dense()
+                }
+                Destination::Fresh(_) => true,
+            };
+        if !simple {
+            return Err(dest);
+        }
+        let kept: usize = lens[..out.len()].iter().product();
+        let summed: usize = lens[out.len()..].iter().product();
+        if kept == 0 || summed == 0 {
+            return Err(dest);
+        }
+        let dest_offset = match dest {
+            Destination::Existing(layout) => layout.offset(),
+            Destination::Fresh(layout) => {
+                *layout = Layout::row_major(&lens[..out.len()]);
+                0
+            }
+        };
+        self.padding.clear();
+        self.access.clear();
+        self.count = kept * summed;
+        self.lens = [1; MAX_RANK];
+        let axes: &[(usize, isize)] = match (kept, summed) {
+            (1, 1) => &[],
+            (_, 1) => &[(kept, 1)],
+            (1, _) => &[(summed, 0)],
+            _ => &[(kept, 1), (summed, 0)],
+        };
+        self.rank = axes.len();
+        let mut dest_strides = [0; MAX_RANK];
+        let mut leaf_strides = [0; MAX_RANK];
+        for (a, &(len, dest_stride)) in axes.iter().enumerate() {
+            self.lens[a] = len;
+            dest_strides[a] = dest_stride;
+        }
+        if let [(_, _), (inner, _)] = axes {
+            leaf_strides[..2].copy_from_slice(&[*inner as isize, 1]);
+        } else if self.rank == 1 {
+            leaf_strides[0] = 1;
+        }
+        self.access.push(Access {
+            offset: dest_offset as isize,
+            strides: dest_strides,
+            padded: false,
+        });
+        for leaf in leaves {
+            self.access.push(Access {
+                offset: leaf.layout.offset() as isize,
+                strides: leaf_strides,
+                padded: false,
+            });
+        }
+        self.chunk = if self.rank > 0 { LONG_CHUNK } else { CHUNK };
         Ok(())
     }
 
@@ -391,6 +492,97 @@ impl Plan {
             } else {
                 axis += 1;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct P;
+    struct Q;
+    struct R;
+
+    fn names() -> Vec<Cow<'static, str>> {
+        vec!["P".into(), "Q".into(), "R".into()]
+    }
+
+    fn destination<'a>(fresh: bool, made: &'a mut Layout, existing: &'a Layout) -> Destination<'a> {
+        if fresh {
+            Destination::Fresh(made)
+        } else {
+            Destination::Existing(existing)
+        }
+    }
+
+    /// The dense shortcut makes the plan the general planner makes, for every split of
+    /// three axes into kept and reduced ones, lengths 1 included, a fresh or an existing
+    /// destination, and leaves at offsets.
+    #[test]
+    fn the_dense_plan_is_the_general_plan() {
+        let ids = [TypeId::of::<P>(), TypeId::of::<Q>(), TypeId::of::<R>()];
+        for lens in [[2, 3, 4], [1, 5, 1], [3, 1, 2], [1, 1, 1], [7, 1, 1]] {
+            for kept in 0..=3 {
+                let (out, reduced) = ids.split_at(kept);
+                let leaf = Layout::new(&lens, Layout::row_major(&lens).strides(), 5, 100).unwrap();
+                let other = Layout::row_major(&lens);
+                let leaves = [&leaf, &other].map(|layout| LeafLayout {
+                    ids: &ids,
+                    layout,
+                    names,
+                });
+                let existing = Layout::row_major(&lens[..kept]);
+                for fresh in [true, false] {
+                    let (mut dense, mut general) = (Plan::empty(), Plan::empty());
+                    let (mut made_dense, mut made_general) =
+                        (Layout::row_major(&[]), Layout::row_major(&[]));
+                    let dest = |made| destination(fresh, made, &existing);
+                    assert!(
+                        dense
+                            .build_dense(out, reduced, dest(&mut made_dense), &leaves)
+                            .is_ok()
+                    );
+                    general
+                        .build_general(out, &names, reduced, dest(&mut made_general), &leaves)
+                        .unwrap();
+                    let what = format!("{lens:?}, {kept} kept, fresh {fresh}");
+                    assert_eq!(made_dense, made_general, "{what}");
+                    assert_eq!(
+                        (dense.rank, dense.count, dense.chunk),
+                        (general.rank, general.count, general.chunk),
+                        "{what}"
+                    );
+                    assert_eq!(
+                        dense.lens[..dense.rank],
+                        general.lens[..general.rank],
+                        "{what}"
+                    );
+                    assert_eq!(dense.access.len(), general.access.len());
+                    for (d, g) in dense.access.iter().zip(&general.access) {
+                        assert_eq!(d.offset, g.offset, "{what}");
+                        assert_eq!(d.strides[..dense.rank], g.strides[..dense.rank], "{what}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strided_or_other_axes_take_the_general_path() {
+        let ids = [TypeId::of::<P>(), TypeId::of::<Q>()];
+        let reversed = Layout::new(&[2, 3], &[3, -1], 2, 6).unwrap();
+        let dense = Layout::row_major(&[2, 3]);
+        let mut made = Layout::row_major(&[]);
+        for (leaf_ids, layout) in [(&ids[..], &reversed), (&ids[1..], &dense)] {
+            let leaves = [LeafLayout {
+                ids: leaf_ids,
+                layout,
+                names,
+            }];
+            let mut plan = Plan::empty();
+            let dest = Destination::Fresh(&mut made);
+            assert!(plan.build_dense(&ids, &[], dest, &leaves).is_err());
         }
     }
 }

@@ -5,7 +5,7 @@ use std::any::TypeId;
 
 use super::ExprExt;
 use crate::axis::Axis;
-use crate::dispatch::{Input, Output, evaluate, evaluate_parts, placed, run_output};
+use crate::dispatch::{Input, Output, evaluate, evaluate_all, evaluate_parts, placed, run_output};
 use crate::element::Element;
 use crate::engine::exec::Reduce;
 use crate::engine::plan::{Leaves, Space};
@@ -72,8 +72,7 @@ pub(crate) fn sum_all<E: Expr>(expr: &E) -> Result<E::Elem>
 where
     E::Elem: Num,
 {
-    let total: Tensor<E::Elem, ()> = evaluate(expr, E::Axes::IDS, sum_sink(), E::Elem::zero())?;
-    Ok(total.storage().host()?[0])
+    evaluate_all(expr, sum_sink(), E::Elem::zero())
 }
 
 /// The lengths `expr` gives the axes `ids` (1 where no leaf has one), checked to agree.
