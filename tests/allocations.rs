@@ -4,6 +4,7 @@
 //! on one thread not even that).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use axes::prelude::*;
@@ -17,10 +18,20 @@ struct Counting;
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static LARGE: AtomicUsize = AtomicUsize::new(0);
 static BYTES: AtomicUsize = AtomicUsize::new(0);
+static HERE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Counting the allocations of this thread alone (others, such as the test harness's,
+    /// may allocate meanwhile).
+    static HERE: Cell<bool> = const { Cell::new(false) };
+}
 
 // SAFETY: forwards every call to the system allocator unchanged; it only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if HERE.with(Cell::get) {
+            HERE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        }
         if COUNTING.load(Ordering::Relaxed) {
             BYTES.fetch_add(layout.size(), Ordering::Relaxed);
             if layout.size() >= ELEMENT_BUFFER {
@@ -43,6 +54,15 @@ static GLOBAL: Counting = Counting;
 #[derive(Axis)]
 struct N;
 
+/// The bytes `f` allocates on this thread.
+fn count_here(f: impl FnOnce()) -> usize {
+    HERE_BYTES.store(0, Ordering::SeqCst);
+    HERE.with(|here| here.set(true));
+    f();
+    HERE.with(|here| here.set(false));
+    HERE_BYTES.load(Ordering::SeqCst)
+}
+
 /// Runs `f` with counting on; returns (element-sized allocations, bytes allocated).
 fn count(f: impl FnOnce()) -> (usize, usize) {
     LARGE.store(0, Ordering::SeqCst);
@@ -61,6 +81,17 @@ fn fused_expressions_allocate_no_element_buffers() {
     let mut out = Tensor::<f32, (N,)>::zeros(N.len(n)).unwrap();
     for threads in [1, 2] {
         axes::set_threads(threads).unwrap();
+        // A small full reduction runs into a local: not even its one-element result is
+        // allocated (on one thread; more threads allocate as their pool starts).
+        if threads == 1 {
+            let (small_x, small_y) = (
+                x.slice::<N>(..1024, 1).unwrap(),
+                y.slice::<N>(..1024, 1).unwrap(),
+            );
+            l2_small(&small_x, &small_y);
+            let bytes = count_here(|| l2_small(&small_x, &small_y));
+            assert_eq!(bytes, 0, "a sum of 1024 elements allocated {bytes} bytes");
+        }
         // warm the thread pool outside the counted region
         let _ = (&x - &y).square().sum_all().unwrap();
         let mut l2 = 0.0;
@@ -91,4 +122,8 @@ fn fused_expressions_allocate_no_element_buffers() {
     // the counter does see element buffers: evaluating into a new tensor allocates one
     let (large, _) = count(|| drop((&x + &y).eval().unwrap()));
     assert_eq!(large, 1);
+}
+
+fn l2_small(x: &Tensor<f32, (N,)>, y: &Tensor<f32, (N,)>) {
+    assert!((x - y).square().sum_all().unwrap() > 0.0);
 }

@@ -24,6 +24,16 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The layout of a single element (no axes) at position 0.
+    pub(crate) const SCALAR: Layout = Layout {
+        rank: 0,
+        lens: [0; MAX_RANK],
+        strides: [0; MAX_RANK],
+        pad_before: [0; MAX_RANK],
+        stored: [0; MAX_RANK],
+        offset: 0,
+    };
+
     fn empty(rank: usize, offset: usize) -> Layout {
         assert!(rank <= MAX_RANK, "at most {MAX_RANK} axes");
         Layout {

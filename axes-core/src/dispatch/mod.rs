@@ -132,13 +132,12 @@ pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
     }
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    let mut layout = Layout::row_major(&[]);
     let mut plan = Plan::empty();
     plan.build(
         &[],
         &Vec::new,
         all,
-        Destination::Fresh(&mut layout),
+        Destination::Existing(&Layout::SCALAR),
         &leaves,
     )?;
     let mut total = [init];

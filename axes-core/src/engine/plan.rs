@@ -309,20 +309,23 @@ impl Plan {
         let Some(first) = leaves.first() else {
             return Err(dest);
         };
-        // Axis lists are mostly one type's static list: compare addresses first.
-        let same = |a: &[TypeId], b: &[TypeId]| {
-            a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
-        };
+        // Element by element: these lists are a few entries long, and a slice comparison
+        // calls `memcmp`.
+        fn same<T: PartialEq>(a: &[T], b: &[T]) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+        }
         let lens = first.layout.lens();
         let simple = first.ids.len() == out.len() + reduced.len()
             && same(&first.ids[..out.len()], out)
             && same(&first.ids[out.len()..], reduced)
             && leaves.iter().all(|leaf| {
-                same(leaf.ids, first.ids) && leaf.layout.lens() == lens && leaf.layout.is_dense()
+                same(leaf.ids, first.ids)
+                    && same(leaf.layout.lens(), lens)
+                    && leaf.layout.is_dense()
             })
             && match &dest {
                 Destination::Existing(layout) => {
-                    layout.lens() == &lens[..out.len()] && layout.is_dense()
+                    same(layout.lens(), &lens[..out.len()]) && layout.is_dense()
                 }
                 Destination::Fresh(_) => true,
             };
@@ -363,18 +366,18 @@ impl Plan {
         } else if self.rank == 1 {
             leaf_strides[0] = 1;
         }
-        self.access.push(Access {
+        let dest_access = Access {
             offset: dest_offset as isize,
             strides: dest_strides,
             padded: false,
-        });
-        for leaf in leaves {
-            self.access.push(Access {
+        };
+        self.access.extend(
+            std::iter::once(dest_access).chain(leaves.iter().map(|leaf| Access {
                 offset: leaf.layout.offset() as isize,
                 strides: leaf_strides,
                 padded: false,
-            });
-        }
+            })),
+        );
         self.chunk = if self.rank > 0 { LONG_CHUNK } else { CHUNK };
         Ok(())
     }
