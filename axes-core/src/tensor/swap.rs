@@ -37,22 +37,12 @@ use crate::storage::Storage;
 /// assert_eq!(previous.to_vec()[..4], [0, 1, 2, 3]);
 /// # Ok::<(), axes::Error>(())
 /// ```
-pub struct Swappable<T: Element, A: AxisSet> {
-    slot: Arc<RwLock<Storage<T>>>,
-    layout: Layout,
-    flat_parts: FlatParts,
-    _axes: PhantomData<fn() -> A>,
-}
+pub struct Swappable<T: Element, A: AxisSet>(SwapView<T, A>);
 
 impl<T: Element, A: AxisSet> Clone for Swappable<T, A> {
     /// Another handle on the same slot.
     fn clone(&self) -> Self {
-        Swappable {
-            slot: Arc::clone(&self.slot),
-            layout: self.layout,
-            flat_parts: self.flat_parts.clone(),
-            _axes: PhantomData,
-        }
+        Swappable(self.0.clone())
     }
 }
 
@@ -85,18 +75,17 @@ fn read<T: Element>(slot: &RwLock<Storage<T>>) -> Storage<T> {
 impl<T: Element, A: AxisSet> Swappable<T, A> {
     /// A slot holding `tensor`'s buffer; every buffer swapped in later must have its layout.
     pub fn new(tensor: Tensor<T, A>) -> Swappable<T, A> {
-        Swappable {
+        Swappable(SwapView {
             slot: Arc::new(RwLock::new(tensor.storage)),
             layout: tensor.layout,
             flat_parts: tensor.flat_parts,
             _axes: PhantomData,
-        }
+        })
     }
 
     /// The tensor over the buffer the slot holds now.
     pub fn current(&self) -> Tensor<T, A> {
-        Tensor::new_unchecked(read(&self.slot), self.layout)
-            .with_flat_parts(self.flat_parts.clone())
+        self.0.get()
     }
 
     /// Puts `next`'s buffer in the slot and returns the tensor over the one it held. `next`
@@ -104,9 +93,12 @@ impl<T: Element, A: AxisSet> Swappable<T, A> {
     /// buffer length and device: make it like the first (a contiguous tensor for a
     /// contiguous first one).
     pub fn swap(&self, next: Tensor<T, A>) -> Result<Tensor<T, A>> {
-        let mut slot = self.slot.write().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.0.slot.write().unwrap_or_else(PoisonError::into_inner);
         let names = A::names();
-        for (axis, (&held, &got)) in names.iter().zip(self.layout.lens().iter().zip(next.lens())) {
+        for (axis, (&held, &got)) in names
+            .iter()
+            .zip(self.0.layout.lens().iter().zip(next.lens()))
+        {
             if held != got {
                 return Err(Error::LengthMismatch {
                     axis: axis.to_string(),
@@ -116,7 +108,7 @@ impl<T: Element, A: AxisSet> Swappable<T, A> {
             }
         }
         slot.check_replacement(&next.storage, &next.describe_lengths())?;
-        if next.layout != self.layout {
+        if next.layout != self.0.layout {
             return Err(Error::Unsupported {
                 what: format!(
                     "swapping in a buffer laid out with strides {:?} and offset {} for one \
@@ -124,13 +116,14 @@ impl<T: Element, A: AxisSet> Swappable<T, A> {
                      (e.g. `.contiguous()`)",
                     next.layout.strides(),
                     next.layout.offset(),
-                    self.layout.strides(),
-                    self.layout.offset()
+                    self.0.layout.strides(),
+                    self.0.layout.offset()
                 ),
             });
         }
         let previous = std::mem::replace(&mut *slot, next.storage);
-        Ok(Tensor::new_unchecked(previous, self.layout).with_flat_parts(self.flat_parts.clone()))
+        Ok(Tensor::new_unchecked(previous, self.0.layout)
+            .with_flat_parts(self.0.flat_parts.clone()))
     }
 
     /// A view of the slot's tensor, built once by `make` (a slice, an index, a reorder, a
@@ -153,7 +146,7 @@ impl<T: Element, A: AxisSet> Swappable<T, A> {
             });
         }
         Ok(SwapView {
-            slot: Arc::clone(&self.slot),
+            slot: Arc::clone(&self.0.slot),
             layout: view.layout,
             flat_parts: view.flat_parts,
             _axes: PhantomData,
