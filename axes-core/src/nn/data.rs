@@ -48,7 +48,9 @@ where
 /// [`Iterator::next`] hands it over. At most two batches exist beyond the one in use (one
 /// waiting, one being made), and their buffers come back through the memory pool, so the
 /// loop allocates nothing new. An error of `make` ends the batches with that error; dropping
-/// the `Prefetch` stops the thread after the batch it is making.
+/// the `Prefetch` stops the thread after the batch it is making. Batches of one layout can be
+/// swapped into a [`Swappable`](crate::memory::Swappable), so that views of them are built
+/// once (`examples/gpt.rs` does that with each step's windows of text).
 ///
 /// ```
 /// # extern crate axes_core as axes;
