@@ -6,13 +6,14 @@
 //! (`axes::memory::set_pool_limit`). The one queue runs in order, so a buffer freed while a
 //! queued kernel still reads it is written by its next owner's kernels only after that one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, Meter, MultiJob, Recycle,
+    Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, JobLeaf, JobTarget, MatmulJob, Meter,
+    MultiJob, Recycle,
 };
 use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -50,9 +51,8 @@ struct Pool {
 }
 
 struct Held {
-    buffers: BTreeMap<usize, Vec<Buffer<u8>>>,
-    bytes: usize,
-    limit: usize,
+    /// Keyed by size in bytes.
+    buffers: FreeBuffers<usize, Buffer<u8>>,
     /// The host copies of uploads still being written (each freed once its write is done).
     staged: Vec<(opencl3::event::Event, Vec<u8>)>,
 }
@@ -72,35 +72,24 @@ impl Pool {
                 .command_execution_status()
                 .map_or(true, |status| status.0 > cl3::event::CL_COMPLETE)
         });
-        let buffers = held.buffers.get_mut(&bytes)?;
-        let buffer = buffers.pop()?;
-        if buffers.is_empty() {
-            held.buffers.remove(&bytes);
-        }
-        held.bytes -= bytes;
-        self.meter.set_pooled_bytes(held.bytes as u64);
-        Some(buffer)
+        let buffer = held.buffers.take(bytes, |_| true);
+        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
+        buffer
     }
 
-    /// Releases buffers until the pool holds at most `limit` bytes; the bytes released.
-    fn shrink_to(&self, limit: usize) -> usize {
+    /// Sets the most bytes the pool holds, releasing buffers until it holds no more.
+    fn set_limit(&self, limit: usize) {
         let mut held = self.lock();
-        let before = held.bytes;
-        while held.bytes > limit {
-            let Some(mut entry) = held.buffers.last_entry() else {
-                break;
-            };
-            let bytes = *entry.key();
-            let released = entry.get_mut().pop();
-            if entry.get().is_empty() {
-                entry.remove();
-            }
-            if released.is_some() {
-                held.bytes -= bytes;
-            }
-        }
-        self.meter.set_pooled_bytes(held.bytes as u64);
-        before - held.bytes
+        held.buffers.set_limit(limit, |_, _| {});
+        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
+    }
+
+    /// Releases every buffer the pool holds; the bytes released.
+    fn release(&self) -> usize {
+        let mut held = self.lock();
+        let released = held.buffers.shrink_to(0, |_, _| {});
+        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
+        released
     }
 }
 
@@ -113,11 +102,9 @@ impl Recycle for Pool {
             buffer, capacity, ..
         } = *buffer;
         let mut held = self.lock();
-        if held.bytes + capacity <= held.limit {
-            held.buffers.entry(capacity).or_default().push(buffer);
-            held.bytes += capacity;
-            self.meter.set_pooled_bytes(held.bytes as u64);
-        }
+        // A buffer the pool has no room for is released (dropped) here.
+        drop(held.buffers.keep(capacity, buffer));
+        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
     }
 }
 
@@ -199,9 +186,7 @@ impl OpenCl {
             programs: Mutex::new(HashMap::new()),
             pool: Arc::new(Pool {
                 held: Mutex::new(Held {
-                    buffers: BTreeMap::new(),
-                    bytes: 0,
-                    limit: axes_core::memory::limit_from_env(),
+                    buffers: FreeBuffers::new(axes_core::memory::limit_from_env(), |&size| size),
                     staged: Vec::new(),
                 }),
                 meter: Arc::clone(&meter),
@@ -671,16 +656,15 @@ impl Backend for OpenCl {
     }
 
     fn pool_limit(&self) -> usize {
-        self.pool.lock().limit
+        self.pool.lock().buffers.limit()
     }
 
     fn set_pool_limit(&self, bytes: usize) {
-        self.pool.lock().limit = bytes;
-        self.pool.shrink_to(bytes);
+        self.pool.set_limit(bytes);
     }
 
     fn release_pool(&self) -> usize {
-        self.pool.shrink_to(0)
+        self.pool.release()
     }
 }
 

@@ -9,12 +9,14 @@
 
 mod backend;
 mod device;
+mod free_buffers;
 mod job;
 mod memory;
 mod meter;
 
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};
+pub use free_buffers::FreeBuffers;
 pub use job::{
     Job, JobLeaf, JobOutput, JobTarget, MatmulJob, MatrixSide, MultiJob, row_major_strides,
     run_each_output,

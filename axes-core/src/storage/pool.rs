@@ -12,14 +12,13 @@
 //! the limit is freed instead. [`release_host`] frees every buffer it holds.
 
 use std::alloc::Layout;
-use std::collections::BTreeMap;
 use std::mem::{ManuallyDrop, size_of};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::protocol::{HOST_METER, as_bytes};
+use crate::protocol::{FreeBuffers, HOST_METER, as_bytes};
 
 /// The bytes a device's pool of freed buffers holds at most (the host's, and OpenCL's),
 /// unless the environment variable `AXES_POOL_BYTES` or [`crate::memory::set_pool_limit`]
@@ -37,65 +36,56 @@ struct Block {
 // here), so moving it between threads moves nothing shared.
 unsafe impl Send for Block {}
 
-/// The blocks held, by (size, alignment), their total size, and the limit.
+/// The blocks held, by (size, alignment).
 struct Held {
-    blocks: BTreeMap<(usize, usize), Vec<Block>>,
-    bytes: usize,
-    /// `None` until the first use reads `AXES_POOL_BYTES`.
-    limit: Option<usize>,
+    free: FreeBuffers<(usize, usize), Block>,
+    /// Whether the limit was read from `AXES_POOL_BYTES` yet (on the first use).
+    limit_read: bool,
 }
 
 static POOL: Mutex<Held> = Mutex::new(Held {
-    blocks: BTreeMap::new(),
-    bytes: 0,
-    limit: None,
+    free: FreeBuffers::new(DEFAULT_LIMIT, |&(size, _)| size),
+    limit_read: false,
 });
 
 impl Held {
-    fn limit(&mut self) -> usize {
-        *self.limit.get_or_insert_with(limit_from_env)
+    /// The blocks, with the limit read from the environment on the first use.
+    fn free(&mut self) -> &mut FreeBuffers<(usize, usize), Block> {
+        if !self.limit_read {
+            self.limit_read = true;
+            self.free.set_limit(limit_from_env(), dealloc);
+        }
+        &mut self.free
     }
 
     /// A block of `layout` out of the pool: the last freed one whose bytes were all written,
     /// else the last freed one.
     fn take(&mut self, layout: Layout) -> Option<Block> {
-        let key = (layout.size(), layout.align());
-        let blocks = self.blocks.get_mut(&key)?;
-        let k = (blocks.iter().rposition(|b| b.initialised >= layout.size()))
-            .unwrap_or(blocks.len() - 1);
-        let block = blocks.swap_remove(k);
-        if blocks.is_empty() {
-            self.blocks.remove(&key);
-        }
-        self.bytes -= layout.size();
-        HOST_METER.set_pooled_bytes(self.bytes as u64);
-        Some(block)
+        let size = layout.size();
+        let block = self
+            .free()
+            .take((size, layout.align()), |b| b.initialised >= size);
+        HOST_METER.set_pooled_bytes(self.free.bytes() as u64);
+        block
     }
 
     /// Frees blocks until the pool holds at most `limit` bytes; the bytes freed.
     fn shrink_to(&mut self, limit: usize) -> usize {
-        let before = self.bytes;
-        while self.bytes > limit {
-            let Some(mut entry) = self.blocks.last_entry() else {
-                break;
-            };
-            let (size, align) = *entry.key();
-            let block = entry.get_mut().pop().expect("no empty lists are kept");
-            if entry.get().is_empty() {
-                entry.remove();
-            }
-            // SAFETY: the block was allocated by the global allocator with this size and
-            // alignment (its key), and the pool, its only owner, lets go of it.
-            unsafe {
-                std::alloc::dealloc(
-                    block.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(size, align),
-                );
-            }
-            self.bytes -= size;
-        }
-        HOST_METER.set_pooled_bytes(self.bytes as u64);
-        before - self.bytes
+        let freed = self.free().shrink_to(limit, dealloc);
+        HOST_METER.set_pooled_bytes(self.free.bytes() as u64);
+        freed
+    }
+}
+
+/// Gives a block back to the global allocator.
+fn dealloc((size, align): (usize, usize), block: Block) {
+    // SAFETY: the block was allocated by the global allocator with this size and alignment
+    // (its key in the pool), and the pool, its only owner, lets go of it.
+    unsafe {
+        std::alloc::dealloc(
+            block.ptr.as_ptr(),
+            Layout::from_size_align_unchecked(size, align),
+        )
     }
 }
 
@@ -114,13 +104,13 @@ fn pool() -> std::sync::MutexGuard<'static, Held> {
 /// Sets the most bytes the host pool holds, freeing buffers until it holds no more.
 pub(crate) fn set_host_limit(bytes: usize) {
     let mut held = pool();
-    held.limit = Some(bytes);
-    held.shrink_to(bytes);
+    held.free().set_limit(bytes, dealloc);
+    HOST_METER.set_pooled_bytes(held.free.bytes() as u64);
 }
 
 /// The most bytes the host pool holds.
 pub(crate) fn host_limit() -> usize {
-    pool().limit()
+    pool().free().limit()
 }
 
 /// Frees every buffer the host pool holds; the bytes freed.
@@ -257,18 +247,17 @@ pub(crate) fn give_back<T>(mut values: Vec<T>) {
         return;
     };
     let mut held = pool();
-    if held.bytes + layout.size() > held.limit() {
+    let free = held.free();
+    if free.bytes() + layout.size() > free.limit() {
         return;
     }
     let initialised = values.len() * size_of::<T>();
     values.clear();
     let mut values = ManuallyDrop::new(values);
     let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer is not null");
-    (held.blocks.entry((layout.size(), layout.align())))
-        .or_default()
-        .push(Block { ptr, initialised });
-    held.bytes += layout.size();
-    HOST_METER.set_pooled_bytes(held.bytes as u64);
+    let refused = free.keep((layout.size(), layout.align()), Block { ptr, initialised });
+    debug_assert!(refused.is_none(), "checked to fit above");
+    HOST_METER.set_pooled_bytes(free.bytes() as u64);
 }
 
 #[cfg(test)]
@@ -305,39 +294,6 @@ mod tests {
         // Another size is a new allocation.
         let other: Vec<f32> = with_capacity(len + 2).unwrap();
         assert_ne!(other.as_ptr() as usize, address);
-    }
-
-    /// Taking the last block of a size removes its list, so that shrinking never meets an
-    /// empty one (a local pool: the process's is shared by the tests running beside).
-    #[test]
-    fn taking_the_last_block_of_a_size_leaves_no_empty_list() {
-        let mut held = Held {
-            blocks: BTreeMap::new(),
-            bytes: 0,
-            limit: Some(1 << 20),
-        };
-        let mut keep = |len: usize| {
-            let layout = Layout::array::<f32>(len).unwrap();
-            let mut values = ManuallyDrop::new(Vec::<f32>::with_capacity(len));
-            let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).unwrap();
-            let block = Block {
-                ptr,
-                initialised: 0,
-            };
-            held.blocks
-                .entry((layout.size(), layout.align()))
-                .or_default()
-                .push(block);
-            held.bytes += layout.size();
-            layout
-        };
-        let (_, large) = (keep(100), keep(1000));
-        let block = held.take(large).unwrap();
-        // SAFETY: the block was a `Vec<f32>` of capacity 1000, which takes it back.
-        drop(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<f32>(), 0, 1000) });
-        assert_eq!(held.blocks.len(), 1);
-        assert_eq!(held.shrink_to(0), 400);
-        assert!(held.blocks.is_empty() && held.bytes == 0);
     }
 
     #[test]
