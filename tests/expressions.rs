@@ -3,6 +3,7 @@
 
 use std::f64::consts::PI;
 
+use axes::expr::Scalar;
 use axes::prelude::*;
 use axes::{Error, ExprExt, Num};
 use half::{bf16, f16};
@@ -89,6 +90,50 @@ fn binary_ops_broadcast_by_name_against_the_reference() {
             &rx.map(|v| 2.0 * v - 1.0),
         );
         assert_matches(&(-&x).eval().unwrap(), &rx.map(|v| -v));
+    }
+}
+
+/// Every kind of operand on either side of an operator: borrowed and owned tensors,
+/// expressions by value and borrowed (a sub-expression used twice), scalars.
+#[test]
+fn every_kind_of_operand_combines_against_the_reference() {
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    for _ in 0..50 {
+        let j = rng.random_range(0..5);
+        let (x, rx) = random_view(&mut rng, j);
+        let ry = Ref::random(&mut rng, &["J", "K"], 4);
+        let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| {
+            (ix[0] * 3 + ix[1]) as f64 + 0.5
+        });
+        let y = tensor_jk(&ry);
+        let d = &x - &y;
+        let rd = rx.zip(&ry, |a, b| a - b);
+        let squares = rd.map(|v| v * v);
+        assert_matches(&(&d * &d).eval().unwrap(), &squares);
+        assert_matches(&(&d * 2.0).eval().unwrap(), &rd.map(|v| v * 2.0));
+        assert_matches(&(2.0 * &d - &d).eval().unwrap(), &rd);
+        assert_matches(&(-&d).eval().unwrap(), &rd.map(|v| -v));
+        assert_matches(&(&d).max(&d).eval().unwrap(), &rd);
+        let owned = x.contiguous().unwrap();
+        assert_matches(&(owned.clone() - &y).eval().unwrap(), &rd);
+        assert_matches(
+            &(owned.clone() + &d).eval().unwrap(),
+            &rx.zip(&rd, |a, b| a + b),
+        );
+        assert_matches(
+            &(owned.clone() * (&d * 1.0)).eval().unwrap(),
+            &rx.zip(&rd, |a, b| a * b),
+        );
+        assert_matches(
+            &(owned.clone() - owned.clone()).eval().unwrap(),
+            &rx.map(|_| 0.0),
+        );
+        assert_matches(
+            &(owned.clone() / Scalar(2.0)).eval().unwrap(),
+            &rx.map(|v| v / 2.0),
+        );
+        assert_matches(&(Scalar(1.0) - &x).eval().unwrap(), &rx.map(|v| 1.0 - v));
+        assert_matches(&(d + &x).eval().unwrap(), &rd.zip(&rx, |a, b| a + b));
     }
 }
 

@@ -5,6 +5,11 @@
 //! ([`ExprExt::sum`](crate::ExprExt::sum)). This module builds them; [`crate::eval`] runs them,
 //! the whole tree as one loop nest: no temporaries.
 //!
+//! Every operator and method returns a [`Lazy`]: the tree of nodes, whose type holds no
+//! lifetime (a borrowed tensor is a [`Borrowed`] leaf), and the lifetime `'t` of the tensors
+//! it borrows. A tree type with no lifetime in it is proved an expression once by the
+//! compiler; that keeps long expressions cheap to build.
+//!
 //! The result axes of a binary operation follow the elementwise ordering rules
 //! ([`crate::list::Broadcast`]); every axis two operands share must have one length, else
 //! evaluation returns [`Error::LengthMismatch`](crate::Error::LengthMismatch).
@@ -23,6 +28,7 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 
+mod lazy;
 mod leaf;
 mod nodes;
 mod operand;
@@ -30,6 +36,8 @@ mod operators;
 mod ops;
 
 pub use crate::list::Reducible;
+pub(crate) use lazy::Token;
+pub use lazy::{Borrowed, IntoNode, Lazy, NodeOf};
 pub use nodes::{Binary, BinaryOf, Cast, MapFn, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
 pub use operators::SameElement;
@@ -45,7 +53,7 @@ use crate::tensor::FlatPartsList;
 
 /// Keeps [`Expr`] implemented only here.
 mod sealed {
-    use super::{Binary, Cast, MapFn, Scalar, Select, Unary};
+    use super::{Binary, Borrowed, Cast, Lazy, MapFn, Scalar, Select, Unary};
     use crate::element::Element;
     use crate::list::AxisSet;
     use crate::tensor::Tensor;
@@ -56,6 +64,8 @@ mod sealed {
     impl<T: Element, A: AxisSet> Sealed for Tensor<T, A> {}
     impl<E: Sealed> Sealed for &E {}
     impl<T> Sealed for Scalar<T> {}
+    impl<N> Sealed for Lazy<'_, N> {}
+    impl<N> Sealed for Borrowed<N> {}
     impl<T, E, Op> Sealed for Unary<T, E, Op> {}
     impl<T, L, R, Op, A> Sealed for Binary<T, L, R, Op, A> {}
     impl<T, C, A, B> Sealed for Select<T, C, A, B> {}
@@ -68,8 +78,9 @@ pub type Reduced<E, Over> = Difference<<E as Expr>::Axes, Over>;
 
 /// A lazy expression over named axes.
 ///
-/// Implemented by tensors (`&Tensor`, `Tensor`: leaves), scalars ([`Scalar`]) and the nodes
-/// the operators build. Its methods are in three groups: element-wise operations that build
+/// Implemented by tensors (`&Tensor`, `Tensor`: leaves), scalars ([`Scalar`]), the lazy
+/// expressions the operators and methods return ([`Lazy`]) and the nodes inside them. Its
+/// methods are in three groups: element-wise operations that build
 /// bigger expressions (`exp`, `max`, ...), evaluation (`eval`, `eval_in`), and reductions
 /// (`sum`, `max_over`, ...), which evaluate.
 ///
@@ -81,6 +92,10 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     type Elem: Element;
     /// The axes of the result.
     type Axes: AxisSet;
+    /// What a reference to this expression points a [`Borrowed`] leaf at: the expression
+    /// itself, or for a reference or a [`Lazy`], what it holds (a node with no lifetime).
+    #[doc(hidden)]
+    type Target: Expr<Elem = Self::Elem, Axes = Self::Axes>;
     /// The per-thread evaluator.
     #[doc(hidden)]
     type Eval<'a>: ChunkEval<Out = Self::Elem>
@@ -104,6 +119,10 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         let _ = out;
     }
+
+    /// See [`Expr::Target`].
+    #[doc(hidden)]
+    fn target(&self) -> &Self::Target;
 
     /// Appends this expression's run-time description to `ir` and returns its node.
     fn describe(&self, ir: &mut Ir) -> usize;

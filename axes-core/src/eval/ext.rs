@@ -6,8 +6,8 @@ use crate::element::Element;
 use crate::engine::exec::Assign;
 use crate::error::Result;
 use crate::expr::{
-    Binary, BinaryOf, Cast, Clamp, Expr, MapFn, Operand, Powf, Powi, Reduced, Reducible, Scalar,
-    Select, Unary,
+    Binary, BinaryOf, Cast, Clamp, Expr, IntoNode, Lazy, MapFn, NodeOf, Operand, Powf, Powi,
+    Reduced, Reducible, Scalar, Token, Unary,
 };
 use crate::ir::{BinaryFn, ReduceOp, UnaryFn, binary, unary};
 use crate::list::{AxisSet, Broadcast, ElementwiseWith, SameAxes};
@@ -20,8 +20,9 @@ macro_rules! expr_unary_method {
     ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
     ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
         $($attr)*
-        fn $method(self) -> Unary<Self::Elem, Self, unary::$op>
+        fn $method<'t>(self) -> Lazy<'t, Unary<Self::Elem, NodeOf<'t, Self>, unary::$op>>
         where
+            Self: IntoNode<'t>,
             Self::Elem: $domain,
         {
             self.unary(unary::$op)
@@ -34,13 +35,15 @@ macro_rules! expr_binary_method {
     ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
     ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
         $($attr)*
-        fn $method<R: Operand<Self::Elem>>(
+        #[allow(clippy::type_complexity)]
+        fn $method<'t, R: Operand<'t, Self::Elem>>(
             self,
             other: R,
-        ) -> BinaryOf<<binary::$op as BinaryFn<Self::Elem>>::Out, Self, R::Expr, binary::$op>
+        ) -> Lazy<'t, BinaryOf<<binary::$op as BinaryFn<Self::Elem>>::Out, NodeOf<'t, Self>, R::Node, binary::$op>>
         where
+            Self: IntoNode<'t>,
             Self::Elem: $domain,
-            Self::Axes: ElementwiseWith<<R::Expr as Expr>::Axes>,
+            Self::Axes: ElementwiseWith<<R::Node as Expr>::Axes>,
         {
             self.binary(other, binary::$op)
         }
@@ -53,41 +56,65 @@ macro_rules! expr_binary_method {
 /// one of these methods on it never consumes it.
 pub trait ExprExt: Expr {
     /// Applies a unary operator.
-    fn unary<Op: UnaryFn<Self::Elem>>(self, op: Op) -> Unary<Op::Out, Self, Op> {
-        Unary::new(self, op)
+    fn unary<'t, Op: UnaryFn<Self::Elem>>(
+        self,
+        op: Op,
+    ) -> Lazy<'t, Unary<Op::Out, NodeOf<'t, Self>, Op>>
+    where
+        Self: IntoNode<'t>,
+    {
+        Lazy::new(Unary::new(self.into_node(Token), op))
     }
 
     /// Applies a binary operator with `other`.
-    fn binary<R: Operand<Self::Elem>, Op: BinaryFn<Self::Elem>>(
+    #[allow(clippy::type_complexity)]
+    fn binary<'t, R: Operand<'t, Self::Elem>, Op: BinaryFn<Self::Elem>>(
         self,
         other: R,
         op: Op,
-    ) -> BinaryOf<Op::Out, Self, R::Expr, Op>
+    ) -> Lazy<'t, BinaryOf<Op::Out, NodeOf<'t, Self>, R::Node, Op>>
     where
-        Self::Axes: ElementwiseWith<<R::Expr as Expr>::Axes>,
+        Self: IntoNode<'t>,
+        Self::Axes: ElementwiseWith<<R::Node as Expr>::Axes>,
     {
-        Binary::new(self, other.into_operand(), op)
+        Lazy::new(Binary::new(
+            self.into_node(Token),
+            other.into_operand(Token),
+            op,
+        ))
     }
 
     crate::for_each_unary_op!(crate::unary_method_rows, expr_unary_method);
 
     /// xⁿ
-    fn powi(self, n: i32) -> Unary<Self::Elem, Self, Powi>
+    fn powi<'t>(self, n: i32) -> Lazy<'t, Unary<Self::Elem, NodeOf<'t, Self>, Powi>>
     where
+        Self: IntoNode<'t>,
         Self::Elem: Num,
     {
         self.unary(Powi(n))
     }
     /// min(max(x, low), high)
-    fn clamp(self, low: Self::Elem, high: Self::Elem) -> Unary<Self::Elem, Self, Clamp<Self::Elem>>
+    #[allow(clippy::type_complexity)]
+    fn clamp<'t>(
+        self,
+        low: Self::Elem,
+        high: Self::Elem,
+    ) -> Lazy<'t, Unary<Self::Elem, NodeOf<'t, Self>, Clamp<Self::Elem>>>
     where
+        Self: IntoNode<'t>,
         Self::Elem: Num,
     {
         self.unary(Clamp(low, high))
     }
     /// x^p
-    fn powf(self, p: Self::Elem) -> Unary<Self::Elem, Self, Powf<Self::Elem>>
+    #[allow(clippy::type_complexity)]
+    fn powf<'t>(
+        self,
+        p: Self::Elem,
+    ) -> Lazy<'t, Unary<Self::Elem, NodeOf<'t, Self>, Powf<Self::Elem>>>
     where
+        Self: IntoNode<'t>,
         Self::Elem: Float,
     {
         self.unary(Powf(p))
@@ -98,30 +125,48 @@ pub trait ExprExt: Expr {
 
     /// `self * b + c`
     #[allow(clippy::type_complexity)]
-    fn mul_add<B: Operand<Self::Elem>, C: Operand<Self::Elem>>(
+    fn mul_add<'t, B: Operand<'t, Self::Elem>, C: Operand<'t, Self::Elem>>(
         self,
         b: B,
         c: C,
-    ) -> BinaryOf<Self::Elem, BinaryOf<Self::Elem, Self, B::Expr, binary::Mul>, C::Expr, binary::Add>
-    where
-        Self::Elem: Num,
-        Self::Axes: ElementwiseWith<<B::Expr as Expr>::Axes>,
-        Broadcast<Self::Axes, <B::Expr as Expr>::Axes>: ElementwiseWith<<C::Expr as Expr>::Axes>,
-    {
-        Binary::new(
-            Binary::new(self, b.into_operand(), binary::Mul),
-            c.into_operand(),
+    ) -> Lazy<
+        't,
+        BinaryOf<
+            Self::Elem,
+            BinaryOf<Self::Elem, NodeOf<'t, Self>, B::Node, binary::Mul>,
+            C::Node,
             binary::Add,
-        )
+        >,
+    >
+    where
+        Self: IntoNode<'t>,
+        Self::Elem: Num,
+        Self::Axes: ElementwiseWith<<B::Node as Expr>::Axes>,
+        Broadcast<Self::Axes, <B::Node as Expr>::Axes>: ElementwiseWith<<C::Node as Expr>::Axes>,
+    {
+        Lazy::new(Binary::new(
+            Binary::new(self.into_node(Token), b.into_operand(Token), binary::Mul),
+            c.into_operand(Token),
+            binary::Add,
+        ))
     }
     /// Converts every element to `U` ([`Element::cast`]: floats to integers truncate and
     /// saturate, NaN gives 0, as Rust's `as`).
-    fn cast<U: Element>(self) -> Cast<Self, U> {
-        Cast::new(self)
+    fn cast<'t, U: Element>(self) -> Lazy<'t, Cast<NodeOf<'t, Self>, U>>
+    where
+        Self: IntoNode<'t>,
+    {
+        Lazy::new(Cast::new(self.into_node(Token)))
     }
     /// Applies a closure to every element (CPU only; it cannot run on other devices).
-    fn map<U: Element, F: Fn(Self::Elem) -> U + Sync>(self, f: F) -> MapFn<U, Self, F> {
-        MapFn::new(self, f)
+    fn map<'t, U: Element, F: Fn(Self::Elem) -> U + Sync>(
+        self,
+        f: F,
+    ) -> Lazy<'t, MapFn<U, NodeOf<'t, Self>, F>>
+    where
+        Self: IntoNode<'t>,
+    {
+        Lazy::new(MapFn::new(self.into_node(Token), f))
     }
 
     /// Evaluates into a new tensor with the expression's axes, in one pass.
@@ -262,9 +307,5 @@ pub trait ExprExt: Expr {
 // Every expression but an owned tensor: `x.sum::<..>()` on a `Tensor` must find the
 // inherent methods that borrow it (see `tensor_methods`), not consume it.
 impl<E: Expr> ExprExt for &E {}
-impl<T, E, Op> ExprExt for Unary<T, E, Op> where Self: Expr {}
-impl<T, L, R, Op, A> ExprExt for Binary<T, L, R, Op, A> where Self: Expr {}
-impl<T, C, A, B> ExprExt for Select<T, C, A, B> where Self: Expr {}
-impl<E, U> ExprExt for Cast<E, U> where Self: Expr {}
-impl<U, E, F> ExprExt for MapFn<U, E, F> where Self: Expr {}
+impl<N: Expr> ExprExt for Lazy<'_, N> {}
 impl<T: Element> ExprExt for Scalar<T> {}

@@ -5,7 +5,7 @@
 use super::ExprExt;
 use crate::element::Element;
 use crate::error::Result;
-use crate::expr::{Cast, Reduced, Reducible, Unary};
+use crate::expr::{Borrowed, Cast, Lazy, Reduced, Reducible, Unary};
 use crate::ir::unary;
 use crate::list::AxisSet;
 use crate::num::{Float, Num};
@@ -19,7 +19,7 @@ macro_rules! tensor_unary_method {
             $($attr)*
             ///
             /// An expression borrowing the tensor, element-wise.
-            pub fn $method(&self) -> Unary<T, &Self, unary::$op> {
+            pub fn $method(&self) -> Lazy<'_, Unary<T, Borrowed<Self>, unary::$op>> {
                 ExprExt::$method(self)
             }
         }
@@ -86,7 +86,7 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The elements converted to `U` (an expression; [`Element::cast`]).
-    pub fn cast<U: Element>(&self) -> Cast<&Self, U> {
+    pub fn cast<U: Element>(&self) -> Lazy<'_, Cast<Borrowed<Self>, U>> {
         ExprExt::cast::<U>(self)
     }
 }

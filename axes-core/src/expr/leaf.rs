@@ -20,6 +20,10 @@ fn operand<T: Element, A: AxisSet>(t: &Tensor<T, A>) -> LeafLayout<'_> {
 impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
     type Elem = T;
     type Axes = A;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = LeafEval<'a, T>
     where
@@ -54,6 +58,10 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
 impl<E: Expr> Expr for &E {
     type Elem = E::Elem;
     type Axes = E::Axes;
+    type Target = E::Target;
+    fn target(&self) -> &E::Target {
+        (**self).target()
+    }
     type Eval<'a>
         = E::Eval<'a>
     where

@@ -33,6 +33,10 @@ unsafe impl<T: Element> ChunkEval for ScalarEval<T> {
 impl<T: Element> Expr for Scalar<T> {
     type Elem = T;
     type Axes = ();
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = ScalarEval<T>
     where
@@ -96,6 +100,10 @@ unsafe impl<E: ChunkEval, Op: UnaryFn<E::Out>> ChunkEval for UnaryEval<E, Op> {
 impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op> {
     type Elem = T;
     type Axes = E::Axes;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = UnaryEval<E::Eval<'a>, Op>
     where
@@ -195,6 +203,10 @@ where
 {
     type Elem = T;
     type Axes = A;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = BinaryEval<L::Eval<'a>, R::Eval<'a>, Op>
     where
@@ -296,6 +308,10 @@ where
 {
     type Elem = A::Elem;
     type Axes = Broadcast<Broadcast<C::Axes, A::Axes>, B::Axes>;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = SelectEval<C::Eval<'a>, A::Eval<'a>, B::Eval<'a>>
     where
@@ -376,6 +392,10 @@ unsafe impl<E: ChunkEval, U: Element> ChunkEval for CastEval<E, U> {
 impl<E: Expr, U: Element> Expr for Cast<E, U> {
     type Elem = U;
     type Axes = E::Axes;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = CastEval<E::Eval<'a>, U>
     where
@@ -444,6 +464,10 @@ unsafe impl<E: ChunkEval, U: Element, F: Fn(E::Out) -> U> ChunkEval for MapEval<
 impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     type Elem = U;
     type Axes = E::Axes;
+    type Target = Self;
+    fn target(&self) -> &Self {
+        self
+    }
     type Eval<'a>
         = MapEval<'a, E::Eval<'a>, F>
     where

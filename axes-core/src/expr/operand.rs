@@ -4,6 +4,7 @@
 use half::{bf16, f16};
 
 use super::Expr;
+use super::lazy::{IntoNode, Lazy, NodeOf, Token};
 use super::nodes::{Scalar, Select};
 use crate::element::Element;
 
@@ -37,30 +38,32 @@ macro_rules! scalar_into_expr {
 
 scalar_into_expr!(f32, f64, f16, bf16, i32, i64, u8, bool);
 
-/// An operand of element type `T`: an expression of `T`, or a `T` scalar. The element type
-/// is a parameter of the trait (not only of its expression), so a literal such as `2.0`
-/// takes the element type of the other operand.
-pub trait Operand<T: Element> {
-    /// The expression.
-    type Expr: Expr<Elem = T>;
-    /// Converts.
-    fn into_operand(self) -> Self::Expr;
+/// An operand of element type `T` in an expression that lives for `'t`: an expression of
+/// `T` ([`IntoNode`]), or a `T` scalar. The element type is a parameter of the trait (not
+/// only of its expression), so that a literal such as `2.0` takes the element type of the
+/// other operand.
+pub trait Operand<'t, T: Element> {
+    /// The node it becomes.
+    type Node: Expr<Elem = T>;
+    /// Converts (inside this crate only).
+    #[doc(hidden)]
+    fn into_operand(self, _: Token) -> Self::Node;
 }
 
-impl<T: Element, E: Expr<Elem = T>> Operand<T> for E {
-    type Expr = E;
+impl<'t, T: Element, E: IntoNode<'t, Elem = T>> Operand<'t, T> for E {
+    type Node = E::Node;
     #[inline]
-    fn into_operand(self) -> E {
-        self
+    fn into_operand(self, token: Token) -> E::Node {
+        self.into_node(token)
     }
 }
 
 macro_rules! scalar_operand {
     ($($t:ty),*) => {$(
-        impl Operand<$t> for $t {
-            type Expr = Scalar<$t>;
+        impl<'t> Operand<'t, $t> for $t {
+            type Node = Scalar<$t>;
             #[inline]
-            fn into_operand(self) -> Scalar<$t> {
+            fn into_operand(self, _: Token) -> Scalar<$t> {
                 Scalar(self)
             }
         }
@@ -80,15 +83,28 @@ scalar_operand!(f32, f64, f16, bf16, i32, i64, u8, bool);
 /// assert_eq!(y.to_vec(), [0., 0., 2.]);
 /// # Ok::<(), axes::Error>(())
 /// ```
-pub fn select<C, A, B>(
+#[allow(clippy::type_complexity)]
+pub fn select<'t, C, A, B>(
     cond: C,
     a: A,
     b: B,
-) -> Select<<A::Expr as Expr>::Elem, C::Expr, A::Expr, B::Expr>
+) -> Lazy<
+    't,
+    Select<
+        <A::Expr as Expr>::Elem,
+        NodeOf<'t, C::Expr>,
+        NodeOf<'t, A::Expr>,
+        <B as Operand<'t, <A::Expr as Expr>::Elem>>::Node,
+    >,
+>
 where
-    C: IntoExpr,
-    A: IntoExpr,
-    B: Operand<<A::Expr as Expr>::Elem>,
+    C: IntoExpr<Expr: IntoNode<'t, Elem = bool>>,
+    A: IntoExpr<Expr: IntoNode<'t>>,
+    B: Operand<'t, <A::Expr as Expr>::Elem>,
 {
-    Select::new(cond.into_expr(), a.into_expr(), b.into_operand())
+    Lazy::new(Select::new(
+        cond.into_expr().into_node(Token),
+        a.into_expr().into_node(Token),
+        b.into_operand(Token),
+    ))
 }

@@ -5,31 +5,32 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 use half::{bf16, f16};
 
 use super::Expr;
-use super::nodes::{Binary, Cast, MapFn, Scalar, Select, Unary};
+use super::lazy::{IntoNode, Lazy, NodeOf, Token};
+use super::nodes::{Binary, Scalar, Unary};
 use crate::element::Element;
 use crate::ir::{binary, unary};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::tensor::Tensor;
 
 /// The four arithmetic operators for one pair of operand types: `impl<G> Op<Rhs> for Lhs`,
-/// whose output is the `Binary` node of `left` and `right` (built from `lhs` and `rhs`) with
-/// result axes `axes`, under the bounds `where`.
+/// whose output is the expression (living for `$lt`) of the `Binary` node of `left` and
+/// `right` (built from `lhs` and `rhs`) with result axes `axes`, under the bounds `where`.
 macro_rules! arithmetic {
-    ([$($g:tt)*] $lhs:ty, $rhs:ty => $elem:ty, $left:ty, $right:ty, $axes:ty, [$($bounds:tt)*], |$a:ident, $b:ident| $l:expr, $r:expr) => {
-        arithmetic!(@op [$($g)*] Add add, $lhs, $rhs, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
-        arithmetic!(@op [$($g)*] Sub sub, $lhs, $rhs, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
-        arithmetic!(@op [$($g)*] Mul mul, $lhs, $rhs, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
-        arithmetic!(@op [$($g)*] Div div, $lhs, $rhs, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
+    ([$($g:tt)*] $lhs:ty, $rhs:ty => $lt:lifetime, $elem:ty, $left:ty, $right:ty, $axes:ty, [$($bounds:tt)*], |$a:ident, $b:ident| $l:expr, $r:expr) => {
+        arithmetic!(@op [$($g)*] Add add, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Sub sub, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Mul mul, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Div div, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
     };
-    (@op [$($g:tt)*] $trait:ident $method:ident, $lhs:ty, $rhs:ty, $elem:ty, $left:ty, $right:ty, $axes:ty, [$($bounds:tt)*], |$a:ident, $b:ident| $l:expr, $r:expr) => {
+    (@op [$($g:tt)*] $trait:ident $method:ident, $lhs:ty, $rhs:ty, $lt:lifetime, $elem:ty, $left:ty, $right:ty, $axes:ty, [$($bounds:tt)*], |$a:ident, $b:ident| $l:expr, $r:expr) => {
         impl<$($g)*> $trait<$rhs> for $lhs
         where
             $($bounds)*
         {
-            type Output = Binary<$elem, $left, $right, binary::$trait, $axes>;
+            type Output = Lazy<$lt, Binary<$elem, $left, $right, binary::$trait, $axes>>;
             fn $method(self, rhs: $rhs) -> Self::Output {
                 let ($a, $b) = (self, rhs);
-                Binary::new($l, $r, binary::$trait)
+                Lazy::new(Binary::new($l, $r, binary::$trait))
             }
         }
     };
@@ -46,34 +47,65 @@ pub trait SameElement<T> {}
 
 impl<T> SameElement<T> for T {}
 
-/// Expression op expression (of the same element type), and `-expression`; `$axes` is the
-/// left operand's axes.
-macro_rules! expr_operators {
-    ($([$($generics:tt)*] $ty:ty => $elem:ty, $axes:ty, [$($own:tt)*];)*) => {$(
+/// Expression op expression (of the same element type), and `-expression`, for a left
+/// operand that borrows for `'t` (`$axes` is its axes): the right operand is any operand that
+/// lives for `'t`.
+macro_rules! borrowing_operators {
+    ($([$($generics:tt)*] $ty:ty => $elem:ty, $axes:ty;)*) => {$(
         arithmetic!(
-            [$($generics)*, Rhs: Expr<Elem: SameElement<$elem>>] $ty, Rhs => $elem, $ty, Rhs,
-            Broadcast<$axes, Rhs::Axes>,
-            [$($own)* $axes: BroadcastWith<Rhs::Axes>, Broadcast<$axes, Rhs::Axes>: AxisSet,],
-            |a, b| a, b
+            [$($generics)*, Rhs: IntoNode<'t, Elem: SameElement<$elem>>] $ty, Rhs
+                => 't, $elem, NodeOf<'t, $ty>, Rhs::Node, Broadcast<$axes, Rhs::Axes>,
+            [$axes: BroadcastWith<Rhs::Axes>, Broadcast<$axes, Rhs::Axes>: AxisSet,],
+            |a, b| a.into_node(Token), b.into_node(Token)
         );
         impl<$($generics)*> Neg for $ty {
-            type Output = Unary<$elem, Self, unary::Neg>;
+            type Output = Lazy<'t, Unary<$elem, NodeOf<'t, $ty>, unary::Neg>>;
             fn neg(self) -> Self::Output {
-                Unary::new(self, unary::Neg)
+                Lazy::new(Unary::new(self.into_node(Token), unary::Neg))
             }
         }
     )*};
 }
 
-expr_operators! {
-    ['t, T: Element, A: AxisSet] &'t Tensor<T, A> => T, A, [];
-    [T: Element, A: AxisSet] Tensor<T, A> => T, A, [];
-    [T: Element] Scalar<T> => T, (), [];
-    [T, E, Op] Unary<T, E, Op> => T, <Self as Expr>::Axes, [Self: Expr,];
-    [T, L, R, Op, A] Binary<T, L, R, Op, A> => T, A, [];
-    [T, C, X, Y] Select<T, C, X, Y> => T, <Self as Expr>::Axes, [Self: Expr,];
-    [E, U] Cast<E, U> => U, <Self as Expr>::Axes, [Self: Expr,];
-    [U, E, F] MapFn<U, E, F> => U, <Self as Expr>::Axes, [Self: Expr,];
+borrowing_operators! {
+    ['t, T: Element, A: AxisSet] &'t Tensor<T, A> => T, A;
+    ['t, N: Expr] Lazy<'t, N> => N::Elem, N::Axes;
+    ['t, 'u, N: Expr] &'t Lazy<'u, N> => N::Elem, N::Axes;
+}
+
+/// Expression op expression, and `-expression`, for a left operand that borrows nothing
+/// (an owned tensor, a `Scalar`): one impl per kind of right operand, whose borrow (or none:
+/// `'static`) the result keeps.
+macro_rules! owned_operators {
+    ($([$($generics:tt)*] $ty:ty => $elem:ty, $axes:ty;)*) => {$(
+        owned_operators!(@rhs [$($generics)*] $ty => $elem, $axes; ['t, E: Expr] &'t E => 't);
+        owned_operators!(@rhs [$($generics)*] $ty => $elem, $axes; ['t, N: Expr] Lazy<'t, N> => 't);
+        owned_operators!(@rhs [$($generics)*] $ty => $elem, $axes; [U: Element, B: AxisSet] Tensor<U, B> => 'static);
+        owned_operators!(@rhs [$($generics)*] $ty => $elem, $axes; [U: Element] Scalar<U> => 'static);
+        impl<$($generics)*> Neg for $ty {
+            type Output = Lazy<'static, Unary<$elem, Self, unary::Neg>>;
+            fn neg(self) -> Self::Output {
+                Lazy::new(Unary::new(self, unary::Neg))
+            }
+        }
+    )*};
+    (@rhs [$($generics:tt)*] $ty:ty => $elem:ty, $axes:ty; [$($rg:tt)*] $rhs:ty => $lt:lifetime) => {
+        arithmetic!(
+            [$($rg)*, $($generics)*] $ty, $rhs
+                => $lt, $elem, $ty, NodeOf<$lt, $rhs>, Broadcast<$axes, <$rhs as Expr>::Axes>,
+            [
+                $rhs: IntoNode<$lt, Elem: SameElement<$elem>>,
+                $axes: BroadcastWith<<$rhs as Expr>::Axes>,
+                Broadcast<$axes, <$rhs as Expr>::Axes>: AxisSet,
+            ],
+            |a, b| a, b.into_node(Token)
+        );
+    };
+}
+
+owned_operators! {
+    [T: Element, A: AxisSet] Tensor<T, A> => T, A;
+    [T: Element] Scalar<T> => T, ();
 }
 
 /// Scalar op expression and expression op scalar, for each scalar type: the scalar has the
@@ -82,18 +114,17 @@ expr_operators! {
 macro_rules! scalar_operators {
     ($($s:ty),*) => {$(
         scalar_operators!(@ $s;
-            ['t, A: AxisSet] &'t Tensor<$s, A>, A, [];
-            [A: AxisSet] Tensor<$s, A>, A, [];
-            [E, Op] Unary<$s, E, Op>, <Unary<$s, E, Op> as Expr>::Axes, [Unary<$s, E, Op>: Expr,];
-            [L, R, Op, A] Binary<$s, L, R, Op, A>, A, [];
-            [C, X, Y] Select<$s, C, X, Y>, <Select<$s, C, X, Y> as Expr>::Axes, [Select<$s, C, X, Y>: Expr,];
-            [E] Cast<E, $s>, <Cast<E, $s> as Expr>::Axes, [Cast<E, $s>: Expr,];
-            [E, F] MapFn<$s, E, F>, <MapFn<$s, E, F> as Expr>::Axes, [MapFn<$s, E, F>: Expr,];
+            ['t, A: AxisSet] &'t Tensor<$s, A> => 't, A;
+            [A: AxisSet] Tensor<$s, A> => 'static, A;
+            ['t, N: Expr<Elem = $s>] Lazy<'t, N> => 't, N::Axes;
+            ['t, 'u, N: Expr<Elem = $s>] &'t Lazy<'u, N> => 't, N::Axes;
         );
     )*};
-    (@ $s:ty; $([$($generics:tt)*] $ty:ty, $axes:ty, [$($own:tt)*];)*) => {$(
-        arithmetic!([$($generics)*] $s, $ty => $s, Scalar<$s>, $ty, $axes, [$($own)*], |a, b| Scalar(a), b);
-        arithmetic!([$($generics)*] $ty, $s => $s, $ty, Scalar<$s>, $axes, [$($own)*], |a, b| a, Scalar(b));
+    (@ $s:ty; $([$($generics:tt)*] $ty:ty => $lt:lifetime, $axes:ty;)*) => {$(
+        arithmetic!([$($generics)*] $s, $ty => $lt, $s, Scalar<$s>, NodeOf<$lt, $ty>, $axes, [],
+            |a, b| Scalar(a), b.into_node(Token));
+        arithmetic!([$($generics)*] $ty, $s => $lt, $s, NodeOf<$lt, $ty>, Scalar<$s>, $axes, [],
+            |a, b| a.into_node(Token), Scalar(b));
     )*};
 }
 
