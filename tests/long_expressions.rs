@@ -1,5 +1,6 @@
 //! A 100-operation expression compiles with the default recursion limit (no
-//! `#![recursion_limit]` here) and computes what a plain loop computes. The compile cost of
+//! `#![recursion_limit]` here) and computes what a plain loop computes (on the CPU's
+//! interpreter: it is deeper than `axes::dispatch::MAX_FUSED_DEPTH`). The compile cost of
 //! longer expressions is measured by hand: `python3 benches/compile_cost.py 50 100 200`.
 
 use axes::prelude::*;

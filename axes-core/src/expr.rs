@@ -92,6 +92,15 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     type Elem: Element;
     /// The axes of the result.
     type Axes: AxisSet;
+    /// The depth of the expression's tree (a tensor or a scalar: 0): the CPU runs trees
+    /// deeper than [`MAX_FUSED_DEPTH`](crate::dispatch::MAX_FUSED_DEPTH) on its IR
+    /// interpreter rather than as a loop nest compiled for the tree.
+    #[doc(hidden)]
+    const DEPTH: usize = 0;
+    /// Whether the expression runs only as a compiled loop nest (a [`MapFn`] closure has no
+    /// run-time description).
+    #[doc(hidden)]
+    const FUSED_ONLY: bool = false;
     /// What a reference to this expression points a [`Borrowed`] leaf at: the expression
     /// itself, or for a reference or a [`Lazy`], what it holds (a node with no lifetime).
     #[doc(hidden)]

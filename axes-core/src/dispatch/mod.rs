@@ -30,6 +30,7 @@
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
+mod interpreted;
 mod join;
 mod lower;
 mod matmul;
@@ -46,6 +47,7 @@ pub(crate) use outputs::{
 
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 use crate::engine::exec::{self, Sink};
 use crate::engine::plan::{Destination, Leaves, Plan};
@@ -89,6 +91,69 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
         let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
         return run_expr(expr, backend, out, names, reduced, kind, None);
     }
+    (OnTheCpu::<E, S>::PARTS)(expr, out, names, reduced, sink, init)
+}
+
+/// The signature of [`evaluate_parts`].
+type PartsFn<E, S> = fn(
+    &E,
+    &[TypeId],
+    &dyn Fn() -> Vec<Cow<'static, str>>,
+    &[TypeId],
+    S,
+    <E as Expr>::Elem,
+) -> Result<(Storage<<E as Expr>::Elem>, Layout)>;
+
+/// The deepest expression tree the CPU runs as one loop nest compiled for it. Deeper ones
+/// run on the IR interpreter, over the leaves in place: a compiled loop nest has an evaluator
+/// per node, each as deep as the tree below it, so its build time grows with the square of
+/// the depth, while the interpreter is compiled once (padded views cannot be its leaves:
+/// such an expression is an error that says to make them contiguous).
+pub const MAX_FUSED_DEPTH: usize = 64;
+
+/// How the CPU runs expression `E` into sink `S`: the loop nest compiled for it, or for a
+/// tree deeper than [`MAX_FUSED_DEPTH`] the interpreter. Chosen in constants, so that the
+/// compiler builds only the chosen one: a branch on `E::DEPTH` in a function would still
+/// compile the loop nest for every expression.
+struct OnTheCpu<E, S>(PhantomData<(E, S)>);
+
+impl<E: Expr, S: Sink<E::Elem>> OnTheCpu<E, S> {
+    const FUSED: bool = E::DEPTH <= MAX_FUSED_DEPTH || E::FUSED_ONLY;
+    const PARTS: PartsFn<E, S> = if Self::FUSED {
+        fused_parts::<E, S>
+    } else {
+        interpreted::parts::<E, S>
+    };
+    const ALL: fn(&E, S, E::Elem) -> Result<E::Elem> = if Self::FUSED {
+        fused_all::<E, S>
+    } else {
+        interpreted::all::<E, S>
+    };
+}
+
+/// The signature of [`evaluate_into`].
+type IntoFn<E, A, S> = fn(&E, &mut Tensor<<E as Expr>::Elem, A>, &[TypeId], S) -> Result<()>;
+
+/// The same for writing into a tensor with axes `A`.
+struct IntoOnTheCpu<E, A, S>(PhantomData<(E, A, S)>);
+
+impl<E: Expr, A: AxisSet, S: Sink<E::Elem>> IntoOnTheCpu<E, A, S> {
+    const INTO: IntoFn<E, A, S> = if OnTheCpu::<E, S>::FUSED {
+        fused_into::<E, A, S>
+    } else {
+        interpreted::into::<E, A, S>
+    };
+}
+
+/// [`evaluate_parts`] in host memory, by the loop nest compiled for `E`.
+fn fused_parts<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    out: &[TypeId],
+    names: &dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<(Storage<E::Elem>, Layout)> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let mut layout = Layout::row_major(&[]);
@@ -130,6 +195,12 @@ pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
         let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink, init)?;
         return Ok(total.storage().host()?[0]);
     }
+    (OnTheCpu::<E, S>::ALL)(expr, sink, init)
+}
+
+/// [`evaluate_all`] in host memory, by the loop nest compiled for `E`.
+fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+    let all = E::Axes::IDS;
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let mut plan = Plan::empty();
@@ -205,6 +276,17 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     if !target.layout().is_injective() {
         *target = target.contiguous()?;
     }
+    (IntoOnTheCpu::<E, A, S>::INTO)(expr, target, reduced, sink)
+}
+
+/// [`evaluate_into`] in host memory, into a target with an injective layout, by the loop
+/// nest compiled for `E`.
+fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+    expr: &E,
+    target: &mut Tensor<E::Elem, A>,
+    reduced: &[TypeId],
+    sink: S,
+) -> Result<()> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let mut plan = Plan::empty();

@@ -173,25 +173,24 @@ where
     S: Sink<T>,
 {
     let divided = AtomicBool::new(false);
-    run_tasks(plan, dest, sink, make_eval, &divided);
+    let task = |dest: Dest<T>, streaming: bool, lo: usize, hi: usize| {
+        run_task(plan, dest, streaming, sink, make_eval, lo, hi, &divided)
+    };
+    run_tasks(plan, dest, sink, &task);
     if divided.load(Ordering::Relaxed) {
         return Err(Error::DivisionByZero);
     }
     Ok(())
 }
 
-/// [`run`], noting in `divided` whether a task divided an integer by zero.
-fn run_tasks<T, E, S>(
-    plan: &Plan,
-    dest: &mut [T],
-    sink: S,
-    make_eval: &(dyn Fn() -> E + Sync),
-    divided: &AtomicBool,
-) where
-    T: Element,
-    E: ChunkEval<Out = T>,
-    S: Sink<T>,
-{
+/// One task of [`run_tasks`]: the positions `lo..hi` of the outermost axis into a
+/// destination, with streaming stores or not.
+type Task<'a, T> = dyn Fn(Dest<T>, bool, usize, usize) + Sync + 'a;
+
+/// Splits `plan` into tasks and runs them, on the pool where it pays. Not generic over the
+/// expression (`task` is): the scheduling code is compiled once per element type and sink,
+/// not once per expression.
+fn run_tasks<T: Element, S: Sink<T>>(plan: &Plan, dest: &mut [T], sink: S, task: &Task<'_, T>) {
     if plan.count == 0 {
         return;
     }
@@ -205,7 +204,7 @@ fn run_tasks<T, E, S>(
     if outer_kept {
         let len0 = if plan.rank == 0 { 1 } else { plan.lens[0] };
         if !parallel || len0 < 2 {
-            run_task(plan, d, streaming, sink, make_eval, 0, len0, divided);
+            task(d, streaming, 0, len0);
             return;
         }
         threads::install(|| {
@@ -213,9 +212,7 @@ fn run_tasks<T, E, S>(
             rayon::scope(|scope| {
                 for t in 0..tasks {
                     let (lo, hi) = (len0 * t / tasks, len0 * (t + 1) / tasks);
-                    scope.spawn(move |_| {
-                        run_task(plan, d, streaming, sink, make_eval, lo, hi, divided)
-                    });
+                    scope.spawn(move |_| task(d, streaming, lo, hi));
                 }
             });
         });
@@ -228,7 +225,7 @@ fn run_tasks<T, E, S>(
         .clamp(1, MAX_BLOCKS)
         .min(len0);
     if blocks == 1 {
-        run_task(plan, d, streaming, sink, make_eval, 0, len0, divided);
+        task(d, streaming, 0, len0);
         return;
     }
     // Each block's work is one pass over its part of the operands with nothing written but
@@ -244,15 +241,11 @@ fn run_tasks<T, E, S>(
         })
         .collect();
     let block = |b: usize| {
-        run_task(
-            plan,
+        task(
             partial_dests[b],
             false,
-            sink,
-            make_eval,
             len0 * b / blocks,
             len0 * (b + 1) / blocks,
-            divided,
         )
     };
     if parallel {

@@ -84,6 +84,8 @@ macro_rules! forward_expr {
         type Elem = $n::Elem;
         type Axes = $n::Axes;
         type Target = $n::Target;
+        const DEPTH: usize = $n::DEPTH;
+        const FUSED_ONLY: bool = $n::FUSED_ONLY;
         type Eval<'a>
             = $n::Eval<'a>
         where

@@ -59,6 +59,8 @@ impl<E: Expr> Expr for &E {
     type Elem = E::Elem;
     type Axes = E::Axes;
     type Target = E::Target;
+    const DEPTH: usize = E::DEPTH;
+    const FUSED_ONLY: bool = E::FUSED_ONLY;
     fn target(&self) -> &E::Target {
         (**self).target()
     }

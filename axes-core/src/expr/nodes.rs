@@ -12,6 +12,11 @@ use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::protocol::Buffers;
 use crate::tensor::FlatPartsList;
 
+/// The larger of two depths (`Ord::max` is not callable in constants).
+const fn deeper(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
+
 /// A constant: an expression with no axes.
 #[derive(Clone, Copy, Debug)]
 pub struct Scalar<T>(pub T);
@@ -101,6 +106,8 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     type Elem = T;
     type Axes = E::Axes;
     type Target = Self;
+    const DEPTH: usize = E::DEPTH + 1;
+    const FUSED_ONLY: bool = E::FUSED_ONLY;
     fn target(&self) -> &Self {
         self
     }
@@ -204,6 +211,8 @@ where
     type Elem = T;
     type Axes = A;
     type Target = Self;
+    const DEPTH: usize = deeper(L::DEPTH, R::DEPTH) + 1;
+    const FUSED_ONLY: bool = L::FUSED_ONLY || R::FUSED_ONLY;
     fn target(&self) -> &Self {
         self
     }
@@ -309,6 +318,8 @@ where
     type Elem = A::Elem;
     type Axes = Broadcast<Broadcast<C::Axes, A::Axes>, B::Axes>;
     type Target = Self;
+    const DEPTH: usize = deeper(C::DEPTH, deeper(A::DEPTH, B::DEPTH)) + 1;
+    const FUSED_ONLY: bool = C::FUSED_ONLY || A::FUSED_ONLY || B::FUSED_ONLY;
     fn target(&self) -> &Self {
         self
     }
@@ -393,6 +404,8 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     type Elem = U;
     type Axes = E::Axes;
     type Target = Self;
+    const DEPTH: usize = E::DEPTH + 1;
+    const FUSED_ONLY: bool = E::FUSED_ONLY;
     fn target(&self) -> &Self {
         self
     }
@@ -465,6 +478,8 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     type Elem = U;
     type Axes = E::Axes;
     type Target = Self;
+    const DEPTH: usize = E::DEPTH + 1;
+    const FUSED_ONLY: bool = true;
     fn target(&self) -> &Self {
         self
     }

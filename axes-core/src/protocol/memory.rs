@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Device;
 use super::meter::{Meter, Metered};
-use crate::element::{DType, Element};
+use crate::element::{DType, Element, Elements};
 use crate::error::{Error, Result};
 
 /// A buffer in a device's memory, owned by the backend that made it (opaque to the core).
@@ -152,6 +152,32 @@ pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
     // byte is 0 or 1): every byte is initialised, and the byte view covers exactly the
     // slice's memory, borrowed for as long as the slice.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// The elements of `dtype` whose bytes `as_bytes` gave: how run-time typed code (the CPU's
+/// IR interpreter) reads a host leaf of an expression.
+pub(crate) fn host_elements(dtype: DType, bytes: &[u8]) -> Elements<'_> {
+    fn typed<T: Element>(bytes: &[u8]) -> &[T] {
+        // SAFETY: the bytes are a host buffer's elements of `T` (`as_bytes` of its slice): as
+        // many, as aligned, and each a valid `T` (a `bool` is 0 or 1). The assert below
+        // checks the first two.
+        let (head, elements, tail) = unsafe { bytes.align_to::<T>() };
+        assert!(
+            head.is_empty() && tail.is_empty(),
+            "a host buffer holds whole, aligned elements"
+        );
+        elements
+    }
+    match dtype {
+        DType::F32 => Elements::F32(typed(bytes)),
+        DType::F64 => Elements::F64(typed(bytes)),
+        DType::F16 => Elements::F16(typed(bytes)),
+        DType::BF16 => Elements::BF16(typed(bytes)),
+        DType::I32 => Elements::I32(typed(bytes)),
+        DType::I64 => Elements::I64(typed(bytes)),
+        DType::U8 => Elements::U8(typed(bytes)),
+        DType::Bool => Elements::Bool(typed(bytes)),
+    }
 }
 
 /// `count` elements from the bytes a device returned, or an error naming the device.

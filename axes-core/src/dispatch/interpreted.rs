@@ -1,0 +1,194 @@
+//! Expressions in host memory nested deeper than [`MAX_FUSED_DEPTH`]: their IR runs on the
+//! CPU's interpreter over the leaves in place, instead of a loop nest compiled for the
+//! expression. A compiled loop nest instantiates an evaluator per node, each as deep as the
+//! tree below it, so its compile time grows with the square of the depth; what the
+//! interpreter needs of an expression (its IR, its leaves) costs the compiler a little per
+//! node, and the interpreter's code is compiled once.
+
+use std::any::TypeId;
+use std::borrow::Cow;
+
+use super::MAX_FUSED_DEPTH;
+use crate::element::Element;
+use crate::engine::cpu::run_host;
+use crate::engine::exec::Sink;
+use crate::engine::interp;
+use crate::engine::plan::{Leaves, Space};
+use crate::error::{Error, Result};
+use crate::expr::Expr;
+use crate::ir::{Ir, ReduceOp};
+use crate::layout::Layout;
+use crate::list::{AxisList, AxisSet};
+use crate::protocol::{BufferRef, Buffers, host_elements};
+use crate::storage::{self, Storage};
+use crate::tensor::Tensor;
+
+/// An expression as the interpreter takes it: its IR and root, and its leaves' layouts and
+/// buffers.
+struct Described<'e> {
+    ir: Ir,
+    root: usize,
+    layouts: Leaves<'e>,
+    buffers: Buffers<'e>,
+}
+
+fn described<E: Expr>(expr: &E) -> Described<'_> {
+    let mut ir = Ir::default();
+    let root = expr.describe(&mut ir);
+    let mut layouts = Leaves::new();
+    expr.operands(&mut layouts);
+    let mut buffers = Buffers::new();
+    expr.buffers(&mut buffers);
+    Described {
+        ir,
+        root,
+        layouts,
+        buffers,
+    }
+}
+
+/// Where the results go: `data` read at `offset` with a stride per axis of the space (0 on
+/// the reduced ones), each value combined in by `combine` (`None`: written over).
+struct Destination<'d, T> {
+    data: &'d mut [T],
+    offset: usize,
+    strides: Vec<isize>,
+    combine: Option<ReduceOp>,
+}
+
+/// Runs `expr` over `space` into `dest`.
+fn run<T: Element>(
+    expr: &Described<'_>,
+    space: &Space<'_>,
+    dest: Destination<'_, T>,
+) -> Result<()> {
+    let sources = (expr.layouts.iter())
+        .zip(&expr.buffers)
+        .map(|(leaf, buffer)| {
+            if leaf.layout.is_padded() {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "a padded view in an expression nested deeper than {MAX_FUSED_DEPTH} \
+                         (run by the interpreter, which does not read padding): write it out \
+                         with `.contiguous()` first"
+                    ),
+                });
+            }
+            let BufferRef::Host(bytes) = buffer.data else {
+                return Err(Error::DeviceMismatch {
+                    left: buffer.device().to_string(),
+                    right: "cpu".into(),
+                });
+            };
+            let mut strides = vec![0; space.rank];
+            space.write_strides(leaf.ids, leaf.layout.strides(), &mut strides);
+            Ok(interp::Source {
+                data: host_elements(buffer.dtype, bytes),
+                offset: leaf.layout.offset(),
+                strides,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut sinks = [interp::Sink {
+        data: T::elements_mut(dest.data),
+        offset: dest.offset,
+        strides: dest.strides,
+        combine: dest.combine,
+    }];
+    run_host(
+        &expr.ir,
+        &[expr.root],
+        space.lens(),
+        T::DTYPE,
+        &sources,
+        &mut sinks,
+    )
+}
+
+/// How results combine into the destination: by the sink's reduction, by a sum where axes
+/// are reduced under a plain assignment (as on a device), else written over.
+fn combining<T: Element, S: Sink<T>>(sink: S, reduced: &[TypeId]) -> Option<ReduceOp> {
+    sink.device_kind()
+        .or((!reduced.is_empty()).then_some(ReduceOp::Sum))
+}
+
+/// Row-major strides over the first `kept` axes of `space`, 0 on the rest.
+fn row_major_over(space: &Space<'_>, kept: usize) -> Vec<isize> {
+    let mut strides = vec![0; space.rank];
+    let row_major = Layout::row_major(&space.lens()[..kept]);
+    strides[..kept].copy_from_slice(row_major.strides());
+    strides
+}
+
+/// [`super::evaluate_parts`] on the interpreter.
+pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    out: &[TypeId],
+    names: &dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &[TypeId],
+    sink: S,
+    init: E::Elem,
+) -> Result<(Storage<E::Elem>, Layout)> {
+    let expr = described(expr);
+    let space = Space::new(out, names, reduced, None, &expr.layouts)?;
+    let layout = Layout::row_major(&space.lens()[..out.len()]);
+    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+        lengths: format!("{:?}", layout.lens()),
+    })?;
+    let combine = combining(sink, reduced);
+    let mut data = match combine {
+        Some(_) => storage::filled(count, init)?,
+        None => storage::for_overwrite(count)?,
+    };
+    let dest = Destination {
+        data: &mut data,
+        offset: 0,
+        strides: row_major_over(&space, out.len()),
+        combine,
+    };
+    run(&expr, &space, dest)?;
+    Ok((Storage::new(data), layout))
+}
+
+/// [`super::evaluate_all`] on the interpreter.
+pub(super) fn all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+    let all = E::Axes::IDS;
+    let expr = described(expr);
+    let space = Space::new(&[], &Vec::new, all, None, &expr.layouts)?;
+    let mut total = [init];
+    let dest = Destination {
+        data: &mut total,
+        offset: 0,
+        strides: vec![0; space.rank],
+        combine: Some(sink.device_kind().unwrap_or(ReduceOp::Sum)),
+    };
+    run(&expr, &space, dest)?;
+    Ok(total[0])
+}
+
+/// [`super::evaluate_into`] on the interpreter, for a target with an injective layout.
+pub(super) fn into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+    expr: &E,
+    target: &mut Tensor<E::Elem, A>,
+    reduced: &[TypeId],
+    sink: S,
+) -> Result<()> {
+    let expr = described(expr);
+    let layout = *target.layout();
+    let space = Space::new(
+        A::IDS,
+        &A::names,
+        reduced,
+        Some(layout.lens()),
+        &expr.layouts,
+    )?;
+    let mut strides = vec![0; space.rank];
+    space.write_strides(A::IDS, layout.strides(), &mut strides);
+    let dest = Destination {
+        data: target.storage_mut().make_mut(),
+        offset: layout.offset(),
+        strides,
+        combine: combining(sink, reduced),
+    };
+    run(&expr, &space, dest)
+}
