@@ -1,4 +1,4 @@
-//! Expressions in host memory nested deeper than [`MAX_FUSED_DEPTH`]: their IR runs on the
+//! Expressions in host memory nested deeper than [`MAX_FUSED_DEPTH`](super::MAX_FUSED_DEPTH): their IR runs on the
 //! CPU's interpreter over the leaves in place, instead of a loop nest compiled for the
 //! expression. A compiled loop nest instantiates an evaluator per node, each as deep as the
 //! tree below it, so its compile time grows with the square of the depth; what the
@@ -8,18 +8,18 @@
 use std::any::TypeId;
 use std::borrow::Cow;
 
-use super::MAX_FUSED_DEPTH;
-use crate::element::Element;
+use crate::element::{Element, Elements};
 use crate::engine::cpu::run_host;
-use crate::engine::exec::Sink;
-use crate::engine::interp;
-use crate::engine::plan::{Leaves, Space};
+use crate::engine::exec::{self, Assign, Sink};
+use crate::engine::interp::{self, Block};
+use crate::engine::leaf::LeafEval;
+use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan, Space};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet};
-use crate::protocol::{BufferRef, Buffers, host_elements};
+use crate::protocol::{BufferRef, Buffers, Device, host_elements};
 use crate::storage::{self, Storage};
 use crate::tensor::Tensor;
 
@@ -49,7 +49,7 @@ fn described<E: Expr>(expr: &E) -> Described<'_> {
 
 /// Where the results go: `data` read at `offset` with a stride per axis of the space (0 on
 /// the reduced ones), each value combined in by `combine` (`None`: written over).
-struct Destination<'d, T> {
+struct Results<'d, T> {
     data: &'d mut [T],
     offset: usize,
     strides: Vec<isize>,
@@ -57,34 +57,36 @@ struct Destination<'d, T> {
 }
 
 /// Runs `expr` over `space` into `dest`.
-fn run<T: Element>(
-    expr: &Described<'_>,
-    space: &Space<'_>,
-    dest: Destination<'_, T>,
-) -> Result<()> {
+fn run<T: Element>(expr: &Described<'_>, space: &Space<'_>, dest: Results<'_, T>) -> Result<()> {
+    // The interpreter reads no padding: padded leaves are written out first.
+    let written: Vec<Option<(Block, Layout)>> = (expr.layouts.iter())
+        .zip(&expr.buffers)
+        .map(|(leaf, buffer)| match buffer.data {
+            BufferRef::Host(bytes) if leaf.layout.is_padded() => {
+                written_out(leaf, host_elements(buffer.dtype, bytes)).map(Some)
+            }
+            _ => Ok(None),
+        })
+        .collect::<Result<_>>()?;
     let sources = (expr.layouts.iter())
         .zip(&expr.buffers)
-        .map(|(leaf, buffer)| {
-            if leaf.layout.is_padded() {
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "a padded view in an expression nested deeper than {MAX_FUSED_DEPTH} \
-                         (run by the interpreter, which does not read padding): write it out \
-                         with `.contiguous()` first"
-                    ),
-                });
-            }
-            let BufferRef::Host(bytes) = buffer.data else {
-                return Err(Error::DeviceMismatch {
-                    left: buffer.device().to_string(),
-                    right: "cpu".into(),
-                });
+        .zip(&written)
+        .map(|((leaf, buffer), written)| {
+            let (data, layout) = match (buffer.data, written) {
+                (_, Some((block, layout))) => (block.elements(), layout),
+                (BufferRef::Host(bytes), None) => (host_elements(buffer.dtype, bytes), leaf.layout),
+                (BufferRef::Device(..), None) => {
+                    return Err(Error::DeviceMismatch {
+                        left: buffer.device().to_string(),
+                        right: Device::Cpu.to_string(),
+                    });
+                }
             };
             let mut strides = vec![0; space.rank];
-            space.write_strides(leaf.ids, leaf.layout.strides(), &mut strides);
+            space.write_strides(leaf.ids, layout.strides(), &mut strides);
             Ok(interp::Source {
-                data: host_elements(buffer.dtype, bytes),
-                offset: leaf.layout.offset(),
+                data,
+                offset: layout.offset(),
                 strides,
             })
         })
@@ -103,6 +105,40 @@ fn run<T: Element>(
         &sources,
         &mut sinks,
     )
+}
+
+/// A padded leaf's elements written out row-major over its whole lengths, padding included,
+/// by the loop nest compiled for one leaf of its element type (compiled once, not per
+/// expression).
+fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layout)> {
+    fn typed<T: Element>(leaf: &LeafLayout<'_>, data: &[T]) -> Result<(Vec<T>, Layout)> {
+        let mut leaves = Leaves::new();
+        leaves.push(LeafLayout {
+            ids: leaf.ids,
+            layout: leaf.layout,
+            names: leaf.names,
+        });
+        let mut layout = Layout::row_major(&[]);
+        let mut plan = Plan::empty();
+        let fresh = Destination::Fresh(&mut layout);
+        plan.build(leaf.ids, &leaf.names, &[], fresh, &leaves)?;
+        let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+            lengths: format!("{:?}", layout.lens()),
+        })?;
+        let mut out = storage::for_overwrite(count)?;
+        exec::run(&plan, &mut out, Assign, &|| LeafEval::new(data, &plan, 0))?;
+        Ok((out, layout))
+    }
+    Ok(match data {
+        Elements::F32(d) => typed(leaf, d).map(|(v, l)| (Block::F32(v), l))?,
+        Elements::F64(d) => typed(leaf, d).map(|(v, l)| (Block::F64(v), l))?,
+        Elements::F16(d) => typed(leaf, d).map(|(v, l)| (Block::F16(v), l))?,
+        Elements::BF16(d) => typed(leaf, d).map(|(v, l)| (Block::BF16(v), l))?,
+        Elements::I32(d) => typed(leaf, d).map(|(v, l)| (Block::I32(v), l))?,
+        Elements::I64(d) => typed(leaf, d).map(|(v, l)| (Block::I64(v), l))?,
+        Elements::U8(d) => typed(leaf, d).map(|(v, l)| (Block::U8(v), l))?,
+        Elements::Bool(d) => typed(leaf, d).map(|(v, l)| (Block::Bool(v), l))?,
+    })
 }
 
 /// How results combine into the destination: by the sink's reduction, by a sum where axes
@@ -140,7 +176,7 @@ pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
         Some(_) => storage::filled(count, init)?,
         None => storage::for_overwrite(count)?,
     };
-    let dest = Destination {
+    let dest = Results {
         data: &mut data,
         offset: 0,
         strides: row_major_over(&space, out.len()),
@@ -156,7 +192,7 @@ pub(super) fn all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -
     let expr = described(expr);
     let space = Space::new(&[], &Vec::new, all, None, &expr.layouts)?;
     let mut total = [init];
-    let dest = Destination {
+    let dest = Results {
         data: &mut total,
         offset: 0,
         strides: vec![0; space.rank],
@@ -184,7 +220,7 @@ pub(super) fn into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     )?;
     let mut strides = vec![0; space.rank];
     space.write_strides(A::IDS, layout.strides(), &mut strides);
-    let dest = Destination {
+    let dest = Results {
         data: target.storage_mut().make_mut(),
         offset: layout.offset(),
         strides,

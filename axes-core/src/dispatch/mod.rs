@@ -107,8 +107,7 @@ type PartsFn<E, S> = fn(
 /// The deepest expression tree the CPU runs as one loop nest compiled for it. Deeper ones
 /// run on the IR interpreter, over the leaves in place: a compiled loop nest has an evaluator
 /// per node, each as deep as the tree below it, so its build time grows with the square of
-/// the depth, while the interpreter is compiled once (padded views cannot be its leaves:
-/// such an expression is an error that says to make them contiguous).
+/// the depth, while the interpreter is compiled once.
 pub const MAX_FUSED_DEPTH: usize = 64;
 
 /// How the CPU runs expression `E` into sink `S`: the loop nest compiled for it, or for a
