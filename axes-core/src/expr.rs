@@ -8,7 +8,10 @@
 //! Every operator and method returns a [`Lazy`]: the tree of nodes, whose type holds no
 //! lifetime (a borrowed tensor is a [`Borrowed`] leaf), and the lifetime `'t` of the tensors
 //! it borrows. A tree type with no lifetime in it is proved an expression once by the
-//! compiler; that keeps long expressions cheap to build.
+//! compiler; that keeps long expressions cheap to build. On the CPU a tree runs as one loop
+//! nest compiled for it, or, deeper than
+//! [`MAX_FUSED_DEPTH`](crate::dispatch::MAX_FUSED_DEPTH), on the IR interpreter (whose code
+//! does not grow with the tree).
 //!
 //! The result axes of a binary operation follow the elementwise ordering rules
 //! ([`crate::list::Broadcast`]); every axis two operands share must have one length, else
