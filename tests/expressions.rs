@@ -59,17 +59,26 @@ fn random_view(rng: &mut ChaCha8Rng, j_len: usize) -> (Tensor<f64, (I, J)>, Ref)
     }
 }
 
+/// Two operands with their references.
+type Pair = (Tensor<f64, (I, J)>, Ref, Tensor<f64, (J, K)>, Ref);
+
+/// A random (I, J) view (see [`random_view`]) and a (J, K) tensor of the same J length, with
+/// their references.
+fn random_ij_and_jk(rng: &mut ChaCha8Rng) -> Pair {
+    let j = rng.random_range(0..5);
+    let (x, rx) = random_view(rng, j);
+    let ry = Ref::random(rng, &["J", "K"], 4);
+    let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| {
+        (ix[0] * 3 + ix[1]) as f64 + 0.5
+    });
+    (x, rx, tensor_jk(&ry), ry)
+}
+
 #[test]
 fn binary_ops_broadcast_by_name_against_the_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(30);
     for _ in 0..200 {
-        let j = rng.random_range(0..5);
-        let (x, rx) = random_view(&mut rng, j);
-        let ry = Ref::random(&mut rng, &["J", "K"], 4);
-        let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| {
-            (ix[0] * 3 + ix[1]) as f64 + 0.5
-        });
-        let y = tensor_jk(&ry);
+        let (x, rx, y, ry) = random_ij_and_jk(&mut rng);
         // (I, J) op (J, K) -> (I, J, K)
         let sum: Tensor<f64, (I, J, K)> = (&x + &y).eval().unwrap();
         assert_matches(&sum, &rx.zip(&ry, |a, b| a + b));
@@ -99,13 +108,7 @@ fn binary_ops_broadcast_by_name_against_the_reference() {
 fn every_kind_of_operand_combines_against_the_reference() {
     let mut rng = ChaCha8Rng::seed_from_u64(31);
     for _ in 0..50 {
-        let j = rng.random_range(0..5);
-        let (x, rx) = random_view(&mut rng, j);
-        let ry = Ref::random(&mut rng, &["J", "K"], 4);
-        let ry = Ref::build(ry.names.clone(), vec![j, ry.lens[1]], |ix| {
-            (ix[0] * 3 + ix[1]) as f64 + 0.5
-        });
-        let y = tensor_jk(&ry);
+        let (x, rx, y, ry) = random_ij_and_jk(&mut rng);
         let d = &x - &y;
         let rd = rx.zip(&ry, |a, b| a - b);
         let squares = rd.map(|v| v * v);
