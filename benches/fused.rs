@@ -4,7 +4,8 @@
 //! with y stored transposed (4096²) · W4 sum over each axis of 4096² · W5 W1 at 4096
 //! elements (per-call cost) · W6 `tanh(x)*y + exp(-x)` (16M) against std's scalar functions
 //! · W7 `sum((x-y)^2)` at every size from 4^3 to 4^12 · W8 W1 into a fresh result each call
-//! against a hand `.collect()` · a triad `a = b + s*c` as the bandwidth reference.
+//! against a hand `.collect()` · a triad `a = b + s*c` as the bandwidth reference · what
+//! handing work to a pool of two threads costs.
 //!
 //! After criterion's own report, prints a table of medians, GB/s and ratios to the peers.
 //! `cargo bench --bench fused`; `AXES_BENCH_QUICK=1` for a short run.
@@ -97,6 +98,54 @@ fn w7(c: &mut Criterion) {
             bench.iter(|| black_box(hand_l2::<16>(&x, &y)))
         });
     }
+    g.finish();
+}
+
+/// What handing work to a pool of two threads costs (the floor under any split's gain, for
+/// the cost model of thread splits): a scope of two empty tasks, a scope on this thread with
+/// one task on the pool, and the first after the pool sat idle for 1 ms (its threads asleep).
+fn pool(c: &mut Criterion) {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("pool hand-off");
+    g.bench_function("scope of 2 tasks", |bench| {
+        bench.iter(|| {
+            pool.install(|| {
+                rayon::scope(|s| {
+                    s.spawn(|_| black_box(()));
+                    s.spawn(|_| black_box(()));
+                })
+            })
+        })
+    });
+    g.bench_function("in-place scope of 1 task", |bench| {
+        bench.iter(|| {
+            pool.in_place_scope(|s| {
+                s.spawn(|_| black_box(()));
+                black_box(());
+            })
+        })
+    });
+    g.measurement_time(std::time::Duration::from_millis(300));
+    g.bench_function("scope of 2 tasks after 1 ms idle", |bench| {
+        bench.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                let start = std::time::Instant::now();
+                pool.install(|| {
+                    rayon::scope(|s| {
+                        s.spawn(|_| black_box(()));
+                        s.spawn(|_| black_box(()));
+                    })
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
     g.finish();
 }
 
@@ -510,9 +559,21 @@ fn main() {
     w6(&mut c);
     w7(&mut c);
     w8(&mut c);
+    pool(&mut c);
     c.final_summary();
     summary();
     summary_by_size();
+    let group = "pool hand-off";
+    println!("\npool of 2 threads, median µs per hand-off");
+    for id in [
+        "scope of 2 tasks",
+        "in-place scope of 1 task",
+        "scope of 2 tasks after 1 ms idle",
+    ] {
+        if let Some(ns) = median_ns(group, id) {
+            println!("{id:>34} {:>8.1}", ns / 1e3);
+        }
+    }
 }
 
 /// A hand-tuned `out[h][w] = x[h][w] + y[w][h]` for square row-major f32 matrices, and a
