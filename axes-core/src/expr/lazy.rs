@@ -51,10 +51,11 @@ pub struct Borrowed<N>(NonNull<N>);
 
 impl<N> Borrowed<N> {
     fn get(&self) -> &N {
-        // SAFETY: built only by `IntoNode::into_node` of a `&'s N` for a `Lazy<'t, _>` with
-        // `'s: 't`, and reachable only through that `Lazy` (its field is private, and
-        // `into_node` takes a token no other crate can make): while this is alive, so is the
-        // borrow, so the pointee is alive and not mutated.
+        // SAFETY: built only by `IntoNode<'t>::into_node` of a reference `&'s E` with
+        // `'s: 't` (pointing at what `E` reads), for a `Lazy<'t, _>`, and reachable only
+        // through that `Lazy` (its field is private, and `into_node` takes a token no other
+        // crate can make): while this is alive, so is the borrow, so the pointee is alive and
+        // not mutated.
         unsafe { self.0.as_ref() }
     }
 }
