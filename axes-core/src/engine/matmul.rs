@@ -158,8 +158,11 @@ fn matmul_batches<T: Num>(
     }
 }
 
-/// Products of at least this many multiply-adds are split across threads.
-const SPLIT_MIN_MACS: usize = 1 << 19;
+/// Products of at least this many multiply-adds are split across threads: ≈ 80 µs of work at
+/// `gemm`'s speed on one core, where half of it is worth several hand-offs to the pool (one
+/// costs 15–46 µs on the 2-core host of `benches/NOTES.md`; at 2^19, ≈ 10 µs of work, a split
+/// cost more than it saved).
+const SPLIT_MIN_MACS: usize = 1 << 22;
 
 /// From this many multiply-adds `gemm`'s own threads (which share the packed operands) beat
 /// our split by rows: 1024³ was 7% faster on them, on 2 cores.
@@ -197,7 +200,8 @@ fn rows_per_part(m: usize, n: usize, threads: usize) -> Option<usize> {
     let rows = m.div_ceil(parts).next_multiple_of(ROW_ALIGN);
     let last = m - (m.div_ceil(rows) - 1) * rows;
     let small = |rows: usize| rows <= GEMM_SMALL && n <= GEMM_SMALL;
-    (small(rows) == small(m) && small(last) == small(m)).then_some(rows)
+    // One row is a matrix-vector product to `gemm`, summed in another order.
+    (small(rows) == small(m) && small(last) == small(m) && last > 1).then_some(rows)
 }
 
 /// `dst` = rows `rows` of `lhs · rhs`, `n` columns each, by `gemm` (f32 or f64 only).
@@ -386,11 +390,19 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) as usize % below
         };
-        for case in 0..16 {
+        for case in 0..18 {
             // Row counts around gemm's small-product bound and column counts on both sides
-            // of it; depths past 512 are blocked by gemm.
-            let m = [16, 48, 65, 100, 128, 129, 300][next(7)];
-            let n = [10, 40, 64, 65, 200][next(5)];
+            // of it; depths past 512 are blocked by gemm. The first two: row counts that a
+            // split into parts of whole register tiles would leave one row of (33 on two
+            // threads, 65 on three).
+            let (m, n) = match case {
+                0 => (33, 200),
+                1 => (65, 65),
+                _ => (
+                    [16, 48, 65, 100, 128, 129, 300][next(7)],
+                    [10, 40, 64, 65, 200][next(5)],
+                ),
+            };
             let k = (SPLIT_MIN_MACS / (m * n)).max(1) + next(700);
             let lhs: Vec<f64> = (0..m * k).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
             let rhs: Vec<f64> = (0..k * n).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
@@ -506,5 +518,8 @@ mod tests {
         assert_eq!(rows_per_part(128, 10, 2), None);
         assert_eq!(rows_per_part(20, 256, 2), None);
         assert_eq!(rows_per_part(48, 40, 3), Some(16));
+        // 33 rows on two threads, 65 on three, would leave a last part of one row.
+        assert_eq!(rows_per_part(33, 200, 2), None);
+        assert_eq!(rows_per_part(65, 65, 3), None);
     }
 }
