@@ -6,7 +6,8 @@
 //! node, and the interpreter's code is compiled once.
 
 use std::any::TypeId;
-use std::borrow::Cow;
+
+use super::Fresh;
 
 use crate::element::{Element, Elements};
 use crate::engine::cpu::run_host;
@@ -159,28 +160,18 @@ fn row_major_over(space: &Space<'_>, kept: usize) -> Vec<isize> {
 /// [`super::evaluate_parts`] on the interpreter.
 pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
     expr: &E,
-    out: &[TypeId],
-    names: &dyn Fn() -> Vec<Cow<'static, str>>,
-    reduced: &[TypeId],
-    sink: S,
-    init: E::Elem,
+    fresh: Fresh<'_, E::Elem, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let expr = described(expr);
-    let space = Space::new(out, names, reduced, None, &expr.layouts)?;
-    let layout = Layout::row_major(&space.lens()[..out.len()]);
-    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
-        lengths: format!("{:?}", layout.lens()),
-    })?;
-    let combine = combining(sink, reduced);
-    let mut data = match combine {
-        Some(_) => storage::filled(count, init)?,
-        None => storage::for_overwrite(count)?,
-    };
+    let space = Space::new(fresh.out, fresh.names, fresh.reduced, None, &expr.layouts)?;
+    let kept = fresh.out.len();
+    let layout = Layout::row_major(&space.lens()[..kept]);
+    let mut data = fresh.buffer(&layout)?;
     let dest = Results {
         data: &mut data,
         offset: 0,
-        strides: row_major_over(&space, out.len()),
-        combine,
+        strides: row_major_over(&space, kept),
+        combine: combining(fresh.sink, fresh.reduced),
     };
     run(&expr, &space, dest)?;
     Ok((Storage::new(data), layout))

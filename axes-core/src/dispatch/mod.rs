@@ -49,6 +49,7 @@ use std::any::TypeId;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use crate::element::Element;
 use crate::engine::exec::{self, Sink};
 use crate::engine::plan::{Destination, Leaves, Plan};
 use crate::error::{Error, Result};
@@ -91,18 +92,44 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
         let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
         return run_expr(expr, backend, out, names, reduced, kind, None);
     }
-    (OnTheCpu::<E, S>::PARTS)(expr, out, names, reduced, sink, init)
+    let fresh = Fresh {
+        out,
+        names,
+        reduced,
+        sink,
+        init,
+    };
+    (OnTheCpu::<E, S>::PARTS)(expr, fresh)
 }
 
-/// The signature of [`evaluate_parts`].
-type PartsFn<E, S> = fn(
-    &E,
-    &[TypeId],
-    &dyn Fn() -> Vec<Cow<'static, str>>,
-    &[TypeId],
-    S,
-    <E as Expr>::Elem,
-) -> Result<(Storage<<E as Expr>::Elem>, Layout)>;
+/// A fresh result in host memory, as [`evaluate_parts`] asks for it: row-major over the axes
+/// `out` (type ids, named by `names`), reduced over `reduced` by `sink` from `init`.
+struct Fresh<'w, T, S> {
+    out: &'w [TypeId],
+    names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &'w [TypeId],
+    sink: S,
+    init: T,
+}
+
+impl<T: Element, S: Sink<T>> Fresh<'_, T, S> {
+    /// The buffer for `layout`: starting from `init` where values combine into it (a
+    /// reduction), uninitialised where each element is written once.
+    fn buffer(&self, layout: &Layout) -> Result<Vec<T>> {
+        let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+            lengths: format!("{:?}", layout.lens()),
+        })?;
+        if S::REDUCES || !self.reduced.is_empty() {
+            crate::storage::filled(count, self.init)
+        } else {
+            crate::storage::for_overwrite(count)
+        }
+    }
+}
+
+/// The signature of [`evaluate_parts`] in host memory.
+type PartsFn<E, S> =
+    for<'w> fn(&E, Fresh<'w, <E as Expr>::Elem, S>) -> Result<(Storage<<E as Expr>::Elem>, Layout)>;
 
 /// The deepest expression tree the CPU runs as one loop nest compiled for it. Deeper ones
 /// run on the IR interpreter, over the leaves in place: a compiled loop nest has an evaluator
@@ -147,37 +174,25 @@ impl<E: Expr, A: AxisSet, S: Sink<E::Elem>> IntoOnTheCpu<E, A, S> {
 /// [`evaluate_parts`] in host memory, by the loop nest compiled for `E`.
 fn fused_parts<E: Expr, S: Sink<E::Elem>>(
     expr: &E,
-    out: &[TypeId],
-    names: &dyn Fn() -> Vec<Cow<'static, str>>,
-    reduced: &[TypeId],
-    sink: S,
-    init: E::Elem,
+    fresh: Fresh<'_, E::Elem, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let mut layout = Layout::row_major(&[]);
     let mut plan = Plan::empty();
     plan.build(
-        out,
-        names,
-        reduced,
+        fresh.out,
+        fresh.names,
+        fresh.reduced,
         Destination::Fresh(&mut layout),
         &leaves,
     )?;
-    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
-        lengths: format!("{:?}", layout.lens()),
-    })?;
-    // A plain evaluation writes every element of the fresh buffer.
-    let mut data = if S::REDUCES {
-        crate::storage::filled(count, init)?
-    } else {
-        crate::storage::for_overwrite(count)?
-    };
+    let mut data = fresh.buffer(&layout)?;
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, &mut data, sink, &make)?;
+    exec::run(&plan, &mut data, fresh.sink, &make)?;
     Ok((Storage::new(data), layout))
 }
 
