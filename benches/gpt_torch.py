@@ -3,7 +3,9 @@ initialisation, windows (SplitMix64 from the seed), schedule, clipping and steps
 validation bits per character as it trains and that of a bigram count model on the same
 split, and writes `target/gpt/torch_curves.csv`, which `examples/gpt.rs` plots beside its own.
 
-    python3 benches/gpt_torch.py [--steps 800] [--batch 32] [--seed 1] [--lr 3e-3] [--threads 2]
+    python3 benches/gpt_torch.py [--steps 800] [--batch 32] [--seed 1] [--lr 3e-3] [--threads 2] [--device cpu]
+
+`--device cuda` trains on the GPU (the peer of `examples/gpt.rs --device cuda`).
 
 With `--bench`, it only times training steps (the peer of `cargo bench --bench gpt_step`):
 5 warm-up steps, then the median of 7 runs of 5 steps, printed as one JSON line.
@@ -125,22 +127,23 @@ def train_step(model, opt, x, y):
 
 def bench(args, vocab=73, warmup=5, runs=7, steps=5):
     """Times training steps on fixed random batches (the data does not change the cost)."""
-    model = Gpt(vocab)
+    model = Gpt(vocab).to(args.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     ids = torch.randint(0, vocab, (args.batch, CONTEXT + 1))
-    x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+    x, y = ids[:, :-1].contiguous().to(args.device), ids[:, 1:].contiguous().to(args.device)
     for _ in range(warmup):
-        train_step(model, opt, x, y)
+        train_step(model, opt, x, y).item()
     runs_ms = []
     for _ in range(runs):
         start = time.perf_counter()
         for _ in range(steps):
-            train_step(model, opt, x, y)
+            train_step(model, opt, x, y).item()  # each step reads its loss, as gpt_step does
         runs_ms.append((time.perf_counter() - start) / steps * 1e3)
     print(json.dumps({
         "framework": "pytorch",
         "version": torch.__version__,
         "threads": args.threads,
+        "device": args.device,
         "median_ms_per_step": round(statistics.median(runs_ms), 2),
         "runs_ms": [round(r, 2) for r in runs_ms],
     }))
@@ -155,6 +158,7 @@ def main():
     args.add_argument("--threads", type=int, default=2)
     args.add_argument("--lr", type=float, default=3e-3)
     args.add_argument("--bench", action="store_true")
+    args.add_argument("--device", default="cpu")
     args = args.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -169,15 +173,16 @@ def main():
     split = len(ids) * 9 // 10
     train, valid = ids[:split], ids[split:]
     print(f"bigram count model: {bigram_bits(train, valid, len(chars)):.3f} bits/char on the validation split")
-    model = Gpt(len(chars))
-    print(f"{sum(p.numel() for p in model.parameters())} parameters, {args.threads} threads")
+    model = Gpt(len(chars)).to(args.device)
+    print(f"{sum(p.numel() for p in model.parameters())} parameters, {args.threads} threads, {args.device}")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     rng, eval_rng = SplitMix(args.seed), SplitMix(1000)
-    evals = [batch(valid, args.batch, eval_rng) for _ in range(4)]
+    on = lambda xy: (xy[0].to(args.device), xy[1].to(args.device))
+    evals = [on(batch(valid, args.batch, eval_rng)) for _ in range(4)]
     curves = ["kind,step,bits"]
     started = time.perf_counter()
     for step in range(args.steps):
-        x, y = batch(train, args.batch, rng)
+        x, y = on(batch(train, args.batch, rng))
         for group in opt.param_groups:
             group["lr"] = schedule(step, args.steps, args.lr, args.lr / 10)
         loss = train_step(model, opt, x, y)

@@ -3,7 +3,10 @@
 //! PyTorch CPU (`benches/train_step_torch.py`, run as a child process when `python3` can
 //! import torch). Prints µs per step and the ratios after criterion's report.
 //!
-//! `cargo bench --bench train_step`; `AXES_BENCH_QUICK=1` for a short run.
+//! `cargo bench --bench train_step`; `AXES_BENCH_QUICK=1` for a short run. With
+//! `AXES_BENCH_DEVICE=cuda:0` (or `opencl:0`) it times the step on that device instead (beside
+//! PyTorch on CUDA for a CUDA device) and counts the launches of one step; each step reads its
+//! loss, which waits for the device.
 
 use std::hint::black_box;
 
@@ -251,8 +254,48 @@ fn agree() {
     assert!(diff < 1e-4, "weights differ by {diff}");
 }
 
+const DEVICE_GROUP: &str = "train step on a device";
+
+/// The step on the device `name`, beside PyTorch on CUDA where it is a CUDA device.
+fn on_device(c: &mut Criterion, name: &str) {
+    let device = match axes::device(name) {
+        Ok(device) => device,
+        Err(e) => {
+            println!("SKIPPED (no device {name}): {e}");
+            return;
+        }
+    };
+    let (x, y) = data();
+    let (x, y) = (x.to(&device).unwrap(), y.to(&device).unwrap());
+    let (model, params) = axes_model();
+    let mut params = params.to(&device).unwrap();
+    let mut adam = Adam::new(LR);
+    let mut group = c.benchmark_group(DEVICE_GROUP);
+    group.bench_function(BenchmarkId::new("axes", "device"), |b| {
+        b.iter(|| black_box(axes_step(&model, &mut params, &mut adam, &x, &y)))
+    });
+    group.finish();
+    let launches = || device.counters().map_or(0, |c| c.launches);
+    let before = launches();
+    axes_step(&model, &mut params, &mut adam, &x, &y);
+    let per_step = launches() - before;
+    c.final_summary();
+    println!("\none training step, 64-256-256-10 MLP, batch 128, f32, on {device}");
+    let Some(ours) = median_ns(DEVICE_GROUP, "axes/device").map(|ns| ns / 1e3) else {
+        return;
+    };
+    print!("axes: {ours:8.1} µs, {per_step} launches");
+    let args = ["benches/train_step_torch.py", "--device", "cuda"];
+    let torch = name
+        .starts_with("cuda")
+        .then(|| python_peer(&args, "median_us_per_step"));
+    if let Some(t) = torch.flatten() {
+        print!("   PyTorch (cuda): {t:8.1} µs  ratio {:.2}", t / ours);
+    }
+    println!("   (ratio = peer time / ours; > 1 means axes is faster)");
+}
+
 fn main() {
-    agree();
     let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
     let mut c = Criterion::default()
         .sample_size(20)
@@ -263,6 +306,11 @@ fn main() {
         }))
         .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 4 }))
         .configure_from_args();
+    if let Ok(name) = std::env::var("AXES_BENCH_DEVICE") {
+        on_device(&mut c, &name);
+        return;
+    }
+    agree();
     bench(&mut c);
     c.final_summary();
     let group = "train step 64-256-256-10 b128";

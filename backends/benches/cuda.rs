@@ -3,7 +3,8 @@
 //! backend (`Backend::run`) and through the library on tensors that live on the GPU
 //! (`(&x * 2.0 + &y * 3.0).eval()`, `(&x - &y).square().sum::<(Elem,)>()`, each allocating its
 //! result); and matrix products (2048³) in GFLOP/s: the library's `dot` on GPU tensors (which
-//! calls cuBLAS) and cuBLAS SGEMM called directly. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
+//! calls cuBLAS) and cuBLAS SGEMM called directly; and, into existing tensors at 16M and 256M
+//! f32, a copy, `a*x + b*y`, a transposed add and `Σ(x - y)²` beside a copy of the same size. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
 //! short run. To run on a GPU machine without Rust, build here with `--no-run`, carry the
@@ -24,6 +25,9 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
 
 const N: usize = 1 << 24;
 const SIDE: usize = 2048;
+/// The stream workloads into existing tensors: (label, side of a square f32 matrix), 16M and
+/// 256M elements (64 MiB and 1 GiB a tensor).
+const STREAM: [(&str, usize); 2] = [("16M", 1 << 12), ("256M", 1 << 14)];
 
 fn axpby() -> Ir {
     let mut ir = Ir::default();
@@ -78,6 +82,17 @@ fn main() {
             stream.synchronize().unwrap();
         })
     });
+    {
+        let n = STREAM[1].1 * STREAM[1].1;
+        let x = stream.alloc_zeros::<f32>(n).unwrap();
+        let mut out = stream.alloc_zeros::<f32>(n).unwrap();
+        c.bench_function(&format!("cuda copy {}", STREAM[1].0), |b| {
+            b.iter(|| {
+                stream.memcpy_dtod(&x, &mut out).unwrap();
+                stream.synchronize().unwrap();
+            })
+        });
+    }
 
     // The same work as bare jobs: what the backend adds to the kernels, without tensors.
     let bytes = |value: f32| -> Vec<u8> { (0..N).flat_map(|_| value.to_ne_bytes()).collect() };
@@ -187,6 +202,27 @@ fn main() {
             }
         }
     }
+    for (label, side) in STREAM {
+        let Some(copy) = median_ms(&format!("cuda copy {label}")) else {
+            continue;
+        };
+        let copy_gbs = 2.0 * 4.0 * (side * side) as f64 / copy / 1e6;
+        println!("into existing tensors, {label} (copy {copy:.3} ms, {copy_gbs:.0} GB/s):");
+        for (name, bytes) in [
+            ("assign copy", 2.0),
+            ("assign axpby", 3.0),
+            ("assign transposed add", 3.0),
+            ("sum_all sq diff", 2.0),
+        ] {
+            if let Some(ms) = median_ms(&format!("cuda library {name} {label}")) {
+                let gbs = bytes * 4.0 * (side * side) as f64 / ms / 1e6;
+                println!(
+                    "  {name}: {ms:.3} ms, {gbs:.0} GB/s = {:.2} of the copy",
+                    gbs / copy_gbs
+                );
+            }
+        }
+    }
     let flops = 2.0 * (SIDE as f64).powi(3);
     if let (Some(ours), Some(blas)) = (
         median_ms("cuda library dot 2048"),
@@ -210,10 +246,50 @@ struct Inner;
 #[derive(axes::Axis)]
 struct Col;
 
-/// `a*x + b*y`, `Σ(x - y)²` and a 2048³ `dot` through the library on GPU tensors.
+/// `a*x + b*y`, `Σ(x - y)²` and a 2048³ `dot` through the library on GPU tensors, and the
+/// stream workloads of [`STREAM`] into existing tensors: a copy, `a*x + b*y`, `x + yᵀ` (the
+/// second operand stored in the other axis order) and `Σ(x - y)²` read back to the host.
 fn library(c: &mut Criterion, cuda: &'static Cuda) {
     use axes::prelude::*;
     let gpu = axes::Device::Accelerator(cuda);
+    let done = || cuda.synchronize().unwrap();
+    for (label, side) in STREAM {
+        let lengths = (Row.len(side), Col.len(side));
+        let on = |value: f32| {
+            Tensor::<f32, (Row, Col)>::full(lengths, value)
+                .and_then(|t| t.to(&gpu))
+                .unwrap()
+        };
+        let (x, y, mut z) = (on(1.0), on(2.0), on(0.0));
+        let yt = Tensor::<f32, (Col, Row)>::full(lengths, 2.0)
+            .and_then(|t| t.to(&gpu))
+            .unwrap();
+        c.bench_function(&format!("cuda library assign copy {label}"), |b| {
+            b.iter(|| {
+                z.assign(&x).unwrap();
+                done()
+            })
+        });
+        c.bench_function(&format!("cuda library assign axpby {label}"), |b| {
+            b.iter(|| {
+                z.assign(&x * 2.0 + &y * 3.0).unwrap();
+                done()
+            })
+        });
+        c.bench_function(
+            &format!("cuda library assign transposed add {label}"),
+            |b| {
+                b.iter(|| {
+                    z.assign(&x + &yt).unwrap();
+                    done()
+                })
+            },
+        );
+        c.bench_function(&format!("cuda library sum_all sq diff {label}"), |b| {
+            b.iter(|| black_box((&x - &y).square().sum_all().unwrap()))
+        });
+        assert_eq!(z.get((Row.at(side - 1), Col.at(0))).unwrap(), 3.0);
+    }
     let on_gpu = |value: f32| {
         Tensor::<f32, (Elem,)>::from_vec(Elem.len(N), vec![value; N])
             .and_then(|t| t.to(&gpu))
@@ -222,7 +298,6 @@ fn library(c: &mut Criterion, cuda: &'static Cuda) {
     let (x, y) = (on_gpu(1.0), on_gpu(2.0));
     // Library calls queue their kernels and return; each iteration waits for its work, as the
     // hand-launched kernels above do.
-    let done = || cuda.synchronize().unwrap();
     c.bench_function("cuda library axpby 16M", |b| {
         b.iter(|| {
             black_box((&x * 2.0 + &y * 3.0).eval().unwrap());
