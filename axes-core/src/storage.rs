@@ -8,11 +8,23 @@ pub use pool::{DEFAULT_LIMIT, limit_from_env};
 pub(crate) use pool::{filled, for_overwrite, with_capacity};
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, HOST_METER, as_bytes, from_bytes};
+
+/// Set once the process makes its first buffer on a device: until then every tensor is in
+/// host memory, and dispatch need not look at where an expression's leaves are. (A tensor
+/// that reaches another thread carries the store with it: the hand-over orders it.)
+static DEVICE_BUFFERS_MADE: AtomicBool = AtomicBool::new(false);
+
+/// Whether any buffer was ever made on a device in this process.
+#[inline]
+pub(crate) fn device_buffers_made() -> bool {
+    DEVICE_BUFFERS_MADE.load(Ordering::Relaxed)
+}
 
 /// A reference-counted buffer of elements, in host memory or on a device.
 ///
@@ -112,6 +124,7 @@ impl<T: Element> Storage<T> {
         memory: DeviceMemory,
         len: usize,
     ) -> Self {
+        DEVICE_BUFFERS_MADE.store(true, Ordering::Relaxed);
         Storage(Arc::new(Buffer::Device {
             backend,
             memory,

@@ -57,7 +57,7 @@ use crate::expr::Expr;
 use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet};
-use crate::protocol::{Buffers, Device, JobTarget, LeafBuffer};
+use crate::protocol::{Backend, Buffers, Device, JobTarget, LeafBuffer};
 use crate::storage::Storage;
 use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 
@@ -88,7 +88,7 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     sink: S,
     init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    if let Some(Device::Accelerator(backend)) = expr_device(expr, None)? {
+    if let Some(backend) = accelerator(expr, None)? {
         let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
         return run_expr(expr, backend, out, names, reduced, kind, None);
     }
@@ -205,7 +205,7 @@ pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
     init: E::Elem,
 ) -> Result<E::Elem> {
     let all = E::Axes::IDS;
-    if let Some(Device::Accelerator(_)) = expr_device(expr, None)? {
+    if accelerator(expr, None)?.is_some() {
         let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink, init)?;
         return Ok(total.storage().host()?[0]);
     }
@@ -245,7 +245,7 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     reduced: &[TypeId],
     sink: S,
 ) -> Result<()> {
-    if let Some(Device::Accelerator(backend)) = expr_device(expr, Some(target.device()))? {
+    if let Some(backend) = accelerator(expr, Some(target.device()))? {
         let kind = sink.device_kind();
         let layout = *target.layout();
         if kind.is_none() && layout.is_injective() {
@@ -320,15 +320,26 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     Ok(())
 }
 
-/// The one device that `expr`'s tensor leaves and `dest` (when given) are on (`None` for an
-/// expression without leaves and no `dest`), or an error naming two that differ.
-pub(crate) fn expr_device<E: Expr>(expr: &E, dest: Option<Device>) -> Result<Option<Device>> {
+/// The accelerator that `expr`'s tensor leaves and `dest` (when given) are on, `None` where
+/// they are all in host memory, or an error naming two devices that differ. Answers at once
+/// in a process that never made a device buffer.
+pub(crate) fn accelerator<E: Expr>(
+    expr: &E,
+    dest: Option<Device>,
+) -> Result<Option<&'static dyn Backend>> {
+    if !crate::storage::device_buffers_made() {
+        return Ok(None);
+    }
     let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
-    common_device(
+    let device = common_device(
         dest.into_iter()
             .chain(buffers.iter().map(LeafBuffer::device)),
-    )
+    )?;
+    Ok(match device {
+        Some(Device::Accelerator(backend)) => Some(backend),
+        _ => None,
+    })
 }
 
 /// The one device all of `devices` are on (`None` for none), or an error naming two that
