@@ -430,11 +430,21 @@ fn w6(c: &mut Criterion) {
             black_box(&out);
         })
     });
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        g.bench_function(BenchmarkId::new("hand same math avx512", 1), |bench| {
+            bench.iter(|| {
+                // SAFETY: the CPU has AVX-512 (checked above).
+                unsafe { blocked::tanh_exp_avx512(&mut out, &x, &y) };
+                black_box(&out);
+            })
+        });
+    }
     g.finish();
 }
 
 fn summary() {
-    let rows: [(&str, &str, &str, f64); 18] = [
+    let rows: [(&str, &str, &str, f64); 19] = [
         ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
         ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
         (
@@ -507,6 +517,12 @@ fn summary() {
             3.0 * BIG as f64 * 4.0,
         ),
         (
+            "W6 tanh exp 16M",
+            "axes/1",
+            "hand same math avx512/1",
+            3.0 * BIG as f64 * 4.0,
+        ),
+        (
             "W8 axpby 16M fresh",
             "axes fresh/1",
             "hand collect/1",
@@ -576,11 +592,20 @@ fn main() {
     }
 }
 
-/// A hand-tuned `out[h][w] = x[h][w] + y[w][h]` for square row-major f32 matrices, and a
-/// triad with streaming stores.
+/// A hand-tuned `out[h][w] = x[h][w] + y[w][h]` for square row-major f32 matrices, a
+/// triad with streaming stores, and W6 as a plain AVX-512 loop over the library's math.
 #[cfg(target_arch = "x86_64")]
 mod blocked {
     use std::arch::x86_64::*;
+
+    /// `out = tanh(x) y + exp(-x)` with the library's own `tanh` and `exp`, in a plain loop
+    /// compiled for AVX-512: what the engine adds to the same arithmetic.
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+    pub(crate) fn tanh_exp_avx512(out: &mut [f32], x: &[f32], y: &[f32]) {
+        for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
+            *o = axes::math::tanh_f32(x) * y + axes::math::exp_f32(-x);
+        }
+    }
 
     /// `a = b + 0.5 c` with 16-byte streaming stores (SSE2, part of x86-64).
     pub(crate) fn triad_streaming(a: &mut [f32], b: &[f32], c: &[f32]) {
