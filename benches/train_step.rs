@@ -285,12 +285,13 @@ fn on_device(c: &mut Criterion, name: &str) {
         return;
     };
     print!("axes: {ours:8.1} µs, {per_step} launches");
-    let args = ["benches/train_step_torch.py", "--device", "cuda"];
+    // PyTorch names CUDA devices as we do (`cuda`, `cuda:1`).
+    let args = ["benches/train_step_torch.py", "--device", name];
     let torch = name
         .starts_with("cuda")
         .then(|| python_peer(&args, "median_us_per_step"));
     if let Some(t) = torch.flatten() {
-        print!("   PyTorch (cuda): {t:8.1} µs  ratio {:.2}", t / ours);
+        print!("   PyTorch ({name}): {t:8.1} µs  ratio {:.2}", t / ours);
     }
     println!("   (ratio = peer time / ours; > 1 means axes is faster)");
 }

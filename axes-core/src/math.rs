@@ -40,8 +40,8 @@ fn fma(a: f32, b: f32, c: f32) -> f32 {
 }
 
 /// The exponent's reduction shared by [`exp_f32`] and [`tanh_f32`]: for `x` in the range
-/// where the caller clamped it, `n` (an integer, also as an `i32`) and `e^r − 1` with
-/// `x = n ln 2 + r`, `|r| ≤ ln 2 / 2`.
+/// where the caller clamped it, the integer `n` and `e^r − 1` with `x = n ln 2 + r`,
+/// `|r| ≤ ln 2 / 2`.
 #[inline(always)]
 fn reduce_exp(x: f32) -> (i32, f32) {
     const LOG2E: f32 = std::f32::consts::LOG2_E;

@@ -4,7 +4,8 @@
 //! (`(&x * 2.0 + &y * 3.0).eval()`, `(&x - &y).square().sum::<(Elem,)>()`, each allocating its
 //! result); and matrix products (2048³) in GFLOP/s: the library's `dot` on GPU tensors (which
 //! calls cuBLAS) and cuBLAS SGEMM called directly; and, into existing tensors at 16M and 256M
-//! f32, a copy, `a*x + b*y`, a transposed add and `Σ(x - y)²` beside a copy of the same size. Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
+//! f32, a copy, `a*x + b*y`, a transposed add and `Σ(x - y)²` beside a copy of the same size.
+//! Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
 //! short run. To run on a GPU machine without Rust, build here with `--no-run`, carry the
