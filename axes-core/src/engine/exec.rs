@@ -458,7 +458,9 @@ fn pieces(range: Range<usize>, len: usize) -> impl Iterator<Item = (usize, usize
 }
 
 /// Folds the whole inner range `lo..hi` into the one destination element at `at`, with
-/// [`LANES`] accumulators carried across chunks.
+/// four groups of [`LANES`] accumulators carried across chunks (each group one vector
+/// register at AVX-512, so that consecutive adds do not wait on each other: one register's
+/// chain of adds held a 1,024-element sum to its latency).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
@@ -471,12 +473,33 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
     at: isize,
     chunk: usize,
 ) {
+    // The four groups are separate arrays and take a piece of values evaluated first: in one
+    // array of 64, or fed by `eval.at` directly, LLVM kept them on the stack or stopped
+    // vectorising (benches/NOTES.md).
     let mut lanes = [sink.identity(); LANES];
+    let (mut b, mut c, mut d) = (lanes, lanes, lanes);
     let mut tail = sink.identity();
     for (start, n) in pieces(lo..hi, chunk) {
         eval.load(outer, start, n);
+        let groups_end = n / (4 * LANES) * (4 * LANES);
+        for j in (0..groups_end).step_by(4 * LANES) {
+            let mut piece = [sink.identity(); 4 * LANES];
+            for (i, value) in piece.iter_mut().enumerate() {
+                // SAFETY: j + i < groups_end <= n, loaded just above.
+                *value = unsafe { eval.at(j + i) };
+            }
+            let (p0, rest) = piece.split_at(LANES);
+            let (p1, rest) = rest.split_at(LANES);
+            let (p2, p3) = rest.split_at(LANES);
+            for l in 0..LANES {
+                lanes[l] = sink.combine(lanes[l], p0[l]);
+                b[l] = sink.combine(b[l], p1[l]);
+                c[l] = sink.combine(c[l], p2[l]);
+                d[l] = sink.combine(d[l], p3[l]);
+            }
+        }
         let full = n / LANES * LANES;
-        for j in (0..full).step_by(LANES) {
+        for j in (groups_end..full).step_by(LANES) {
             for (l, lane) in lanes.iter_mut().enumerate() {
                 // SAFETY: j + l < full <= n, loaded just above.
                 *lane = sink.combine(*lane, unsafe { eval.at(j + l) });
@@ -485,6 +508,11 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
         for i in full..n {
             // SAFETY: i < n.
             tail = sink.combine(tail, unsafe { eval.at(i) });
+        }
+    }
+    for group in [b, c, d] {
+        for (lane, value) in lanes.iter_mut().zip(group) {
+            *lane = sink.combine(*lane, value);
         }
     }
     // The lanes are folded in order: a pairwise tree here (lane l with l + 8, then + 4, ...)
