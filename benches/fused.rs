@@ -109,17 +109,16 @@ fn pool(c: &mut Criterion) {
         .num_threads(2)
         .build()
         .unwrap();
-    let mut g = c.benchmark_group("pool hand-off");
-    g.bench_function("scope of 2 tasks", |bench| {
-        bench.iter(|| {
-            pool.install(|| {
-                rayon::scope(|s| {
-                    s.spawn(|_| black_box(()));
-                    s.spawn(|_| black_box(()));
-                })
+    let two_tasks = || {
+        pool.install(|| {
+            rayon::scope(|s| {
+                s.spawn(|_| black_box(()));
+                s.spawn(|_| black_box(()));
             })
         })
-    });
+    };
+    let mut g = c.benchmark_group("pool hand-off");
+    g.bench_function("scope of 2 tasks", |bench| bench.iter(two_tasks));
     g.bench_function("in-place scope of 1 task", |bench| {
         bench.iter(|| {
             pool.in_place_scope(|s| {
@@ -135,12 +134,7 @@ fn pool(c: &mut Criterion) {
             for _ in 0..iters {
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 let start = std::time::Instant::now();
-                pool.install(|| {
-                    rayon::scope(|s| {
-                        s.spawn(|_| black_box(()));
-                        s.spawn(|_| black_box(()));
-                    })
-                });
+                two_tasks();
                 total += start.elapsed();
             }
             total
