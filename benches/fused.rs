@@ -4,7 +4,8 @@
 //! with y stored transposed (4096²) · W4 sum over each axis of 4096² · W5 W1 at 4096
 //! elements (per-call cost) · W6 `tanh(x)*y + exp(-x)` (16M) against std's scalar functions
 //! · W7 `sum((x-y)^2)` at every size from 4^3 to 4^12 · W8 W1 into a fresh result each call
-//! against a hand `.collect()` · a triad `a = b + s*c` as the bandwidth reference · what
+//! against a hand `.collect()` · a triad `a = b + s*c` as the bandwidth reference · W1 and
+//! W6 from 2^12 to 2^20 elements on one and two threads (where splits start to pay) · what
 //! handing work to a pool of two threads costs.
 //!
 //! After criterion's own report, prints a table of medians, GB/s and ratios to the peers.
@@ -101,6 +102,42 @@ fn w7(c: &mut Criterion) {
     g.finish();
 }
 
+/// The lengths of the split-by-size group: 2^12 to 2^20, where splitting starts to pay.
+const SPLIT_SIZES: [usize; 9] = [
+    1 << 12,
+    1 << 13,
+    1 << 14,
+    1 << 15,
+    1 << 16,
+    1 << 17,
+    1 << 18,
+    1 << 19,
+    1 << 20,
+];
+
+/// Element-wise assignments by size on one and two threads, a light one (`a*x + b*y`: memory)
+/// and a heavy one (`tanh(x) y + exp(-x)`: arithmetic): where the thread split's cost model
+/// hands work to the pool, two threads should not lose to one.
+fn split_by_size(c: &mut Criterion) {
+    let mut g = c.benchmark_group("split by size");
+    for n in SPLIT_SIZES {
+        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 20)).unwrap();
+        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 21)).unwrap();
+        let mut out = Tensor::<f32, (N,)>::zeros(N.len(n)).unwrap();
+        for threads in [1, 2] {
+            axes::set_threads(threads).unwrap();
+            g.bench_function(BenchmarkId::new(format!("axpby {threads}t"), n), |bench| {
+                bench.iter(|| out.assign(&tx * 1.5f32 + &ty * -0.5f32).unwrap())
+            });
+            g.bench_function(
+                BenchmarkId::new(format!("tanh exp {threads}t"), n),
+                |bench| bench.iter(|| out.assign(tx.tanh() * &ty + (-&tx).exp()).unwrap()),
+            );
+        }
+    }
+    g.finish();
+}
+
 /// What handing work to a pool of two threads costs (the floor under any split's gain, for
 /// the cost model of thread splits): a scope of two empty tasks, a scope on this thread with
 /// one task on the pool, and the first after the pool sat idle for 1 ms (its threads asleep).
@@ -141,6 +178,32 @@ fn pool(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// The split-by-size group's two-thread times against one thread's.
+fn summary_split() {
+    let group = "split by size";
+    println!("\nelement-wise by size, median µs per call");
+    println!(
+        "{:>10} {:>10} {:>10} {:>8} {:>12} {:>12} {:>8}",
+        "n", "axpby 1t", "axpby 2t", "2t/1t", "tanh exp 1t", "tanh exp 2t", "2t/1t"
+    );
+    for n in SPLIT_SIZES {
+        let us = |id: &str| median_ns(group, &format!("{id}/{n}")).map(|ns| ns / 1e3);
+        let (Some(a1), Some(a2), Some(t1), Some(t2)) = (
+            us("axpby 1t"),
+            us("axpby 2t"),
+            us("tanh exp 1t"),
+            us("tanh exp 2t"),
+        ) else {
+            continue;
+        };
+        println!(
+            "{n:>10} {a1:>10.2} {a2:>10.2} {:>8.2} {t1:>12.2} {t2:>12.2} {:>8.2}",
+            a2 / a1,
+            t2 / t1
+        );
+    }
 }
 
 /// W7's ratios: axes on one thread against the hand loop, and two threads against one.
@@ -569,10 +632,12 @@ fn main() {
     w6(&mut c);
     w7(&mut c);
     w8(&mut c);
+    split_by_size(&mut c);
     pool(&mut c);
     c.final_summary();
     summary();
     summary_by_size();
+    summary_split();
     let group = "pool hand-off";
     println!("\npool of 2 threads, median µs per hand-off");
     for id in [

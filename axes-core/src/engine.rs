@@ -12,8 +12,9 @@
 //! ordered by stride (smallest innermost), axes contiguous in every operand merged
 //! ([`plan::Plan`]). The executor ([`exec`]) then walks the outer axes and evaluates the
 //! innermost one in chunks of [`CHUNK`] elements with a monomorphised, vectorisable loop,
-//! split across threads above [`exec::PARALLEL_MIN_ELEMENTS`].
+//! split across threads where the [`cost`] model says the split pays.
 
+pub mod cost;
 pub mod cpu;
 pub mod exec;
 pub(crate) mod interp;

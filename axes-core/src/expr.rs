@@ -49,7 +49,7 @@ pub use ops::{Clamp, Powf, Powi};
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
-use crate::ir::Ir;
+use crate::ir::{Ir, OpWeights};
 use crate::list::{AxisSet, Difference};
 use crate::protocol::Buffers;
 use crate::tensor::FlatPartsList;
@@ -104,6 +104,10 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     /// run-time description).
     #[doc(hidden)]
     const FUSED_ONLY: bool = false;
+    /// The element-wise ops the expression computes per element, by kind (a tensor or a
+    /// scalar: none): what the CPU's cost model weighs a thread split by.
+    #[doc(hidden)]
+    const WEIGHTS: OpWeights = OpWeights::NONE;
     /// What a reference to this expression points a [`Borrowed`] leaf at: the expression
     /// itself, or for a reference or a [`Lazy`], what it holds (a node with no lifetime).
     #[doc(hidden)]

@@ -17,7 +17,7 @@ use crate::engine::leaf::LeafEval;
 use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan, Space};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
-use crate::ir::{Ir, ReduceOp};
+use crate::ir::{Ir, OpWeights, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet};
 use crate::protocol::{BufferRef, Buffers, Device, host_elements};
@@ -127,7 +127,13 @@ fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layo
             lengths: format!("{:?}", layout.lens()),
         })?;
         let mut out = storage::for_overwrite(count)?;
-        exec::run(&plan, &mut out, Assign, &|| LeafEval::new(data, &plan, 0))?;
+        exec::run(
+            &plan,
+            &mut out,
+            Assign,
+            &|| LeafEval::new(data, &plan, 0),
+            OpWeights::NONE,
+        )?;
         Ok((out, layout))
     }
     Ok(match data {

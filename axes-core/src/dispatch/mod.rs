@@ -192,7 +192,7 @@ fn fused_parts<E: Expr, S: Sink<E::Elem>>(
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, &mut data, fresh.sink, &make)?;
+    exec::run(&plan, &mut data, fresh.sink, &make, E::WEIGHTS)?;
     Ok((Storage::new(data), layout))
 }
 
@@ -230,7 +230,7 @@ fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Res
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, &mut total, sink, &make)?;
+    exec::run(&plan, &mut total, sink, &make, E::WEIGHTS)?;
     Ok(total[0])
 }
 
@@ -316,7 +316,7 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
-    exec::run(&plan, data, sink, &make)?;
+    exec::run(&plan, data, sink, &make, E::WEIGHTS)?;
     Ok(())
 }
 

@@ -12,27 +12,21 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::cost;
 use super::plan::Plan;
 #[cfg(target_arch = "x86_64")]
 use super::simd::stream_copy;
 use super::threads;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::ir::{ReduceFn, ReduceOp};
+use crate::ir::{OpWeights, ReduceFn, ReduceOp};
 use crate::list::MAX_RANK;
 use crate::num::take_division_by_zero;
-
-/// Below this many iterations an evaluation runs on the calling thread: handing work to the
-/// pool costs far more than a small fused op (figures: `benches/NOTES.md`).
-pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
 
 /// Fixed work split of reductions over the outermost axis: blocks of at least this many
 /// iterations, at most [`MAX_BLOCKS`] of them, whatever the thread count.
 const BLOCK_MIN_ELEMENTS: usize = 1 << 16;
 const MAX_BLOCKS: usize = 64;
-
-/// Reductions over the outermost axis go to the pool from this many iterations.
-const REDUCE_PARALLEL_MIN_ELEMENTS: usize = 1 << 19;
 
 /// Accumulators kept per reduction: sums over long axes stay accurate and vectorise.
 const LANES: usize = 16;
@@ -154,7 +148,9 @@ unsafe impl<T: Send> Send for Dest<T> {}
 unsafe impl<T: Send> Sync for Dest<T> {}
 
 /// Runs `plan`, writing or combining every result into `dest` (the destination buffer,
-/// laid out by the plan's operand 0). `make_eval` makes one evaluator per task.
+/// laid out by the plan's operand 0). `make_eval` makes one evaluator per task; `ops` are
+/// the element-wise ops it computes per element (what a thread split is weighed by,
+/// [`cost`]).
 ///
 /// The destination's layout must be injective (no two indices at one position) when the
 /// plan has more than one iteration per destination element only along axes where the
@@ -166,6 +162,7 @@ pub fn run<T, E, S>(
     dest: &mut [T],
     sink: S,
     make_eval: &(dyn Fn() -> E + Sync),
+    ops: OpWeights,
 ) -> Result<()>
 where
     T: Element,
@@ -176,7 +173,7 @@ where
     let task = |dest: Dest<T>, streaming: bool, lo: usize, hi: usize| {
         run_task(plan, dest, streaming, sink, make_eval, lo, hi, &divided)
     };
-    run_tasks(plan, dest, sink, &task);
+    run_tasks(plan, dest, sink, &task, ops);
     if divided.load(Ordering::Relaxed) {
         return Err(Error::DivisionByZero);
     }
@@ -190,7 +187,13 @@ type Task<'a, T> = dyn Fn(Dest<T>, bool, usize, usize) + Sync + 'a;
 /// Splits `plan` into tasks and runs them, on the pool where it pays. Not generic over the
 /// expression (`task` is): the scheduling code is compiled once per element type and sink,
 /// not once per expression.
-fn run_tasks<T: Element, S: Sink<T>>(plan: &Plan, dest: &mut [T], sink: S, task: &Task<'_, T>) {
+fn run_tasks<T: Element, S: Sink<T>>(
+    plan: &Plan,
+    dest: &mut [T],
+    sink: S,
+    task: &Task<'_, T>,
+    ops: OpWeights,
+) {
     if plan.count == 0 {
         return;
     }
@@ -199,7 +202,7 @@ fn run_tasks<T: Element, S: Sink<T>>(plan: &Plan, dest: &mut [T], sink: S, task:
         len: dest.len(),
     };
     let streaming = streams::<T, S>(plan);
-    let parallel = plan.count >= PARALLEL_MIN_ELEMENTS && threads::threads() > 1;
+    let parallel = split_pays::<T>(plan, ops);
     let outer_kept = plan.rank == 0 || plan.access[0].strides[0] != 0;
     if outer_kept {
         let len0 = if plan.rank == 0 { 1 } else { plan.lens[0] };
@@ -228,10 +231,6 @@ fn run_tasks<T: Element, S: Sink<T>>(plan: &Plan, dest: &mut [T], sink: S, task:
         task(d, streaming, 0, len0);
         return;
     }
-    // Each block's work is one pass over its part of the operands with nothing written but
-    // its partial: below a few blocks' worth, handing blocks to the pool costs more than it
-    // saves (a sum of 2^18 elements was 1.17× slower on two threads than on one).
-    let parallel = parallel && plan.count >= REDUCE_PARALLEL_MIN_ELEMENTS;
     let mut partials = vec![sink.identity(); blocks * d.len];
     let partial_dests: Vec<Dest<T>> = partials
         .chunks_mut(d.len)
@@ -265,6 +264,23 @@ fn run_tasks<T: Element, S: Sink<T>>(plan: &Plan, dest: &mut [T], sink: S, task:
             *out = sink.combine(*out, p);
         }
     }
+}
+
+/// Whether `plan` runs sooner split across the pool: its work (the bytes it streams, the ops
+/// it computes) weighed against a hand-off ([`cost::COMPILED`]).
+fn split_pays<T>(plan: &Plan, ops: OpWeights) -> bool {
+    // No expression this small is worth a hand-off; checked first, so small calls skip the
+    // rest.
+    const FLOOR: usize = 1 << 10;
+    if plan.count < FLOOR || threads::threads() < 2 {
+        return false;
+    }
+    let rank = plan.rank;
+    let streams = (plan.access.iter())
+        .filter(|a| a.strides[..rank].iter().any(|&s| s != 0))
+        .count();
+    let work = cost::element_wise_ns(plan.count, streams * std::mem::size_of::<T>(), ops);
+    cost::COMPILED.pays(work)
 }
 
 /// Whether `plan`'s destination is written with streaming stores: a plain assignment (no

@@ -23,7 +23,7 @@ use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, Una
 use crate::layout::within;
 use crate::num::{Num, take_division_by_zero};
 
-use super::threads;
+use super::{cost, threads};
 
 /// Elements per block.
 pub(crate) const BLOCK: usize = 256;
@@ -440,11 +440,6 @@ pub(crate) fn run(
     Ok(())
 }
 
-/// Work (elements times instructions) from which a run is split across threads: about
-/// 0.2 ms. Below it, waking a pool thread costs about what it saves (from 2^16, the
-/// training step of `benches/train_step.rs` was 2–10% slower on two threads).
-const PARALLEL_MIN_WORK: usize = 1 << 18;
-
 /// An iteration space in canonical form: length-1 axes dropped, axes ordered by stride
 /// (largest outermost, summed over every operand), and axes merged where every operand
 /// steps over the inner one exactly into the outer one. Only lengths and strides decide it,
@@ -532,8 +527,10 @@ fn run_split(
     sinks: Vec<Sink<'_>>,
 ) -> Result<bool> {
     let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
-    let splits: Option<Vec<SinkSplit>> = (!lens.is_empty()
-        && count.saturating_mul(program.insts.len()) >= PARALLEL_MIN_WORK)
+    // Decided by the work alone, not the thread count: a split into partial results sums in
+    // another order, which must be the same on every thread count.
+    let work = cost::interpreted_ns(count, program.insts.len());
+    let splits: Option<Vec<SinkSplit>> = (!lens.is_empty() && cost::INTERPRETED.pays(work))
         .then(|| {
             (sinks.iter())
                 .map(|sink| {

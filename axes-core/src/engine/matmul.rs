@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 
 use half::{bf16, f16};
 
-use super::threads;
+use super::{cost, threads};
 use crate::error::{Error, Result};
 use crate::layout::within;
 use crate::num::Num;
@@ -96,10 +96,11 @@ pub(crate) fn batched_matmul_into<T: Num>(
     let threads = threads::threads();
     let parts = threads.min(batches);
     if parts < 2
-        || m.saturating_mul(n)
-            .saturating_mul(k)
-            .saturating_mul(batches)
-            < SPLIT_MIN_MACS
+        || !split_pays(
+            m.saturating_mul(n)
+                .saturating_mul(k)
+                .saturating_mul(batches),
+        )
     {
         matmul_batches(out, 0..batches, batch_lens, (m, n, k), lhs, rhs, threads);
         return Ok(());
@@ -158,19 +159,16 @@ fn matmul_batches<T: Num>(
     }
 }
 
-/// Products of at least this many multiply-adds are split across threads: ≈ 80 µs of work at
-/// `gemm`'s speed on one core, where half of it is worth several hand-offs to the pool (one
-/// costs 15–46 µs on the 2-core host of `benches/NOTES.md`; at 2^19, ≈ 10 µs of work, a split
-/// cost more than it saved).
-const SPLIT_MIN_MACS: usize = 1 << 22;
+/// Whether products of `macs` multiply-adds in all run sooner split across threads (by the
+/// [`cost`] model: from 2^22 on the measured host; at 2^21, the MLP training step's products,
+/// a split cost more than it saved).
+fn split_pays(macs: usize) -> bool {
+    cost::PRODUCTS.pays(cost::products_ns(macs))
+}
 
 /// From this many multiply-adds `gemm`'s own threads (which share the packed operands) beat
 /// our split by rows: 1024³ was 7% faster on them, on 2 cores.
 const SPLIT_MAX_MACS: usize = 1 << 24;
-
-/// Products the row split does not take (too large, or too few rows) run on `gemm`'s own
-/// threads from this size.
-const GEMM_PARALLEL_MIN_MACS: usize = 1 << 22;
 
 /// Rows per part start at multiples of this, a multiple of `gemm`'s register tile for f32
 /// and f64, so every part is tiled as the whole product would be.
@@ -297,7 +295,7 @@ fn matmul<T: Num>(
             col_stride: r_cs,
         };
         let macs = m.saturating_mul(n).saturating_mul(k);
-        if threads == 1 || macs < SPLIT_MIN_MACS {
+        if threads == 1 || !split_pays(macs) {
             gemm_rows(dst, 0..m, n, k, &lhs, &rhs, gemm::Parallelism::None);
         } else if let Some(rows) = rows_per_part(m, n, threads)
             && macs < SPLIT_MAX_MACS
@@ -325,11 +323,10 @@ fn matmul<T: Num>(
                     gemm::Parallelism::None,
                 );
             });
-        } else if macs >= GEMM_PARALLEL_MIN_MACS {
+        } else {
+            // Too large for the row split, or too few rows: on `gemm`'s own threads.
             let parallelism = gemm::Parallelism::Rayon(threads);
             threads::install(|| gemm_rows(dst, 0..m, n, k, &lhs, &rhs, parallelism));
-        } else {
-            gemm_rows(dst, 0..m, n, k, &lhs, &rhs, gemm::Parallelism::None);
         }
         return;
     }
@@ -390,6 +387,11 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) as usize % below
         };
+        // The smallest power of two of multiply-adds that is split.
+        let least_split = (0..usize::BITS)
+            .map(|s| 1usize << s)
+            .find(|&macs| split_pays(macs))
+            .expect("large products are split");
         for case in 0..18 {
             // Row counts around gemm's small-product bound and column counts on both sides
             // of it; depths past 512 are blocked by gemm. The first two: row counts that a
@@ -403,7 +405,7 @@ mod tests {
                     [10, 40, 64, 65, 200][next(5)],
                 ),
             };
-            let k = (SPLIT_MIN_MACS / (m * n)).max(1) + next(700);
+            let k = (least_split / (m * n)).max(1) + next(700);
             let lhs: Vec<f64> = (0..m * k).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
             let rhs: Vec<f64> = (0..k * n).map(|_| next(2001) as f64 / 1e3 - 1.0).collect();
             let lhs_strides = if case % 2 == 0 { (k, 1) } else { (1, m) };

@@ -87,6 +87,7 @@ macro_rules! forward_expr {
         type Target = $n::Target;
         const DEPTH: usize = $n::DEPTH;
         const FUSED_ONLY: bool = $n::FUSED_ONLY;
+        const WEIGHTS: crate::ir::OpWeights = $n::WEIGHTS;
         type Eval<'a>
             = $n::Eval<'a>
         where

@@ -61,6 +61,7 @@ impl<E: Expr> Expr for &E {
     type Target = E::Target;
     const DEPTH: usize = E::DEPTH;
     const FUSED_ONLY: bool = E::FUSED_ONLY;
+    const WEIGHTS: crate::ir::OpWeights = E::WEIGHTS;
     fn target(&self) -> &E::Target {
         (**self).target()
     }

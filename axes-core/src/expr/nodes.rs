@@ -7,7 +7,7 @@ use super::Expr;
 use crate::element::Element;
 use crate::engine::exec::ChunkEval;
 use crate::engine::plan::{Leaves, Plan};
-use crate::ir::{BinaryFn, Ir, IrNode, UnaryFn};
+use crate::ir::{BinaryFn, Ir, IrNode, OpWeights, UnaryFn};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::protocol::Buffers;
 use crate::tensor::FlatPartsList;
@@ -108,6 +108,7 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     type Target = Self;
     const DEPTH: usize = E::DEPTH + 1;
     const FUSED_ONLY: bool = E::FUSED_ONLY;
+    const WEIGHTS: OpWeights = E::WEIGHTS.plus(Op::WEIGHT);
     fn target(&self) -> &Self {
         self
     }
@@ -213,6 +214,7 @@ where
     type Target = Self;
     const DEPTH: usize = deeper(L::DEPTH, R::DEPTH) + 1;
     const FUSED_ONLY: bool = L::FUSED_ONLY || R::FUSED_ONLY;
+    const WEIGHTS: OpWeights = L::WEIGHTS.plus(R::WEIGHTS).plus(Op::WEIGHT);
     fn target(&self) -> &Self {
         self
     }
@@ -320,6 +322,10 @@ where
     type Target = Self;
     const DEPTH: usize = deeper(C::DEPTH, deeper(A::DEPTH, B::DEPTH)) + 1;
     const FUSED_ONLY: bool = C::FUSED_ONLY || A::FUSED_ONLY || B::FUSED_ONLY;
+    const WEIGHTS: OpWeights = C::WEIGHTS
+        .plus(A::WEIGHTS)
+        .plus(B::WEIGHTS)
+        .plus(OpWeights::SIMPLE);
     fn target(&self) -> &Self {
         self
     }
@@ -406,6 +412,7 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     type Target = Self;
     const DEPTH: usize = E::DEPTH + 1;
     const FUSED_ONLY: bool = E::FUSED_ONLY;
+    const WEIGHTS: OpWeights = E::WEIGHTS.plus(OpWeights::SIMPLE);
     fn target(&self) -> &Self {
         self
     }
@@ -480,6 +487,8 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     type Target = Self;
     const DEPTH: usize = E::DEPTH + 1;
     const FUSED_ONLY: bool = true;
+    // A closure could cost anything: counted as a transcendental function.
+    const WEIGHTS: OpWeights = E::WEIGHTS.plus(OpWeights::TRANSCENDENTAL);
     fn target(&self) -> &Self {
         self
     }

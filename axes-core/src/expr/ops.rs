@@ -1,7 +1,7 @@
 //! Typed ops with a parameter: `x.powi(3)`, `x.powf(0.5)`, `x.clamp(lo, hi)`. They describe
 //! themselves as table ops ([`crate::ir::ops`]) with constants.
 
-use crate::ir::{BinaryOp, Ir, IrNode, UnaryFn};
+use crate::ir::{BinaryOp, Ir, IrNode, OpWeights, UnaryFn};
 use crate::num::{Float, Num};
 
 /// `x^n` for a fixed integer `n`.
@@ -9,6 +9,7 @@ use crate::num::{Float, Num};
 pub struct Powi(pub i32);
 impl<T: Num> UnaryFn<T> for Powi {
     type Out = T;
+    const WEIGHT: OpWeights = OpWeights::TRANSCENDENTAL;
     #[inline(always)]
     fn apply(self, x: T) -> T {
         x.powi(self.0)
@@ -24,6 +25,7 @@ impl<T: Num> UnaryFn<T> for Powi {
 pub struct Powf<T>(pub T);
 impl<T: Float> UnaryFn<T> for Powf<T> {
     type Out = T;
+    const WEIGHT: OpWeights = OpWeights::TRANSCENDENTAL;
     #[inline(always)]
     fn apply(self, x: T) -> T {
         x.powf(self.0)
@@ -39,6 +41,7 @@ impl<T: Float> UnaryFn<T> for Powf<T> {
 pub struct Clamp<T>(pub T, pub T);
 impl<T: Num> UnaryFn<T> for Clamp<T> {
     type Out = T;
+    const WEIGHT: OpWeights = OpWeights::SIMPLE.plus(OpWeights::SIMPLE);
     #[inline(always)]
     fn apply(self, x: T) -> T {
         Num::min(Num::max(x, self.0), self.1)

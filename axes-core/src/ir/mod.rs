@@ -8,8 +8,8 @@ use crate::element::DType;
 pub mod ops;
 
 pub use ops::{
-    BinaryFn, BinaryOp, CompareOp, Derive, Domain, Identity, KernelSpelling, ReduceFn, ReduceOp,
-    UnaryFn, UnaryOp, binary, reduce, unary,
+    BinaryFn, BinaryOp, CompareOp, Derive, Domain, Identity, KernelSpelling, OpWeights, ReduceFn,
+    ReduceOp, UnaryFn, UnaryOp, binary, reduce, unary,
 };
 
 /// One node of an [`Ir`]; children are indices of earlier nodes.

@@ -97,10 +97,84 @@ impl Derive<'_> {
     }
 }
 
+/// How many element-wise ops of each kind of cost an expression computes per element: cheap
+/// ones (a vector instruction or two: add, compare, `abs`), divisions and square roots (a
+/// long-latency instruction), and transcendental functions (a polynomial of dozens of
+/// instructions: `exp`, `tanh`, `pow`). The CPU's cost model ([`crate::engine::cost`]) puts
+/// times on the kinds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpWeights {
+    /// Cheap ops.
+    pub simple: u32,
+    /// Divisions and square roots.
+    pub division: u32,
+    /// Transcendental functions.
+    pub transcendental: u32,
+}
+
+impl OpWeights {
+    /// No op (a tensor or a constant).
+    pub const NONE: OpWeights = OpWeights {
+        simple: 0,
+        division: 0,
+        transcendental: 0,
+    };
+    /// One cheap op.
+    pub const SIMPLE: OpWeights = OpWeights {
+        simple: 1,
+        ..OpWeights::NONE
+    };
+    /// One division or square root.
+    pub const DIVISION: OpWeights = OpWeights {
+        division: 1,
+        ..OpWeights::NONE
+    };
+    /// One transcendental function.
+    pub const TRANSCENDENTAL: OpWeights = OpWeights {
+        transcendental: 1,
+        ..OpWeights::NONE
+    };
+
+    /// Both counts together.
+    pub const fn plus(self, other: OpWeights) -> OpWeights {
+        OpWeights {
+            simple: self.simple.saturating_add(other.simple),
+            division: self.division.saturating_add(other.division),
+            transcendental: self.transcendental.saturating_add(other.transcendental),
+        }
+    }
+
+    /// The kind of `op`.
+    pub const fn of_unary(op: UnaryOp) -> OpWeights {
+        match op {
+            UnaryOp::Exp
+            | UnaryOp::Ln
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Sin
+            | UnaryOp::Cos => OpWeights::TRANSCENDENTAL,
+            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => OpWeights::DIVISION,
+            _ => OpWeights::SIMPLE,
+        }
+    }
+
+    /// The kind of `op`.
+    pub const fn of_binary(op: BinaryOp) -> OpWeights {
+        match op {
+            BinaryOp::Pow => OpWeights::TRANSCENDENTAL,
+            BinaryOp::Div => OpWeights::DIVISION,
+            _ => OpWeights::SIMPLE,
+        }
+    }
+}
+
 /// A typed element-wise function of one argument: what the CPU loop engine inlines.
 pub trait UnaryFn<T: Element>: Copy + Send + Sync {
     /// The result element type.
     type Out: Element;
+    /// What the function costs per element (for the CPU's thread-split decisions).
+    const WEIGHT: OpWeights = OpWeights::SIMPLE;
     /// Applies the function.
     fn apply(self, x: T) -> Self::Out;
     /// Appends the op applied to node `a` to `ir` (ops with parameters spell them out with
@@ -112,6 +186,8 @@ pub trait UnaryFn<T: Element>: Copy + Send + Sync {
 pub trait BinaryFn<T: Element>: Copy + Send + Sync {
     /// The result element type.
     type Out: Element;
+    /// What the function costs per element (for the CPU's thread-split decisions).
+    const WEIGHT: OpWeights = OpWeights::SIMPLE;
     /// Applies the function.
     fn apply(self, a: T, b: T) -> Self::Out;
     /// Appends the op applied to nodes `a` and `b` to `ir`.
@@ -439,7 +515,7 @@ macro_rules! define_unary_ops {
 
         /// The unary ops as typed zero-sized values, for the CPU loop engine.
         pub mod unary {
-            use super::{UnaryFn, UnaryOp};
+            use super::{OpWeights, UnaryFn, UnaryOp};
             use crate::ir::{Ir, IrNode};
             #[allow(unused_imports)]
             use crate::num::{Float, Num};
@@ -449,6 +525,7 @@ macro_rules! define_unary_ops {
                 pub struct $op;
                 impl<T: $domain> UnaryFn<T> for $op {
                     type Out = T;
+                    const WEIGHT: OpWeights = OpWeights::of_unary(UnaryOp::$op);
                     #[inline(always)]
                     fn apply(self, $x: T) -> T {
                         $scalar
@@ -554,7 +631,7 @@ macro_rules! define_binary_ops {
 
         /// The binary ops as typed zero-sized values, for the CPU loop engine.
         pub mod binary {
-            use super::{BinaryFn, BinaryOp};
+            use super::{BinaryFn, BinaryOp, OpWeights};
             use crate::ir::{Ir, IrNode};
             #[allow(unused_imports)]
             use crate::num::{Float, Num};
@@ -564,6 +641,7 @@ macro_rules! define_binary_ops {
                 pub struct $op;
                 impl<T: $domain> BinaryFn<T> for $op {
                     type Out = T;
+                    const WEIGHT: OpWeights = OpWeights::of_binary(BinaryOp::$op);
                     #[inline(always)]
                     fn apply(self, $a: T, $b: T) -> T {
                         $scalar
