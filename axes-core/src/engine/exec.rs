@@ -270,9 +270,9 @@ fn run_tasks<T: Element, S: Sink<T>>(
 /// it computes) weighed against a hand-off ([`cost::COMPILED`]).
 fn split_pays<T>(plan: &Plan, ops: OpWeights) -> bool {
     // No expression this small is worth a hand-off; checked first, so small calls skip the
-    // rest.
-    const FLOOR: usize = 1 << 10;
-    if plan.count < FLOOR || threads::threads() < 2 {
+    // rest (the thread count, behind a lock, last).
+    const FLOOR: usize = 1 << 12;
+    if plan.count < FLOOR {
         return false;
     }
     let rank = plan.rank;
@@ -280,7 +280,7 @@ fn split_pays<T>(plan: &Plan, ops: OpWeights) -> bool {
         .filter(|a| a.strides[..rank].iter().any(|&s| s != 0))
         .count();
     let work = cost::element_wise_ns(plan.count, streams * std::mem::size_of::<T>(), ops);
-    cost::COMPILED.pays(work)
+    cost::COMPILED.pays(work) && threads::threads() > 1
 }
 
 /// Whether `plan`'s destination is written with streaming stores: a plain assignment (no
