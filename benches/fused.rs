@@ -68,24 +68,15 @@ fn hand_l2<const LANES: usize>(x: &[f32], y: &[f32]) -> f32 {
 }
 
 /// The lengths of W7: 4^3 to 4^12.
-const L2_SIZES: [usize; 10] = [
-    1 << 6,
-    1 << 8,
-    1 << 10,
-    1 << 12,
-    1 << 14,
-    1 << 16,
-    1 << 18,
-    1 << 20,
-    1 << 22,
-    1 << 24,
-];
+fn l2_sizes() -> impl Iterator<Item = usize> {
+    (3..=12).map(|k| 1 << (2 * k))
+}
 
 /// `(&x - &y).square().sum_all()` at every size from 4^3 to 4^12: the per-call cost at small
 /// sizes (against a 16-accumulator hand loop) and whether two threads ever lose to one.
 fn w7(c: &mut Criterion) {
     let mut g = c.benchmark_group("W7 l2 by size");
-    for n in L2_SIZES {
+    for n in l2_sizes() {
         let (x, y) = (data(n, 5), data(n, 6));
         let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), x.clone()).unwrap();
         let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), y.clone()).unwrap();
@@ -103,24 +94,16 @@ fn w7(c: &mut Criterion) {
 }
 
 /// The lengths of the split-by-size group: 2^12 to 2^20, where splitting starts to pay.
-const SPLIT_SIZES: [usize; 9] = [
-    1 << 12,
-    1 << 13,
-    1 << 14,
-    1 << 15,
-    1 << 16,
-    1 << 17,
-    1 << 18,
-    1 << 19,
-    1 << 20,
-];
+fn split_sizes() -> impl Iterator<Item = usize> {
+    (12..=20).map(|k| 1 << k)
+}
 
 /// Element-wise assignments by size on one and two threads, a light one (`a*x + b*y`: memory)
 /// and a heavy one (`tanh(x) y + exp(-x)`: arithmetic): where the thread split's cost model
 /// hands work to the pool, two threads should not lose to one.
 fn split_by_size(c: &mut Criterion) {
     let mut g = c.benchmark_group("split by size");
-    for n in SPLIT_SIZES {
+    for n in split_sizes() {
         let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 20)).unwrap();
         let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 21)).unwrap();
         let mut out = Tensor::<f32, (N,)>::zeros(N.len(n)).unwrap();
@@ -188,7 +171,7 @@ fn summary_split() {
         "{:>10} {:>10} {:>10} {:>8} {:>12} {:>12} {:>8}",
         "n", "axpby 1t", "axpby 2t", "2t/1t", "tanh exp 1t", "tanh exp 2t", "2t/1t"
     );
-    for n in SPLIT_SIZES {
+    for n in split_sizes() {
         let us = |id: &str| median_ns(group, &format!("{id}/{n}")).map(|ns| ns / 1e3);
         let (Some(a1), Some(a2), Some(t1), Some(t2)) = (
             us("axpby 1t"),
@@ -214,7 +197,7 @@ fn summary_by_size() {
         "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
         "n", "axes 1t", "axes 2t", "hand 1t", "hand/axes", "2t/1t"
     );
-    for n in L2_SIZES {
+    for n in l2_sizes() {
         let us = |id: &str| median_ns(group, &format!("{id}/{n}")).map(|ns| ns / 1e3);
         let (Some(one), Some(two), Some(hand)) =
             (us("axes 1t"), us("axes 2t"), us("hand 16 acc 1t"))
