@@ -144,7 +144,7 @@ impl OpWeights {
         }
     }
 
-    /// The kind of `op`.
+    /// The kind of `op` (every op named: a new op must be given its kind).
     pub const fn of_unary(op: UnaryOp) -> OpWeights {
         match op {
             UnaryOp::Exp
@@ -155,7 +155,13 @@ impl OpWeights {
             | UnaryOp::Sin
             | UnaryOp::Cos => OpWeights::TRANSCENDENTAL,
             UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => OpWeights::DIVISION,
-            _ => OpWeights::SIMPLE,
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Square
+            | UnaryOp::Signum
+            | UnaryOp::Relu
+            | UnaryOp::Floor
+            | UnaryOp::Ceil => OpWeights::SIMPLE,
         }
     }
 
@@ -164,7 +170,9 @@ impl OpWeights {
         match op {
             BinaryOp::Pow => OpWeights::TRANSCENDENTAL,
             BinaryOp::Div => OpWeights::DIVISION,
-            _ => OpWeights::SIMPLE,
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min => {
+                OpWeights::SIMPLE
+            }
         }
     }
 }
