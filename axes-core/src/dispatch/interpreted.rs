@@ -131,7 +131,7 @@ fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layo
             &plan,
             &mut out,
             Assign,
-            &|| LeafEval::new(data, &plan, 0),
+            &|| LeafEval::new(data, leaf.layout.offset(), &plan, 0),
             OpWeights::NONE,
         )?;
         Ok((out, layout))

@@ -275,11 +275,7 @@ fn split_pays<T>(plan: &Plan, ops: OpWeights) -> bool {
     if plan.count < FLOOR {
         return false;
     }
-    let rank = plan.rank;
-    let streams = (plan.access.iter())
-        .filter(|a| a.strides[..rank].iter().any(|&s| s != 0))
-        .count();
-    let work = cost::element_wise_ns(plan.count, streams * std::mem::size_of::<T>(), ops);
+    let work = cost::element_wise_ns(plan.count, plan.streams * std::mem::size_of::<T>(), ops);
     cost::COMPILED.pays(work) && threads::threads() > 1
 }
 

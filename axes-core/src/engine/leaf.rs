@@ -6,7 +6,7 @@ use std::ptr;
 
 use super::CHUNK;
 use super::exec::ChunkEval;
-use super::plan::{Access, Padding, Plan};
+use super::plan::{Access, FLAT_LEAF, Padding, Plan};
 #[cfg(target_arch = "x86_64")]
 use super::simd::{prefetch_bytes, transpose_4byte_avx2};
 use crate::element::Element;
@@ -38,7 +38,21 @@ struct Tile<T> {
 }
 
 impl<'a, T: Element> LeafEval<'a, T> {
-    pub(crate) fn new(data: &'a [T], plan: &'a Plan, leaf: usize) -> Self {
+    /// The loader of leaf number `leaf` of `plan`, a tensor whose elements are `data` and
+    /// whose layout starts at `offset`.
+    #[inline(always)]
+    pub(crate) fn new(data: &'a [T], offset: usize, plan: &'a Plan, leaf: usize) -> Self {
+        if plan.flat {
+            return LeafEval {
+                data: &data[offset..],
+                access: &FLAT_LEAF,
+                padding: None,
+                rank: 1,
+                current: ptr::null(),
+                scratch: Vec::new(),
+                tile: None,
+            };
+        }
         let access = &plan.access[leaf + 1];
         LeafEval {
             data,

@@ -104,6 +104,7 @@ macro_rules! forward_expr {
             let $s = self;
             $inner.flat_parts(out);
         }
+        #[inline(always)]
         fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
             let $s = self;
             $inner.evaluator(plan, next_leaf)

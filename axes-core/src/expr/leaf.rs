@@ -44,9 +44,15 @@ impl<T: Element, A: AxisSet> Expr for Tensor<T, A> {
         out.push(Tensor::flat_parts(self));
     }
 
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> LeafEval<'a, T> {
         *next_leaf += 1;
-        LeafEval::new(self.storage().as_slice(), plan, *next_leaf - 1)
+        LeafEval::new(
+            self.storage().as_slice(),
+            self.layout().offset(),
+            plan,
+            *next_leaf - 1,
+        )
     }
 
     fn describe(&self, ir: &mut Ir) -> usize {
@@ -82,6 +88,7 @@ impl<E: Expr> Expr for &E {
         (**self).flat_parts(out);
     }
 
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> E::Eval<'a> {
         (**self).evaluator(plan, next_leaf)
     }

@@ -48,6 +48,7 @@ impl<T: Element> Expr for Scalar<T> {
         Self: 'a;
     fn operands<'a>(&'a self, _: &mut Leaves<'a>) {}
     fn buffers<'a>(&'a self, _: &mut Buffers<'a>) {}
+    #[inline(always)]
     fn evaluator(&self, _: &Plan, _: &mut usize) -> ScalarEval<T> {
         ScalarEval(self.0)
     }
@@ -125,6 +126,7 @@ impl<T: Element, E: Expr, Op: UnaryFn<E::Elem, Out = T>> Expr for Unary<T, E, Op
     fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         UnaryEval {
             inner: self.inner.evaluator(plan, next_leaf),
@@ -234,6 +236,7 @@ where
         self.left.flat_parts(out);
         self.right.flat_parts(out);
     }
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let left = self.left.evaluator(plan, next_leaf);
         BinaryEval {
@@ -348,6 +351,7 @@ where
         self.a.flat_parts(out);
         self.b.flat_parts(out);
     }
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         let cond = self.cond.evaluator(plan, next_leaf);
         let a = self.a.evaluator(plan, next_leaf);
@@ -429,6 +433,7 @@ impl<E: Expr, U: Element> Expr for Cast<E, U> {
     fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         CastEval(self.inner.evaluator(plan, next_leaf), PhantomData)
     }
@@ -505,6 +510,7 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
     fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
         self.inner.flat_parts(out);
     }
+    #[inline(always)]
     fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
         MapEval(self.inner.evaluator(plan, next_leaf), &self.f)
     }
