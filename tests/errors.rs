@@ -530,6 +530,16 @@ fn integer_division_by_zero_is_an_error() {
             (&bytes / &bytes).eval(),
             Err(Error::DivisionByZero)
         ));
+        // dense operands of one axis order, small: the flat path, summed and assigned
+        assert!(matches!(
+            (&mostly / &mostly).sum_all(),
+            Err(Error::DivisionByZero)
+        ));
+        let mut few = Tensor::<u8, (Batch,)>::zeros(Batch.len(4)).unwrap();
+        assert!(matches!(
+            few.assign(&bytes / &bytes),
+            Err(Error::DivisionByZero)
+        ));
     }
     axes::set_threads(2).unwrap();
     // floats: ±inf and NaN, as in PyTorch

@@ -12,7 +12,9 @@
 //! ordered by stride (smallest innermost), axes contiguous in every operand merged
 //! ([`plan::Plan`]). The executor ([`exec`]) then walks the outer axes and evaluates the
 //! innermost one in chunks of [`CHUNK`] elements with a monomorphised, vectorisable loop,
-//! split across threads where the [`cost`] model says the split pays.
+//! split across threads where the [`cost`] model says the split pays. The common small case
+//! — every leaf dense, in one axis order, too little work to split — skips the planner:
+//! [`exec::run_flat`] runs one loop over the elements ([`plan::Plan::flat_count`]).
 
 pub mod cost;
 pub mod cpu;

@@ -50,8 +50,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use crate::element::Element;
-use crate::engine::exec::{self, Sink};
-use crate::engine::plan::{Destination, Leaves, Plan};
+use crate::engine::exec::{self, Flat, Sink};
+use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::ReduceOp;
@@ -178,6 +178,15 @@ fn fused_parts<E: Expr, S: Sink<E::Elem>>(
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
+    let to = Flat::Along { offset: 0 };
+    if let Some(count) = flat_alone::<E>(&leaves, fresh.out, to)
+        && fresh.reduced.is_empty()
+    {
+        let layout = Layout::row_major(leaves[0].layout.lens());
+        let mut data = fresh.buffer(&layout)?;
+        run_flat(expr, &mut data, to, count, fresh.sink)?;
+        return Ok((Storage::new(data), layout));
+    }
     let mut layout = Layout::row_major(&[]);
     let mut plan = Plan::empty();
     plan.build(
@@ -217,6 +226,13 @@ fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Res
     let all = E::Axes::IDS;
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
+    let mut total = [init];
+    // Any axis order: every axis is reduced.
+    let order = leaves.first().map_or(&[][..], |leaf| leaf.ids);
+    if let Some(count) = flat_alone::<E>(&leaves, order, Flat::IntoOne) {
+        run_flat(expr, &mut total, Flat::IntoOne, count, sink)?;
+        return Ok(total[0]);
+    }
     let mut plan = Plan::empty();
     plan.build(
         &[],
@@ -225,13 +241,38 @@ fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Res
         Destination::Existing(&Layout::SCALAR),
         &leaves,
     )?;
-    let mut total = [init];
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)
     };
     exec::run(&plan, &mut total, sink, &make, E::WEIGHTS)?;
     Ok(total[0])
+}
+
+/// The number of iterations where the leaves of `E` evaluate flat on this thread into a
+/// destination with the axes `out` in that order (see [`Plan::flat_count`] and
+/// [`Flat::runs_alone`]): every leaf dense with the axes `out` in that order.
+#[inline]
+fn flat_alone<E: Expr>(leaves: &[LeafLayout<'_>], out: &[TypeId], to: Flat) -> Option<usize> {
+    let count = Plan::flat_count(leaves)?;
+    let ids = leaves[0].ids;
+    let in_order = ids.len() == out.len() && ids.iter().zip(out).all(|(a, b)| a == b);
+    (in_order && to.runs_alone::<E::Elem>(count, leaves.len(), E::WEIGHTS)).then_some(count)
+}
+
+/// Runs `expr` flat over `count` iterations into `dest` on this thread ([`exec::run_flat`]).
+#[inline]
+fn run_flat<E: Expr, S: Sink<E::Elem>>(
+    expr: &E,
+    dest: &mut [E::Elem],
+    to: Flat,
+    count: usize,
+    sink: S,
+) -> Result<()> {
+    let plan = Plan::flat_evaluators();
+    let mut next = 0;
+    let mut eval = expr.evaluator(&plan, &mut next);
+    exec::run_flat(dest, to, count, sink, &mut eval)
 }
 
 /// Runs `expr` into `target` (the expression's axes less `reduced`, in any order), reducing
@@ -303,6 +344,18 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
 ) -> Result<()> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
+    let layout = target.layout();
+    if let Some(count) = flat_alone::<E>(&leaves, A::IDS, Flat::Along { offset: 0 })
+        && reduced.is_empty()
+        && layout.is_dense()
+        && layout.lens() == leaves[0].layout.lens()
+    {
+        let to = Flat::Along {
+            offset: layout.offset(),
+        };
+        let data = target.storage_mut().make_mut();
+        return run_flat(expr, data, to, count, sink);
+    }
     let mut plan = Plan::empty();
     plan.build(
         A::IDS,

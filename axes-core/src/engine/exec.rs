@@ -13,7 +13,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::cost;
-use super::plan::Plan;
+use super::plan::{LONG_CHUNK, Plan};
 #[cfg(target_arch = "x86_64")]
 use super::simd::stream_copy;
 use super::threads;
@@ -202,7 +202,7 @@ fn run_tasks<T: Element, S: Sink<T>>(
         len: dest.len(),
     };
     let streaming = streams::<T, S>(plan);
-    let parallel = split_pays::<T>(plan, ops);
+    let parallel = split_pays::<T>(plan.count, plan.streams, ops);
     let outer_kept = plan.rank == 0 || plan.access[0].strides[0] != 0;
     if outer_kept {
         let len0 = if plan.rank == 0 { 1 } else { plan.lens[0] };
@@ -266,17 +266,142 @@ fn run_tasks<T: Element, S: Sink<T>>(
     }
 }
 
-/// Whether `plan` runs sooner split across the pool: its work (the bytes it streams, the ops
-/// it computes) weighed against a hand-off ([`cost::COMPILED`]).
-fn split_pays<T>(plan: &Plan, ops: OpWeights) -> bool {
+/// Whether `count` iterations over `streams` moving operands run sooner split across the
+/// pool: their work (the bytes they stream, the ops they compute) weighed against a hand-off
+/// ([`cost::COMPILED`]).
+fn split_pays<T>(count: usize, streams: usize, ops: OpWeights) -> bool {
     // No expression this small is worth a hand-off; checked first, so small calls skip the
     // rest (the thread count, behind a lock, last).
     const FLOOR: usize = 1 << 12;
-    if plan.count < FLOOR {
+    if count < FLOOR {
         return false;
     }
-    let work = cost::element_wise_ns(plan.count, plan.streams * std::mem::size_of::<T>(), ops);
+    let work = cost::element_wise_ns(count, streams * std::mem::size_of::<T>(), ops);
     cost::COMPILED.pays(work) && threads::threads() > 1
+}
+
+/// Where the results of a flat evaluation go (see [`Plan::flat`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Flat {
+    /// All of them combined into the destination's first element.
+    IntoOne,
+    /// Result `i` to the destination's element `offset + i`.
+    Along {
+        /// The destination's position of result 0.
+        offset: usize,
+    },
+}
+
+impl Flat {
+    /// Whether [`run`] would run a flat evaluation of `count` iterations over `leaves`
+    /// leaves as one task on the calling thread, so that [`run_flat`] gives the same
+    /// results: a reduction below two of its fixed blocks, an assignment whose work does
+    /// not pay for a split.
+    pub fn runs_alone<T>(self, count: usize, leaves: usize, ops: OpWeights) -> bool {
+        match self {
+            Flat::IntoOne => count < 2 * BLOCK_MIN_ELEMENTS,
+            Flat::Along { .. } => !split_pays::<T>(count, leaves + 1, ops),
+        }
+    }
+}
+
+/// Runs a flat evaluation of `count` iterations (every leaf dense, read along one axis from
+/// its own offset: [`Plan::flat_count`]) on this thread into `dest` — what [`run`] does for
+/// such a plan when it [runs alone](Flat::runs_alone), without a plan's set-up: a small
+/// call's fixed cost.
+///
+/// An integer division by zero is [`Error::DivisionByZero`], with `dest` partly written.
+///
+/// # Panics
+/// If `dest` is too short for `to` (a bug in the caller).
+pub fn run_flat<T, E, S>(
+    dest: &mut [T],
+    to: Flat,
+    count: usize,
+    sink: S,
+    eval: &mut E,
+) -> Result<()>
+where
+    T: Element,
+    E: ChunkEval<Out = T>,
+    S: Sink<T>,
+{
+    let needed = match to {
+        Flat::IntoOne => 1,
+        Flat::Along { offset } => offset.saturating_add(count),
+    };
+    assert!(
+        needed <= dest.len(),
+        "a flat destination holds every result"
+    );
+    let dest = Dest {
+        ptr: dest.as_mut_ptr(),
+        len: dest.len(),
+    };
+    let size = std::mem::size_of::<T>();
+    let streaming = cfg!(target_arch = "x86_64")
+        && !S::REDUCES
+        && matches!(to, Flat::Along { .. })
+        && size > 0
+        && 16 % size == 0
+        && count.saturating_mul(size) >= STREAM_MIN_BYTES;
+    take_division_by_zero();
+    on_widest_simd(
+        #[inline(always)]
+        || match to {
+            Flat::IntoOne => reduce_row(dest, sink, eval, &[], 0, count, 0, LONG_CHUNK),
+            Flat::Along { offset } => {
+                for (start, n) in pieces(0..count, LONG_CHUNK) {
+                    let first = (offset + start) as isize;
+                    write_chunk(dest, streaming, sink, eval, &[], start, n, first, 1);
+                }
+            }
+        },
+    );
+    #[cfg(target_arch = "x86_64")]
+    if streaming {
+        // SAFETY: SSE is part of x86-64. The fence orders the streaming stores before
+        // whatever the thread does next.
+        unsafe { std::arch::x86_64::_mm_sfence() };
+    }
+    if take_division_by_zero() {
+        return Err(Error::DivisionByZero);
+    }
+    Ok(())
+}
+
+/// Runs `body` compiled for the widest vector instructions this CPU has (AVX-512, AVX2 with
+/// FMA, else baseline x86-64): `body` is inlined into a function compiled for each.
+#[inline(always)]
+fn on_widest_simd<F: FnOnce()>(body: F) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            unsafe { with_avx512(body) };
+        } else if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+            unsafe { with_avx2(body) };
+        } else {
+            body();
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    body();
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+fn with_avx512<F: FnOnce()>(body: F) {
+    body();
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn with_avx2<F: FnOnce()>(body: F) {
+    body();
 }
 
 /// Whether `plan`'s destination is written with streaming stores: a plain assignment (no
@@ -527,16 +652,28 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             *lane = sink.combine(*lane, value);
         }
     }
-    // The lanes are folded in order: a pairwise tree here (lane l with l + 8, then + 4, ...)
-    // made LLVM vectorise the loop above two lanes wide instead of eight.
-    let total = lanes
-        .iter()
-        .fold(tail, |total, &lane| sink.combine(total, lane));
+    let total = sink.combine(tail, fold_lanes(sink, lanes));
     // SAFETY: `at` is a destination position inside its buffer (plan invariant).
     unsafe {
         let p = dest.ptr.offset(at);
         *p = sink.combine(*p, total);
     }
+}
+
+/// Combines the [`LANES`] accumulators of a reduction pairwise (lane `l` with `l + 8`, then
+/// `+ 4`, …): four steps of vector adds instead of a chain of sixteen scalar ones. Not
+/// inlined: where LLVM saw the lanes folded as a tree, it vectorised the loop that fills
+/// them two lanes wide instead of sixteen.
+#[inline(never)]
+fn fold_lanes<T: Element, S: Sink<T>>(sink: S, mut lanes: [T; LANES]) -> T {
+    let mut width = LANES / 2;
+    while width > 0 {
+        for l in 0..width {
+            lanes[l] = sink.combine(lanes[l], lanes[l + width]);
+        }
+        width /= 2;
+    }
+    lanes[0]
 }
 
 #[inline(always)]
@@ -642,5 +779,88 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             }
             index[a] = range(a).0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::any::TypeId;
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::engine::leaf::LeafEval;
+    use crate::engine::plan::{Destination, LeafLayout};
+    use crate::ir::reduce::SumOp;
+    use crate::layout::Layout;
+
+    struct P;
+
+    fn names() -> Vec<Cow<'static, str>> {
+        vec!["P".into()]
+    }
+
+    /// A flat run gives the bits the planned executor gives — sums (one lane, the four
+    /// groups of lanes, several long chunks) and assignments at an offset — at the lengths
+    /// where it is used, and every length it would not run alone is left to the planned one.
+    #[test]
+    fn flat_runs_give_the_planned_bits() {
+        let ids = [TypeId::of::<P>()];
+        let offset = 3;
+        for n in [1, 15, 16, 63, 64, 65, 1000, 8191, 8192, 8193, 70_001] {
+            let data: Vec<f32> = (0..n + offset)
+                .map(|i| ((i * 7919) % 1000) as f32 / 7.0 - 50.0)
+                .collect();
+            let layout = Layout::new(&[n], &[1], offset, data.len()).unwrap();
+            let leaves = [LeafLayout {
+                ids: &ids,
+                layout: &layout,
+                names,
+            }];
+            let flat_plan = Plan::flat_evaluators();
+            let flat_eval = || LeafEval::new(&data, offset, &flat_plan, 0);
+            assert_eq!(Plan::flat_count(&leaves), Some(n));
+
+            let mut plan = Plan::empty();
+            let scalar = Destination::Existing(&Layout::SCALAR);
+            plan.build(&[], &names, &ids, scalar, &leaves).unwrap();
+            let mut planned = [0.5f32];
+            let make = || LeafEval::new(&data, offset, &plan, 0);
+            run(&plan, &mut planned, Reduce(SumOp), &make, OpWeights::NONE).unwrap();
+            let mut flat = [0.5f32];
+            let to = Flat::IntoOne;
+            assert!(to.runs_alone::<f32>(n, 1, OpWeights::NONE));
+            run_flat(&mut flat, to, n, Reduce(SumOp), &mut flat_eval()).unwrap();
+            assert_eq!(flat[0].to_bits(), planned[0].to_bits(), "sum of {n}");
+
+            let dest_layout = Layout::new(&[n], &[1], 2, n + 2).unwrap();
+            let mut plan = Plan::empty();
+            let dest = Destination::Existing(&dest_layout);
+            plan.build(&ids, &names, &[], dest, &leaves).unwrap();
+            let mut planned = vec![1f32; n + 2];
+            let make = || LeafEval::new(&data, offset, &plan, 0);
+            run(&plan, &mut planned, Reduce(SumOp), &make, OpWeights::NONE).unwrap();
+            let mut flat = vec![1f32; n + 2];
+            let to = Flat::Along { offset: 2 };
+            assert!(to.runs_alone::<f32>(n, 1, OpWeights::NONE));
+            run_flat(&mut flat, to, n, Reduce(SumOp), &mut flat_eval()).unwrap();
+            assert_eq!(flat, planned, "{n} added at an offset");
+        }
+        assert!(!Flat::IntoOne.runs_alone::<f32>(1 << 17, 1, OpWeights::NONE));
+    }
+
+    #[test]
+    #[should_panic(expected = "a flat destination holds every result")]
+    fn a_flat_destination_too_short_is_refused() {
+        let data = [1f32; 8];
+        let plan = Plan::flat_evaluators();
+        let mut dest = [0f32; 8];
+        let to = Flat::Along { offset: 1 };
+        let _ = run_flat(
+            &mut dest,
+            to,
+            8,
+            Assign,
+            &mut LeafEval::new(&data, 0, &plan, 0),
+        );
     }
 }

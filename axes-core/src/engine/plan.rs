@@ -243,6 +243,39 @@ impl Plan {
         }
     }
 
+    /// The number of elements of a flat evaluation of `leaves` (see [`Plan::flat`]): every
+    /// leaf dense, with the first leaf's axes in its order and its lengths; `None` otherwise
+    /// (or with no leaf, or no element).
+    #[inline]
+    pub fn flat_count(leaves: &[LeafLayout<'_>]) -> Option<usize> {
+        let (first, rest) = leaves.split_first()?;
+        let lens = first.layout.lens();
+        let same = |leaf: &LeafLayout<'_>| {
+            let ids = leaf.ids;
+            ids.len() == first.ids.len()
+                && ids.iter().zip(first.ids).all(|(a, b)| a == b)
+                && leaf.layout.lens().iter().zip(lens).all(|(a, b)| a == b)
+                && leaf.layout.is_dense()
+        };
+        if !first.layout.is_dense() || !rest.iter().all(same) {
+            return None;
+        }
+        let count = lens.iter().product();
+        (count > 0).then_some(count)
+    }
+
+    /// The plan the evaluators of a flat evaluation are made for (see [`Plan::flat_count`]
+    /// and [`exec::run_flat`](super::exec::run_flat)): one axis, each leaf read along it
+    /// from its own offset; it lists no access and no length, which the caller holds.
+    pub fn flat_evaluators() -> Plan {
+        Plan {
+            rank: 1,
+            flat: true,
+            chunk: LONG_CHUNK,
+            ..Plan::empty()
+        }
+    }
+
     /// Plans the iteration space `out` (the destination's axes, in its layout's order) then
     /// `reduced` (summed-over axes, stride 0 in the destination), into `dest`, replacing what
     /// `self` held.
