@@ -164,7 +164,18 @@ impl<T: Element> Storage<T> {
 
     /// The elements, in host memory: a buffer on a device is copied to the host on the first
     /// call (and the copy kept: device buffers are never written in place).
+    #[inline]
     pub fn host(&self) -> Result<&[T]> {
+        match &*self.0 {
+            Buffer::Host(values) => Ok(values),
+            Buffer::Device { .. } => self.host_copy(),
+        }
+    }
+
+    /// [`Storage::host`] of a buffer on a device (kept out of line: every small evaluation
+    /// reads its host leaves through `host`).
+    #[inline(never)]
+    fn host_copy(&self) -> Result<&[T]> {
         match &*self.0 {
             Buffer::Host(values) => Ok(values),
             Buffer::Device {
@@ -188,10 +199,11 @@ impl<T: Element> Storage<T> {
     /// # Panics
     /// When the buffer is on a device and copying it to the host fails (a lost device); use
     /// [`Storage::host`] to handle that.
+    #[inline]
     pub fn as_slice(&self) -> &[T] {
         match self.host() {
             Ok(values) => values,
-            Err(e) => panic!("reading a buffer on {}: {e}", self.device()),
+            Err(e) => unreadable(self.device(), e),
         }
     }
 
@@ -357,4 +369,12 @@ pub fn release_pool(device: &Device) -> usize {
         Device::Cpu => pool::release_host(),
         Device::Accelerator(backend) => backend.release_pool(),
     }
+}
+
+/// The panic of [`Storage::as_slice`] (out of line: the call is on every small evaluation's
+/// path).
+#[cold]
+#[inline(never)]
+fn unreadable(device: Device, error: Error) -> ! {
+    panic!("reading a buffer on {device}: {error}")
 }
