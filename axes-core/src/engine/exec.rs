@@ -456,55 +456,16 @@ fn run_task_on_cpu<T, E, S>(
     S: Sink<T>,
 {
     let mut eval = make_eval();
+    on_widest_simd(
+        #[inline(always)]
+        || run_task_body(plan, dest, streaming, sink, &mut eval, lo, hi),
+    );
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F, checked just above.
-            unsafe { run_task_avx512(plan, dest, streaming, sink, &mut eval, lo, hi) };
-        } else if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            unsafe { run_task_avx2(plan, dest, streaming, sink, &mut eval, lo, hi) };
-        } else {
-            run_task_body(plan, dest, streaming, sink, &mut eval, lo, hi);
-        }
-        if streaming {
-            // SAFETY: SSE is part of x86-64. The fence orders this task's streaming stores
-            // before whatever the thread does next (signalling the task done included).
-            unsafe { std::arch::x86_64::_mm_sfence() };
-        }
+    if streaming {
+        // SAFETY: SSE is part of x86-64. The fence orders this task's streaming stores
+        // before whatever the thread does next (signalling the task done included).
+        unsafe { std::arch::x86_64::_mm_sfence() };
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    run_task_body(plan, dest, streaming, sink, &mut eval, lo, hi);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-fn run_task_avx512<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
-    plan: &Plan,
-    dest: Dest<T>,
-    streaming: bool,
-    sink: S,
-    eval: &mut E,
-    lo: usize,
-    hi: usize,
-) {
-    run_task_body(plan, dest, streaming, sink, eval, lo, hi);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn run_task_avx2<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
-    plan: &Plan,
-    dest: Dest<T>,
-    streaming: bool,
-    sink: S,
-    eval: &mut E,
-    lo: usize,
-    hi: usize,
-) {
-    run_task_body(plan, dest, streaming, sink, eval, lo, hi);
 }
 
 /// Rows of the second-innermost axis evaluated together when an operand is gathered with a
