@@ -420,14 +420,23 @@ fn reductions_give_the_same_bits_for_any_thread_count() {
     let n = 1 << 20;
     let x =
         Tensor::<f32, (I, J)>::random_uniform((I.len(n / 256), J.len(256)), -1.0, 1.0, 3).unwrap();
+    // Below the reductions' fixed blocks: the flat path on one thread, whatever the count.
+    let small = Tensor::<f32, (I,)>::random_uniform(I.len(100_000), -1.0, 1.0, 4).unwrap();
     let mut results = Vec::new();
-    for threads in [1, 2, 3] {
+    for threads in 1..=16 {
         axes::set_threads(threads).unwrap();
         let total = x.square().sum_all().unwrap();
         let rows: Tensor<f32, (J,)> = x.sum::<(I,)>().unwrap();
         let cols: Tensor<f32, (I,)> = x.sum::<(J,)>().unwrap();
-        results.push((total.to_bits(), rows.to_vec(), cols.to_vec()));
+        let flat = (&small * &small).sum_all().unwrap();
+        results.push((
+            total.to_bits(),
+            rows.to_vec(),
+            cols.to_vec(),
+            flat.to_bits(),
+        ));
     }
+    axes::set_threads(2).unwrap();
     assert!(results.windows(2).all(|w| w[0] == w[1]));
     // and the sum is accurate: compare with an f64 sum
     let exact: f64 = x

@@ -168,29 +168,12 @@ impl<T: Element> Storage<T> {
     pub fn host(&self) -> Result<&[T]> {
         match &*self.0 {
             Buffer::Host(values) => Ok(values),
-            Buffer::Device { .. } => self.host_copy(),
-        }
-    }
-
-    /// [`Storage::host`] of a buffer on a device (kept out of line: every small evaluation
-    /// reads its host leaves through `host`).
-    #[inline(never)]
-    fn host_copy(&self) -> Result<&[T]> {
-        match &*self.0 {
-            Buffer::Host(values) => Ok(values),
             Buffer::Device {
                 backend,
                 memory,
                 len,
                 host,
-            } => {
-                if let Some(values) = host.get() {
-                    return Ok(values);
-                }
-                let bytes = backend.download(memory)?;
-                let values = from_bytes(&bytes, *len, Device::Accelerator(*backend))?;
-                Ok(host.get_or_init(|| values))
-            }
+            } => device_to_host(*backend, memory, *len, host),
         }
     }
 
@@ -369,6 +352,24 @@ pub fn release_pool(device: &Device) -> usize {
         Device::Cpu => pool::release_host(),
         Device::Accelerator(backend) => backend.release_pool(),
     }
+}
+
+/// The elements of a device buffer in host memory: `host`, filled from `memory` on the first
+/// call (kept out of line of [`Storage::host`], which every small evaluation calls for its
+/// host leaves).
+#[inline(never)]
+fn device_to_host<'a, T: Element>(
+    backend: &'static dyn Backend,
+    memory: &DeviceMemory,
+    len: usize,
+    host: &'a OnceLock<Vec<T>>,
+) -> Result<&'a [T]> {
+    if let Some(values) = host.get() {
+        return Ok(values);
+    }
+    let bytes = backend.download(memory)?;
+    let values = from_bytes(&bytes, len, Device::Accelerator(backend))?;
+    Ok(host.get_or_init(|| values))
 }
 
 /// The panic of [`Storage::as_slice`] (out of line: the call is on every small evaluation's

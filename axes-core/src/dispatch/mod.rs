@@ -51,7 +51,7 @@ use std::marker::PhantomData;
 
 use crate::element::Element;
 use crate::engine::exec::{self, Flat, Sink};
-use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan};
+use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan, same_items};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::ReduceOp;
@@ -255,8 +255,7 @@ fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Res
 #[inline]
 fn flat_alone<E: Expr>(leaves: &[LeafLayout<'_>], out: &[TypeId], to: Flat) -> Option<usize> {
     let count = Plan::flat_count(leaves)?;
-    let ids = leaves[0].ids;
-    let in_order = ids.len() == out.len() && ids.iter().zip(out).all(|(a, b)| a == b);
+    let in_order = same_items(leaves[0].ids, out);
     (in_order && to.runs_alone::<E::Elem>(count, leaves.len(), E::WEIGHTS)).then_some(count)
 }
 
@@ -348,7 +347,7 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     if let Some(count) = flat_alone::<E>(&leaves, A::IDS, Flat::Along { offset: 0 })
         && reduced.is_empty()
         && layout.is_dense()
-        && layout.lens() == leaves[0].layout.lens()
+        && same_items(layout.lens(), leaves[0].layout.lens())
     {
         let to = Flat::Along {
             offset: layout.offset(),

@@ -95,6 +95,14 @@ pub static FLAT_LEAF: Access = Access {
     padded: false,
 };
 
+/// Whether `a` and `b` hold the same items in the same order, compared one by one: the axis
+/// lists and lengths planning compares are a few entries long, and a slice comparison
+/// calls `memcmp`.
+#[inline]
+pub(crate) fn same_items<T: PartialEq>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Chunk length when every leaf reads its innermost axis in place (stride 1): long chunks
 /// make the per-chunk cost negligible.
 pub const LONG_CHUNK: usize = 8192;
@@ -250,14 +258,12 @@ impl Plan {
     pub fn flat_count(leaves: &[LeafLayout<'_>]) -> Option<usize> {
         let (first, rest) = leaves.split_first()?;
         let lens = first.layout.lens();
-        let same = |leaf: &LeafLayout<'_>| {
-            let ids = leaf.ids;
-            ids.len() == first.ids.len()
-                && ids.iter().zip(first.ids).all(|(a, b)| a == b)
-                && leaf.layout.lens().iter().zip(lens).all(|(a, b)| a == b)
+        let like_first = |leaf: &LeafLayout<'_>| {
+            same_items(leaf.ids, first.ids)
+                && same_items(leaf.layout.lens(), lens)
                 && leaf.layout.is_dense()
         };
-        if !first.layout.is_dense() || !rest.iter().all(same) {
+        if !first.layout.is_dense() || !rest.iter().all(like_first) {
             return None;
         }
         let count = lens.iter().product();
@@ -368,26 +374,18 @@ impl Plan {
         dest: Destination<'d>,
         leaves: &[LeafLayout<'_>],
     ) -> std::result::Result<(), Destination<'d>> {
-        let Some(first) = leaves.first() else {
+        // Every leaf dense, like the first, with at least one element.
+        if Plan::flat_count(leaves).is_none() {
             return Err(dest);
-        };
-        // Element by element: these lists are a few entries long, and a slice comparison
-        // calls `memcmp`.
-        fn same<T: PartialEq>(a: &[T], b: &[T]) -> bool {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
         }
+        let first = &leaves[0];
         let lens = first.layout.lens();
         let simple = first.ids.len() == out.len() + reduced.len()
-            && same(&first.ids[..out.len()], out)
-            && same(&first.ids[out.len()..], reduced)
-            && leaves.iter().all(|leaf| {
-                same(leaf.ids, first.ids)
-                    && same(leaf.layout.lens(), lens)
-                    && leaf.layout.is_dense()
-            })
+            && same_items(&first.ids[..out.len()], out)
+            && same_items(&first.ids[out.len()..], reduced)
             && match &dest {
                 Destination::Existing(layout) => {
-                    same(layout.lens(), &lens[..out.len()]) && layout.is_dense()
+                    same_items(layout.lens(), &lens[..out.len()]) && layout.is_dense()
                 }
                 Destination::Fresh(_) => true,
             };
@@ -396,9 +394,6 @@ impl Plan {
         }
         let kept: usize = lens[..out.len()].iter().product();
         let summed: usize = lens[out.len()..].iter().product();
-        if kept == 0 || summed == 0 {
-            return Err(dest);
-        }
         let dest_offset = match dest {
             Destination::Existing(layout) => layout.offset(),
             Destination::Fresh(layout) => {
