@@ -378,3 +378,47 @@ fn reorders_share_storage() -> axes::Result<()> {
     assert_eq!(y.len_of::<J>(), 3);
     Ok(())
 }
+
+/// Every buffer the library makes starts on a cache line (the CPU engine's vector loads and
+/// streaming stores need it), `from_vec` moves a `Vec` that does not, and `Storage::new`
+/// keeps a `Vec` where it is.
+#[test]
+fn buffers_start_on_a_cache_line() -> axes::Result<()> {
+    let on_line = |storage: &Storage<f32>| {
+        (storage.as_slice().as_ptr() as usize).is_multiple_of(axes::storage::HOST_ALIGN)
+    };
+    for n in [1, 7, 1000, 1 << 18] {
+        let zeros = Tensor::<f32, (I, J)>::zeros((I.len(n), J.len(2)))?;
+        assert!(on_line(zeros.storage()), "zeros of {n}");
+        let ones = Tensor::<f32, (I, J)>::full((I.len(n), J.len(2)), 1.5)?;
+        assert!(on_line(ones.storage()), "full of {n}");
+        let sum = (&zeros + &ones).eval()?;
+        assert!(on_line(sum.storage()), "a result of {n}");
+        let values: Vec<f32> = (0..2 * n).map(|k| k as f32).collect();
+        let off_line = off_a_cache_line(&values);
+        let address = off_line.as_ptr();
+        let kept = Storage::new(off_line);
+        assert_eq!(kept.as_slice().as_ptr(), address);
+        assert_eq!(kept.as_slice(), &values[..]);
+        let off_line = off_a_cache_line(&values);
+        let address = off_line.as_ptr();
+        let moved = Tensor::<f32, (I, J)>::from_vec((I.len(n), J.len(2)), off_line)?;
+        assert!(on_line(moved.storage()), "from_vec of {n}");
+        assert_ne!(moved.storage().as_slice().as_ptr(), address);
+        assert_eq!(moved.to_vec(), values);
+    }
+    Ok(())
+}
+
+/// A copy of `values` in a `Vec` that does not start on a cache line (the allocator aligns
+/// to 16 bytes: ask until it gives such a place).
+fn off_a_cache_line(values: &[f32]) -> Vec<f32> {
+    let mut held = Vec::new();
+    loop {
+        let copy = values.to_vec();
+        if !(copy.as_ptr() as usize).is_multiple_of(64) {
+            return copy;
+        }
+        held.push(copy);
+    }
+}

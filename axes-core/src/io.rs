@@ -41,7 +41,8 @@ use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::list::{AxisList, AxisSet, SameAxes};
 use crate::protocol::Device;
-use crate::protocol::{as_bytes, from_bytes};
+use crate::protocol::as_bytes;
+use crate::storage::{HostVec, from_bytes};
 use crate::tensor::Tensor;
 
 /// The metadata key that marks files written by this crate.
@@ -222,7 +223,7 @@ impl TensorFile {
         name: &str,
         axes: &[String],
         stored: Option<&[String]>,
-    ) -> Result<(Vec<T>, Vec<usize>, Vec<usize>)> {
+    ) -> Result<(HostVec<T>, Vec<usize>, Vec<usize>)> {
         let tensor = self
             .tensors
             .get(name)
@@ -319,7 +320,7 @@ fn little_endian(bytes: &[u8], size: usize) -> Vec<u8> {
 
 /// A stored tensor's values as `T`: the same type bit for bit; a float type from any float
 /// type, where every finite value must stay finite.
-fn decode<T: Element>(name: &str, tensor: &Stored) -> Result<Vec<T>> {
+fn decode<T: Element>(name: &str, tensor: &Stored) -> Result<HostVec<T>> {
     let Some(dtype) = element_type(tensor.dtype) else {
         return Err(mismatch(
             name,

@@ -2,10 +2,13 @@
 //! may view one buffer at different offsets and strides (the Cortex split of description
 //! and data).
 
+mod host_vec;
 mod pool;
 
+pub(crate) use host_vec::ElementBuffer;
+pub use host_vec::{HOST_ALIGN, HostVec};
 pub use pool::{DEFAULT_LIMIT, limit_from_env};
-pub(crate) use pool::{filled, for_overwrite, with_capacity};
+pub(crate) use pool::{filled, for_overwrite, from_bytes, on_boundary, try_vec, with_capacity};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, HOST_METER, as_bytes, from_bytes};
+use crate::protocol::{Backend, BufferRef, Device, DeviceMemory, HOST_METER, as_bytes};
 
 /// Set once the process makes its first buffer on a device: until then every tensor is in
 /// host memory, and dispatch need not look at where an expression's leaves are. (A tensor
@@ -34,25 +37,24 @@ pub(crate) fn device_buffers_made() -> bool {
 pub struct Storage<T>(Arc<Buffer<T>>);
 
 enum Buffer<T> {
-    Host(Vec<T>),
+    Host(HostVec<T>),
     Device {
         backend: &'static dyn Backend,
         memory: DeviceMemory,
         len: usize,
         /// The elements copied to the host, on the first read from the host.
-        host: OnceLock<Vec<T>>,
+        host: OnceLock<HostVec<T>>,
     },
 }
 
 impl<T> Drop for Buffer<T> {
-    /// A host buffer goes back to the pool, for the next result of its size.
+    /// A host buffer's bytes are counted as freed (its memory goes back to the pool).
     fn drop(&mut self) {
         if let Buffer::Host(values) = self {
             let bytes = values.capacity() * std::mem::size_of::<T>();
             if bytes > 0 {
                 HOST_METER.freed(bytes);
             }
-            pool::give_back(std::mem::take(values));
         }
     }
 }
@@ -79,8 +81,30 @@ impl<T> fmt::Debug for Storage<T> {
 }
 
 impl<T: Element> Storage<T> {
-    /// A host buffer holding `data`.
+    /// A host buffer holding `data`, adopted without a copy (it keeps the allocator's
+    /// alignment; the library's own buffers are on a [`HOST_ALIGN`]-byte boundary, see
+    /// [`Storage::from_host_vec`]).
+    ///
+    /// ```
+    /// use axes_core::Storage;
+    /// let values = vec![1.0f32, 2.0];
+    /// let address = values.as_ptr();
+    /// assert_eq!(Storage::new(values).as_slice().as_ptr(), address);
+    /// ```
     pub fn new(data: Vec<T>) -> Self {
+        Self::from_host_vec(data.into())
+    }
+
+    /// A host buffer holding `data`.
+    ///
+    /// ```
+    /// use axes_core::storage::{HOST_ALIGN, HostVec};
+    /// use axes_core::Storage;
+    /// let values: HostVec<f32> = (0..100).map(|k| k as f32).collect();
+    /// let storage = Storage::from_host_vec(values);
+    /// assert_eq!(storage.as_slice().as_ptr() as usize % HOST_ALIGN, 0);
+    /// ```
+    pub fn from_host_vec(data: HostVec<T>) -> Self {
         let bytes = data.capacity() * std::mem::size_of::<T>();
         if bytes > 0 {
             HOST_METER.allocated(bytes);
@@ -136,7 +160,7 @@ impl<T: Element> Storage<T> {
     /// This device buffer keeping `values`, its elements, in host memory as well: reading
     /// them then waits for nothing queued on the device (the copy goes when the buffer is next
     /// written in place). A host buffer, or values of another length, are left as they are.
-    pub(crate) fn with_host_copy(self, values: Vec<T>) -> Self {
+    pub(crate) fn with_host_copy(self, values: HostVec<T>) -> Self {
         if let Buffer::Device { host, len, .. } = &*self.0
             && *len == values.len()
         {
@@ -150,7 +174,7 @@ impl<T: Element> Storage<T> {
     pub(crate) fn host_now(&self) -> Option<&[T]> {
         match &*self.0 {
             Buffer::Host(data) => Some(data),
-            Buffer::Device { host, .. } => host.get().map(Vec::as_slice),
+            Buffer::Device { host, .. } => host.get().map(|values| &values[..]),
         }
     }
 
@@ -212,7 +236,7 @@ impl<T: Element> Storage<T> {
         if !unique_host {
             let mut copy = with_capacity(self.len())?;
             copy.extend_from_slice(self.host()?);
-            *self = Storage::new(copy);
+            *self = Storage::from_host_vec(copy);
         }
         match Arc::get_mut(&mut self.0) {
             Some(Buffer::Host(values)) => Ok(values),
@@ -362,7 +386,7 @@ fn device_to_host<'a, T: Element>(
     backend: &'static dyn Backend,
     memory: &DeviceMemory,
     len: usize,
-    host: &'a OnceLock<Vec<T>>,
+    host: &'a OnceLock<HostVec<T>>,
 ) -> Result<&'a [T]> {
     if let Some(values) = host.get() {
         return Ok(values);

@@ -21,7 +21,7 @@ use crate::ir::{Ir, OpWeights, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet};
 use crate::protocol::{BufferRef, Buffers, Device, host_elements};
-use crate::storage::{self, Storage};
+use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
 
 /// An expression as the interpreter takes it: its IR and root, and its leaves' layouts and
@@ -112,7 +112,7 @@ fn run<T: Element>(expr: &Described<'_>, space: &Space<'_>, dest: Results<'_, T>
 /// by the loop nest compiled for one leaf of its element type (compiled once, not per
 /// expression).
 fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layout)> {
-    fn typed<T: Element>(leaf: &LeafLayout<'_>, data: &[T]) -> Result<(Vec<T>, Layout)> {
+    fn typed<T: Element>(leaf: &LeafLayout<'_>, data: &[T]) -> Result<(HostVec<T>, Layout)> {
         let mut leaves = Leaves::new();
         leaves.push(LeafLayout {
             ids: leaf.ids,
@@ -180,7 +180,7 @@ pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
         combine: combining(fresh.sink, fresh.reduced),
     };
     run(&expr, &space, dest)?;
-    Ok((Storage::new(data), layout))
+    Ok((Storage::from_host_vec(data), layout))
 }
 
 /// [`super::evaluate_all`] on the interpreter.

@@ -64,7 +64,7 @@ pub(crate) fn matmul<T: Num>(
     // SAFETY: `batched_matmul_into` returned Ok, so it wrote every one of the `count`
     // elements, and `out` has room for them.
     unsafe { out.set_len(count) };
-    Ok(Storage::new(out))
+    Ok(Storage::from_host_vec(out))
 }
 
 /// An operand in host memory as the CPU's GEMM reads it.

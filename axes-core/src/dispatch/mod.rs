@@ -58,7 +58,7 @@ use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::{AxisList, AxisSet};
 use crate::protocol::{Backend, Buffers, Device, JobTarget, LeafBuffer};
-use crate::storage::Storage;
+use crate::storage::{HostVec, Storage};
 use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
@@ -115,7 +115,7 @@ struct Fresh<'w, T, S> {
 impl<T: Element, S: Sink<T>> Fresh<'_, T, S> {
     /// The buffer for `layout`: starting from `init` where values combine into it (a
     /// reduction), uninitialised where each element is written once.
-    fn buffer(&self, layout: &Layout) -> Result<Vec<T>> {
+    fn buffer(&self, layout: &Layout) -> Result<HostVec<T>> {
         let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
             lengths: format!("{:?}", layout.lens()),
         })?;
@@ -185,7 +185,7 @@ fn fused_parts<E: Expr, S: Sink<E::Elem>>(
         let layout = Layout::row_major(leaves[0].layout.lens());
         let mut data = fresh.buffer(&layout)?;
         run_flat(expr, &mut data, to, count, fresh.sink)?;
-        return Ok((Storage::new(data), layout));
+        return Ok((Storage::from_host_vec(data), layout));
     }
     let mut layout = Layout::row_major(&[]);
     let mut plan = Plan::empty();
@@ -202,7 +202,7 @@ fn fused_parts<E: Expr, S: Sink<E::Elem>>(
         expr.evaluator(&plan, &mut next)
     };
     exec::run(&plan, &mut data, fresh.sink, &make, E::WEIGHTS)?;
-    Ok((Storage::new(data), layout))
+    Ok((Storage::from_host_vec(data), layout))
 }
 
 /// Reduces every axis of `expr` with `sink` from `init` into one value. On the CPU it

@@ -12,7 +12,7 @@ use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::num::Num;
 use crate::protocol::{Backend, Device, DeviceMemory, JobLeaf, JobOutput, JobTarget, MultiJob};
-use crate::storage::{self, Storage};
+use crate::storage::{self, HostVec, Storage};
 
 use super::{common_device, lower::device_storage};
 
@@ -405,7 +405,7 @@ fn on_host<T: Num>(
                     storage::for_overwrite(count)?
                 };
                 let combine = reduces.then_some(output.reduce);
-                (Storage::new(values), layout, combine)
+                (Storage::from_host_vec(values), layout, combine)
             }
         };
         combines.push((strides_over(&layout, &output.kept, rank), combine));
@@ -484,7 +484,7 @@ pub(crate) fn assembled<T: Num>(
             }
         }
         values.resize(len, T::zero());
-        return Ok(Storage::new(values));
+        return Ok(Storage::from_host_vec(values));
     }
     let mut flat = filled(device, len, T::zero())?;
     for (storage, from, to) in parts {
@@ -497,7 +497,7 @@ pub(crate) fn assembled<T: Num>(
 /// unless `value` is a `bool` or does not survive the IR's `f64` constants: then uploaded).
 pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {
-        Device::Cpu => Ok(Storage::new(storage::filled(count, value)?)),
+        Device::Cpu => Ok(Storage::from_host_vec(storage::filled(count, value)?)),
         Device::Accelerator(backend)
             if T::DTYPE != DType::Bool && T::from_f64(value.to_f64()) == value =>
         {
@@ -542,9 +542,13 @@ pub(crate) fn written_out<T: Num>(
 }
 
 /// `values` in a buffer on `device` (copied there from the host).
-pub(crate) fn placed<T: Element>(values: Vec<T>, device: Device) -> Result<Storage<T>> {
+pub(crate) fn placed<T: Element>(
+    values: impl Into<HostVec<T>>,
+    device: Device,
+) -> Result<Storage<T>> {
+    let values = values.into();
     match device {
-        Device::Cpu => Ok(Storage::new(values)),
+        Device::Cpu => Ok(Storage::from_host_vec(values)),
         Device::Accelerator(backend) => {
             let memory = backend.upload(crate::protocol::as_bytes(&values))?;
             device_storage(backend, memory, values.len())

@@ -64,7 +64,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         // A small tensor (labels, indices) keeps its host copy: reading it, as the label check
         // of `softmax_cross_entropy` does each step, then waits for nothing on the device.
         let storage = match std::mem::size_of_val(values) <= KEEP_ON_HOST_BYTES {
-            true => storage.with_host_copy(values.to_vec()),
+            true => storage.with_host_copy(values.iter().copied().collect()),
             false => storage,
         };
         Ok(host.with_storage(storage))
@@ -74,7 +74,9 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// tensor's device: packing for flattening and contractions.
     pub(crate) fn packed_in(&self, order: &[usize]) -> Result<Storage<T>> {
         match self.device() {
-            Device::Cpu => Ok(Storage::new(self.read_in(&self.layout().permuted(order))?)),
+            Device::Cpu => Ok(Storage::from_host_vec(
+                self.read_in(&self.layout().permuted(order))?,
+            )),
             Device::Accelerator(backend) => {
                 let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
                 let names = || {
@@ -127,7 +129,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             return Ok(self.with_parts(storage, layout));
         }
         Ok(self.with_parts(
-            Storage::new(self.read_in(self.layout())?),
+            Storage::from_host_vec(self.read_in(self.layout())?),
             Layout::row_major(self.lens()),
         ))
     }

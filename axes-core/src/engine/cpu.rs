@@ -30,9 +30,9 @@ use crate::ir::ops::identity_of;
 use crate::num::Num;
 use crate::protocol::{
     Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide,
-    MultiJob, as_bytes, from_bytes, row_major_strides,
+    MultiJob, as_bytes, row_major_strides,
 };
-use crate::storage;
+use crate::storage::{self, HostVec, from_bytes};
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
 pub static CPU_BACKEND: CpuBackend = CpuBackend {
@@ -58,7 +58,7 @@ impl Block {
                 what: "a buffer of another device in a job on the CPU backend".into(),
             })?;
         // `from_bytes` refuses a length that is not a whole number of elements.
-        fn typed<T: Element>(bytes: &[u8]) -> Result<Vec<T>> {
+        fn typed<T: Element>(bytes: &[u8]) -> Result<HostVec<T>> {
             from_bytes(
                 bytes,
                 bytes.len() / std::mem::size_of::<T>(),
@@ -80,7 +80,7 @@ impl Block {
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
     /// An error when the host has no room for them.
     pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Result<Block> {
-        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Result<Vec<T>> {
+        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Result<HostVec<T>> {
             storage::filled(
                 count,
                 reduce.map_or(T::zero(), |op| identity_of(op.identity())),

@@ -22,6 +22,7 @@ use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
 use crate::layout::within;
 use crate::num::{Num, take_division_by_zero};
+use crate::storage::HostVec;
 
 use super::{cost, threads};
 
@@ -249,14 +250,14 @@ pub(crate) struct Sink<'a> {
 /// Owned elements of a run-time type: one instruction's block of values here, a buffer of
 /// the CPU backend there.
 pub(crate) enum Block {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    Bool(Vec<bool>),
+    F32(HostVec<f32>),
+    F64(HostVec<f64>),
+    F16(HostVec<f16>),
+    BF16(HostVec<bf16>),
+    I32(HostVec<i32>),
+    I64(HostVec<i64>),
+    U8(HostVec<u8>),
+    Bool(HostVec<bool>),
 }
 
 impl Block {
@@ -276,14 +277,14 @@ impl Block {
     /// `len` zeros (`false`) of type `ty`.
     pub(crate) fn new(ty: DType, len: usize) -> Block {
         match ty {
-            DType::F32 => Block::F32(vec![0.0; len]),
-            DType::F64 => Block::F64(vec![0.0; len]),
-            DType::F16 => Block::F16(vec![f16::ZERO; len]),
-            DType::BF16 => Block::BF16(vec![bf16::ZERO; len]),
-            DType::I32 => Block::I32(vec![0; len]),
-            DType::I64 => Block::I64(vec![0; len]),
-            DType::U8 => Block::U8(vec![0; len]),
-            DType::Bool => Block::Bool(vec![false; len]),
+            DType::F32 => Block::F32(vec![0.0; len].into()),
+            DType::F64 => Block::F64(vec![0.0; len].into()),
+            DType::F16 => Block::F16(vec![f16::ZERO; len].into()),
+            DType::BF16 => Block::BF16(vec![bf16::ZERO; len].into()),
+            DType::I32 => Block::I32(vec![0; len].into()),
+            DType::I64 => Block::I64(vec![0; len].into()),
+            DType::U8 => Block::U8(vec![0; len].into()),
+            DType::Bool => Block::Bool(vec![false; len].into()),
         }
     }
 }

@@ -34,7 +34,7 @@ where
             high: format!("{count} samples"),
         });
     }
-    let mut order: Vec<i64> = crate::storage::with_capacity(count)?;
+    let mut order: Vec<i64> = crate::storage::try_vec(count)?;
     order.extend(0..count as i64);
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     order

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::num::Float;
-use crate::storage::Storage;
+use crate::storage::{HostVec, Storage};
 use crate::tensor::Tensor;
 
 /// Whether a layer runs as in training or as in evaluation.
@@ -83,7 +83,7 @@ impl Dropout {
         let lens = x.value().lens();
         let scale = T::from_f64(1.0 / (1.0 - self.p));
         let mut rng = self.rng.borrow_mut();
-        let keep = (0..lens.iter().product())
+        let keep: HostVec<T> = (0..lens.iter().product())
             .map(|_| {
                 if rng.random::<f64>() < self.p {
                     T::zero()
@@ -92,9 +92,10 @@ impl Dropout {
                 }
             })
             .collect();
-        let keep = Tensor::<T, A>::from_parts(Storage::new(keep), Layout::row_major(lens))
-            .expect("a fresh buffer fits its row-major layout")
-            .to(&x.value().device())?;
+        let keep =
+            Tensor::<T, A>::from_parts(Storage::from_host_vec(keep), Layout::row_major(lens))
+                .expect("a fresh buffer fits its row-major layout")
+                .to(&x.value().device())?;
         Ok(x.expr() * &x.tape().constant(keep))
     }
 

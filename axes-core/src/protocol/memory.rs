@@ -180,10 +180,12 @@ pub(crate) fn host_elements(dtype: DType, bytes: &[u8]) -> Elements<'_> {
     }
 }
 
-/// `count` elements from the bytes a device returned, or an error naming the device.
-pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device) -> Result<Vec<T>> {
-    let size = std::mem::size_of::<T>();
-    if bytes.len() != count * size {
+/// Writes the bytes a device returned over `out`, element by element; an error naming the
+/// device when they are not `out.len()` elements of `T` (or hold a bool that is neither 0
+/// nor 1).
+pub(crate) fn bytes_into<T: Element>(bytes: &[u8], out: &mut [T], device: Device) -> Result<()> {
+    let count = out.len();
+    if bytes.len() != std::mem::size_of_val(out) {
         return Err(Error::Unsupported {
             what: format!(
                 "{device} returned {} bytes for {count} elements of {}",
@@ -197,17 +199,13 @@ pub(crate) fn from_bytes<T: Element>(bytes: &[u8], count: usize, device: Device)
             what: format!("{device} returned a bool that is neither 0 nor 1"),
         });
     }
-    let mut values: Vec<T> = vec![T::zero(); count];
-    // SAFETY: `values` holds `count` plain elements, `count * size` bytes, all overwritten by
-    // exactly that many bytes (checked above); every byte of a bool is 0 or 1 (checked above).
+    // SAFETY: `out` holds `count` plain elements, `bytes.len()` bytes (checked above), all
+    // overwritten; every byte of a bool is 0 or 1 (checked above), and every bit pattern of
+    // the other element types is a value.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            values.as_mut_ptr().cast::<u8>(),
-            bytes.len(),
-        );
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), bytes.len());
     }
-    Ok(values)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,12 +215,14 @@ mod tests {
     #[test]
     fn bytes_round_trip_and_bad_bools_are_errors() {
         let values = [1.5f32, -2.0, 0.25];
-        let back: Vec<f32> = from_bytes(as_bytes(&values), 3, Device::Cpu).unwrap();
+        let mut back = [0f32; 3];
+        bytes_into(as_bytes(&values), &mut back, Device::Cpu).unwrap();
         assert_eq!(back, values);
-        assert!(from_bytes::<f32>(as_bytes(&values), 2, Device::Cpu).is_err());
-        let bools: Vec<bool> = from_bytes(&[0, 1, 1], 3, Device::Cpu).unwrap();
+        assert!(bytes_into(as_bytes(&values), &mut back[..2], Device::Cpu).is_err());
+        let mut bools = [false; 3];
+        bytes_into(&[0, 1, 1], &mut bools, Device::Cpu).unwrap();
         assert_eq!(bools, [false, true, true]);
-        let err = from_bytes::<bool>(&[0, 2, 1], 3, Device::Cpu).unwrap_err();
+        let err = bytes_into(&[0, 2, 1], &mut bools, Device::Cpu).unwrap_err();
         assert!(err.to_string().contains("neither 0 nor 1"), "{err}");
     }
 }

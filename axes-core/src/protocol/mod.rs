@@ -22,6 +22,6 @@ pub use job::{
     run_each_output,
 };
 pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer, Recycle};
-pub(crate) use memory::{as_bytes, from_bytes, host_elements};
+pub(crate) use memory::{as_bytes, bytes_into, host_elements};
 pub(crate) use meter::HOST_METER;
 pub use meter::{DeviceCounters, Meter};

@@ -12,28 +12,29 @@
 //! the limit is freed instead. [`release_host`] frees every buffer it holds.
 
 use std::alloc::Layout;
-use std::mem::{ManuallyDrop, size_of};
+use std::mem::size_of;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
+use super::host_vec::{HOST_ALIGN, HostVec, RawBlock};
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::protocol::{FreeBuffers, HOST_METER, as_bytes};
+use crate::protocol::{Device, FreeBuffers, HOST_METER, as_bytes, bytes_into};
 
 /// The bytes a device's pool of freed buffers holds at most (the host's, and OpenCL's),
 /// unless the environment variable `AXES_POOL_BYTES` or [`crate::memory::set_pool_limit`]
 /// says otherwise.
 pub const DEFAULT_LIMIT: usize = 256 << 20;
 
-/// An allocation of the global allocator that no `Vec` owns now.
+/// An allocation of the global allocator that no [`HostVec`] owns now.
 struct Block {
     ptr: NonNull<u8>,
     /// How many bytes from the start the buffer's last owner had written.
     initialised: usize,
 }
 
-// SAFETY: a block is memory nobody else points to (its `Vec` was forgotten when it came
-// here), so moving it between threads moves nothing shared.
+// SAFETY: a block is memory nobody else points to (its `HostVec` was taken apart when it
+// came here), so moving it between threads moves nothing shared.
 unsafe impl Send for Block {}
 
 /// The blocks held, by (size, alignment).
@@ -118,22 +119,10 @@ pub(crate) fn release_host() -> usize {
     pool().shrink_to(0)
 }
 
-/// The layout of a `Vec<T>` of capacity `capacity`, if the pool keeps buffers of that size.
-fn kept_layout<T>(capacity: usize) -> Option<Layout> {
-    let layout = Layout::array::<T>(capacity).ok()?;
+/// The layout of a buffer of `capacity` elements, if the pool keeps buffers of that size.
+fn kept_layout<T: Copy>(capacity: usize) -> Option<Layout> {
+    let layout = HostVec::<T>::layout_for(capacity)?;
     (layout.size() > 0).then_some(layout)
-}
-
-/// A kept buffer with room for exactly `len` elements, empty, if the pool has one; counted
-/// as a hit or a miss.
-fn take<T>(len: usize) -> Option<Vec<T>> {
-    let layout = kept_layout::<T>(len)?;
-    let block = pool().take(layout);
-    HOST_METER.pool_request(block.is_some());
-    // SAFETY: the block was allocated by the global allocator with `layout`, which is
-    // `Layout::array::<T>(len)`: the alignment of `T` and `len` elements' size, as
-    // `Vec::from_raw_parts` requires; the length 0 claims no initialised element.
-    Some(unsafe { Vec::from_raw_parts(block?.ptr.as_ptr().cast::<T>(), 0, len) })
 }
 
 /// The error for `bytes` of host memory that the allocator could not give.
@@ -153,7 +142,8 @@ fn available_host_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// An empty `Vec` with room for exactly `len` elements from the allocator, or the error.
+/// An empty `Vec` with room for exactly `len` elements (for elements handed to the user),
+/// or the error.
 pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
     let mut values = Vec::new();
     values
@@ -162,36 +152,56 @@ pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
     Ok(values)
 }
 
-/// `len` zeros from the allocator's zeroed memory (fresh pages are not written), or the error.
-fn zeroed<T: Element>(len: usize) -> Result<Vec<T>> {
-    let layout = Layout::array::<T>(len).map_err(|_| out_of_memory(usize::MAX))?;
-    if layout.size() == 0 {
-        return Ok(Vec::new());
+/// `values` on a [`HOST_ALIGN`]-byte boundary: the `Vec` itself where it starts on one, else
+/// a copy in a buffer of the pool (an error when the host has no room for it).
+pub(crate) fn on_boundary<T: Copy>(values: Vec<T>) -> Result<HostVec<T>> {
+    if (values.as_ptr() as usize).is_multiple_of(HOST_ALIGN) {
+        return Ok(values.into());
     }
-    // SAFETY: the layout's size is not zero (checked above).
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    let ptr = NonNull::new(ptr).ok_or_else(|| out_of_memory(layout.size()))?;
-    // SAFETY: the global allocator gave `ptr` for `Layout::array::<T>(len)`: `T`'s alignment
-    // and the size of `len` elements, as `Vec::from_raw_parts` requires of a capacity `len`;
-    // every byte is zero, which is a valid value of every element type (0, 0.0, `false`), so
-    // the `len` elements are initialised.
-    Ok(unsafe { Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), len, len) })
+    let mut copy = with_capacity(values.len())?;
+    copy.extend_from_slice(&values);
+    Ok(copy)
 }
 
-/// An empty `Vec` with room for exactly `len` elements: a kept buffer of that size when the
+/// `count` elements from the bytes a device returned (or a file held), in a buffer of the
+/// pool; an error naming `device` when they are not `count` elements of `T`.
+pub(crate) fn from_bytes<T: Element>(
+    bytes: &[u8],
+    count: usize,
+    device: Device,
+) -> Result<HostVec<T>> {
+    let mut values = for_overwrite(count)?;
+    bytes_into(bytes, &mut values, device)?;
+    Ok(values)
+}
+
+/// A kept block of `len` elements' room, if the pool has one (counted as a hit or a miss).
+fn take_block<T: Copy>(len: usize) -> Option<Block> {
+    let layout = kept_layout::<T>(len)?;
+    let block = pool().take(layout);
+    HOST_METER.pool_request(block.is_some());
+    block
+}
+
+/// An empty buffer with room for exactly `len` elements: a kept block of that size when the
 /// pool has one, else a new allocation; an error when the allocator has no room.
-pub(crate) fn with_capacity<T>(len: usize) -> Result<Vec<T>> {
-    match take(len) {
-        Some(values) => Ok(values),
-        None => try_vec(len),
+pub(crate) fn with_capacity<T: Copy>(len: usize) -> Result<HostVec<T>> {
+    match take_block::<T>(len) {
+        // SAFETY: the block was allocated by the global allocator with `kept_layout::<T>(len)`
+        // (its key in the pool: equal size and alignment), the pool let go of it, and the
+        // length 0 claims no initialised element.
+        Some(block) => Ok(unsafe { HostVec::from_block(block.ptr, 0, len) }),
+        None => HostVec::try_with_capacity(len),
     }
 }
 
 /// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one;
 /// otherwise from the allocator, zeros without writing them; an error when the allocator has
 /// no room.
-pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
-    if let Some(mut values) = take(len) {
+pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<HostVec<T>> {
+    if let Some(block) = take_block::<T>(len) {
+        // SAFETY: as in `with_capacity`.
+        let mut values = unsafe { HostVec::from_block(block.ptr, 0, len) };
         values.resize(len, value);
         return Ok(values);
     }
@@ -199,9 +209,10 @@ pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
         .iter()
         .all(|&b| b == 0)
     {
-        return zeroed(len);
+        // SAFETY: all-zero bytes are a valid value of every element type (0, 0.0, `false`).
+        return unsafe { HostVec::try_zeroed(len) };
     }
-    let mut values = try_vec(len)?;
+    let mut values = HostVec::try_with_capacity(len)?;
     values.resize(len, value);
     Ok(values)
 }
@@ -210,52 +221,48 @@ pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
 /// the pool whose bytes its last owner wrote is taken as it is (no fill), else as
 /// [`filled`] with zeros. Not for `bool`, whose bytes are not all valid values: its
 /// buffers are always filled.
-pub(crate) fn for_overwrite<T: Element>(len: usize) -> Result<Vec<T>> {
-    if T::DTYPE != DType::Bool
-        && let Some(layout) = kept_layout::<T>(len)
-    {
-        let block = pool().take(layout);
-        HOST_METER.pool_request(block.is_some());
-        return match block {
-            Some(block) if block.initialised >= layout.size() => {
-                // SAFETY: the block was allocated for `layout`, the layout of `len` elements
-                // of `T` (equal size and alignment), and is owned by the pool alone; its bytes
-                // were all written by its last owner (`initialised` covers the layout), as
-                // elements of an element type, none of which has padding; every bit pattern
-                // is a valid value of `T` (it is not `bool`), so the `len` elements are
-                // initialised values.
-                Ok(unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), len, len) })
-            }
-            Some(block) => {
-                // SAFETY: as in `take`: allocated for `layout`, capacity `len`, and the
-                // length 0 claims no initialised element.
-                let mut values =
-                    unsafe { Vec::from_raw_parts(block.ptr.as_ptr().cast::<T>(), 0, len) };
-                values.resize(len, T::zero());
-                Ok(values)
-            }
-            None => zeroed(len),
-        };
+pub(crate) fn for_overwrite<T: Element>(len: usize) -> Result<HostVec<T>> {
+    if T::DTYPE == DType::Bool {
+        return filled(len, T::zero());
     }
-    filled(len, T::zero())
+    match take_block::<T>(len) {
+        Some(block) if block.initialised >= len * size_of::<T>() => {
+            // SAFETY: the block was allocated for the layout of `len` elements of `T` (equal
+            // size and alignment) and is owned by the pool alone; its bytes were all written
+            // by its last owner (`initialised` covers them), as elements of an element type,
+            // none of which has padding; every bit pattern is a valid value of `T` (it is
+            // not `bool`), so the `len` elements are initialised values.
+            Ok(unsafe { HostVec::from_block(block.ptr, len, len) })
+        }
+        Some(block) => {
+            // SAFETY: as in `with_capacity`.
+            let mut values = unsafe { HostVec::from_block(block.ptr, 0, len) };
+            values.resize(len, T::zero());
+            Ok(values)
+        }
+        // SAFETY: as in `filled`.
+        None => unsafe { HostVec::try_zeroed(len) },
+    }
 }
 
-/// Keeps `values`' buffer for a later request of its size (its elements are dropped), or
-/// frees it when the pool would hold more than its limit.
-pub(crate) fn give_back<T>(mut values: Vec<T>) {
-    let Some(layout) = kept_layout::<T>(values.capacity()) else {
-        return;
+/// Keeps a dropped buffer's memory for a later request of its size, or frees it when the pool
+/// would hold more than its limit (or when it is an adopted `Vec`'s, which no request takes).
+pub(super) fn give_back(block: RawBlock) {
+    let key = (block.layout.size(), block.layout.align());
+    let kept = Block {
+        ptr: block.ptr,
+        initialised: block.initialised,
     };
+    if block.layout.align() != HOST_ALIGN {
+        return dealloc(key, kept);
+    }
     let mut held = pool();
     let free = held.free();
-    if free.bytes() + layout.size() > free.limit() {
-        return;
+    if free.bytes() + key.0 > free.limit() {
+        drop(held);
+        return dealloc(key, kept);
     }
-    let initialised = values.len() * size_of::<T>();
-    values.clear();
-    let mut values = ManuallyDrop::new(values);
-    let ptr = NonNull::new(values.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer is not null");
-    let refused = free.keep((layout.size(), layout.align()), Block { ptr, initialised });
+    let refused = free.keep(key, kept);
     debug_assert!(refused.is_none(), "checked to fit above");
     HOST_METER.set_pooled_bytes(free.bytes() as u64);
 }
@@ -271,12 +278,12 @@ mod tests {
         let len = 4096 + 3;
         let first = filled(len, 1.5f32).unwrap();
         let address = first.as_ptr() as usize;
-        give_back(first);
+        drop(first);
         // The same bytes and alignment serve another element type of that size.
-        let again: Vec<i32> = with_capacity(len).unwrap();
+        let again: HostVec<i32> = with_capacity(len).unwrap();
         assert_eq!(again.as_ptr() as usize, address);
         assert!(again.is_empty());
-        give_back(again);
+        drop(again);
         let zeros = filled(len, 0i32).unwrap();
         assert_eq!(zeros.as_ptr() as usize, address);
         assert!(
@@ -285,14 +292,14 @@ mod tests {
         );
         // A buffer whose last owner wrote it all is taken as it is for a full overwrite; one
         // it did not write is not.
-        give_back(zeros);
-        let overwritten: Vec<f32> = for_overwrite(len).unwrap();
+        drop(zeros);
+        let overwritten: HostVec<f32> = for_overwrite(len).unwrap();
         assert_eq!(overwritten.as_ptr() as usize, address);
-        give_back(Vec::<f32>::with_capacity(len + 1));
-        let unwritten: Vec<f32> = for_overwrite(len + 1).unwrap();
+        drop(HostVec::<f32>::try_with_capacity(len + 1).unwrap());
+        let unwritten: HostVec<f32> = for_overwrite(len + 1).unwrap();
         assert!(unwritten.iter().all(|&z| z == 0.0));
         // Another size is a new allocation.
-        let other: Vec<f32> = with_capacity(len + 2).unwrap();
+        let other: HostVec<f32> = with_capacity(len + 2).unwrap();
         assert_ne!(other.as_ptr() as usize, address);
     }
 

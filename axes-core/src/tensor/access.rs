@@ -103,7 +103,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             }
         }
         Ok(Tensor::new_unchecked(
-            crate::storage::Storage::new(data),
+            crate::storage::Storage::from_host_vec(data),
             crate::layout::Layout::row_major(lens),
         ))
     }
@@ -120,7 +120,8 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
 
     /// [`Tensor::to_vec`], with a failed copy from a device as an error.
     pub fn try_to_vec(&self) -> Result<Vec<T>> {
-        self.read_in(&self.layout)
+        let count = self.layout.element_count().unwrap_or(0);
+        self.read_into(&self.layout, crate::storage::try_vec(count)?)
     }
 
     /// The elements, row-major in the axis order `O` (any order of `A`'s axes).

@@ -17,7 +17,7 @@ use crate::list::{
     SameCount, SubsetOf, TransposeAxes, Transposed, find_positions,
 };
 use crate::named::NamedLengths;
-use crate::storage::Storage;
+use crate::storage::{ElementBuffer, HostVec, Storage};
 
 /// The axes after `flatten::<L>()`: the other axes of `A` in order, then `Flat<L>`.
 pub type Flattened<A, L> = Concat<Difference<A, L>, (Flat<L>,)>;
@@ -385,12 +385,17 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// The elements of `layout` (a view of this tensor's storage), row-major: row by row of
     /// the innermost axis (one slice copy where it is contiguous), element by element only
     /// where the view is padded.
-    pub(crate) fn read_in(&self, layout: &Layout) -> Result<Vec<T>> {
-        let data = self.storage.host()?;
+    pub(crate) fn read_in(&self, layout: &Layout) -> Result<HostVec<T>> {
         let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
             lengths: format!("{:?}", layout.lens()),
         })?;
-        let mut out = crate::storage::with_capacity(count)?;
+        self.read_into(layout, crate::storage::with_capacity(count)?)
+    }
+
+    /// [`Tensor::read_in`] into `out`, a buffer with room for the elements.
+    pub(crate) fn read_into<B: ElementBuffer<T>>(&self, layout: &Layout, mut out: B) -> Result<B> {
+        let data = self.storage.host()?;
+        let count = layout.element_count().unwrap_or(0);
         if layout.is_padded() || layout.rank() == 0 {
             out.extend((layout.positions()).map(|pos| pos.map_or(T::zero(), |pos| data[pos])));
             return Ok(out);
