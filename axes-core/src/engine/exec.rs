@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::cost;
 use super::plan::{LONG_CHUNK, Plan};
 #[cfg(target_arch = "x86_64")]
-use super::simd::stream_copy;
+use super::simd::{stream_copy, stream_copy_lines};
 use super::threads;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -522,7 +522,8 @@ fn write_chunk<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
 
 /// Writes the loaded chunk of `n` results over the contiguous destination run at `first`
 /// with streaming stores, [`STREAM_PIECE`] at a time through a stack buffer (the results of
-/// a plain assignment overwrite the destination, so no combining is needed).
+/// a plain assignment overwrite the destination, so no combining is needed): a cache line a
+/// store where AVX-512 allows, so that each line is written whole by one store.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn write_streaming<T: Element, E: ChunkEval<Out = T>>(
@@ -531,17 +532,29 @@ fn write_streaming<T: Element, E: ChunkEval<Out = T>>(
     n: usize,
     first: isize,
 ) {
-    let mut piece = [T::zero(); STREAM_PIECE];
+    /// On a cache line, so that the copy's loads never straddle two.
+    #[repr(align(64))]
+    struct Piece<T>([T; STREAM_PIECE]);
+    let mut piece = Piece([T::zero(); STREAM_PIECE]);
+    // Whole lines a store where the CPU has AVX-512 (`std` caches the answer).
+    let lines = std::arch::is_x86_feature_detected!("avx512f");
     let mut done = 0;
     while done < n {
         let m = STREAM_PIECE.min(n - done);
-        for (i, slot) in piece[..m].iter_mut().enumerate() {
+        for (i, slot) in piece.0[..m].iter_mut().enumerate() {
             // SAFETY: done + i < n, loaded by the caller.
             *slot = unsafe { eval.at(done + i) };
         }
-        // SAFETY: first + done .. first + done + m lies inside the destination buffer, as
-        // every position of the chunk does (see `write_chunk`); the piece holds m elements.
-        unsafe { stream_copy(dest.ptr.offset(first + done as isize), piece.as_ptr(), m) };
+        let to = dest.ptr.wrapping_offset(first + done as isize);
+        if lines {
+            // SAFETY: first + done .. first + done + m lies inside the destination buffer, as
+            // every position of the chunk does (see `write_chunk`); the piece holds m
+            // elements; AVX-512F is present (checked above).
+            unsafe { stream_copy_lines(to, piece.0.as_ptr(), m) };
+        } else {
+            // SAFETY: as above, without AVX-512.
+            unsafe { stream_copy(to, piece.0.as_ptr(), m) };
+        }
         done += m;
     }
 }

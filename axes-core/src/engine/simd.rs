@@ -134,3 +134,37 @@ pub(super) unsafe fn stream_copy<T: Copy>(dst: *mut T, src: *const T, count: usi
         i += 1;
     }
 }
+
+/// [`stream_copy`] with 64-byte streaming stores (a whole cache line each) from the first
+/// 64-byte boundary of `dst` on, 16-byte ones before it and after the last whole line, and
+/// plain stores for the elements outside 16-byte boundaries.
+///
+/// # Safety
+/// AVX-512F must be available; otherwise as [`stream_copy`].
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn stream_copy_lines<T: Copy>(dst: *mut T, src: *const T, count: usize) {
+    use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512};
+    let per_line = 64 / std::mem::size_of::<T>();
+    // The elements before the first line boundary, and those after the last whole line.
+    let lead = ((dst.align_offset(64)) as usize).min(count);
+    let lines = (count - lead) / per_line;
+    // SAFETY: the three ranges split 0..count; the caller's contract covers each.
+    unsafe { stream_copy(dst, src, lead) };
+    for line in 0..lines {
+        let at = lead + line * per_line;
+        // SAFETY: elements at..at + per_line (64 bytes) lie within both buffers; dst + at is
+        // on a 64-byte boundary (dst + lead is, and each step adds 64 bytes); AVX-512F is
+        // available (the caller's contract).
+        unsafe {
+            _mm512_stream_si512(
+                dst.add(at).cast::<__m512i>(),
+                _mm512_loadu_si512(src.add(at).cast::<__m512i>()),
+            )
+        };
+    }
+    let done = lead + lines * per_line;
+    // SAFETY: as above, for the rest.
+    unsafe { stream_copy(dst.add(done), src.add(done), count - done) };
+}

@@ -113,6 +113,9 @@ impl<T: Copy> HostVec<T> {
         };
         values.ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| pool::out_of_memory(bytes))?;
         values.capacity = capacity;
+        if layout.size() >= HUGE_PAGES_FROM {
+            advise_huge_pages(ptr, layout.size());
+        }
         Ok(values)
     }
 
@@ -234,6 +237,37 @@ impl<T: Copy> HostVec<T> {
     }
 }
 
+/// The size from which a new host buffer asks for huge pages (see [`advise_huge_pages`]).
+const HUGE_PAGES_FROM: usize = 4 << 20;
+
+/// Asks the kernel to back the whole 2 MiB pages inside the `bytes` bytes from `start` with
+/// transparent huge pages (where the system leaves that to the program: `madvise` mode): a
+/// loop over a large buffer then takes one TLB entry per 2 MiB instead of per 4 KiB, which
+/// matters most to operands read across rows (W3 in `benches/NOTES.md`). Only pages wholly
+/// inside the buffer are asked for, so no memory outside it is committed; `AXES_HUGE_PAGES=0`
+/// turns it off. A refusal changes nothing but speed, so it is ignored.
+fn advise_huge_pages(start: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::sync::OnceLock;
+        static ENABLED: OnceLock<bool> = OnceLock::new();
+        const HUGE: usize = 2 << 20;
+        if !*ENABLED.get_or_init(|| std::env::var("AXES_HUGE_PAGES").map_or(true, |v| v != "0")) {
+            return;
+        }
+        let first = (start as usize).next_multiple_of(HUGE);
+        let end = (start as usize + bytes) / HUGE * HUGE;
+        if end > first {
+            // SAFETY: the range lies inside the allocation just made (rounded inwards to
+            // whole huge pages); MADV_HUGEPAGE changes how the kernel backs it, never its
+            // contents.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
+}
+
 impl<T> HostVec<T> {
     /// The layout the memory was allocated with; `None` when nothing was.
     fn layout(&self) -> Option<Layout> {
@@ -343,8 +377,16 @@ impl<T: Copy> DerefMut for HostVec<T> {
 
 impl<T: Copy> Extend<T> for HostVec<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
-        let values = values.into_iter();
+        let mut values = values.into_iter();
         self.reserve(values.size_hint().0);
+        // Into the room there is without a check per element, then one by one.
+        let room = self.spare_capacity_mut();
+        let mut written = 0;
+        for (slot, value) in room.iter_mut().zip(&mut values) {
+            slot.write(value);
+            written += 1;
+        }
+        self.len += written;
         for value in values {
             self.push(value);
         }
