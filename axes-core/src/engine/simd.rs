@@ -148,7 +148,7 @@ pub(super) unsafe fn stream_copy_lines<T: Copy>(dst: *mut T, src: *const T, coun
     use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512};
     let per_line = 64 / std::mem::size_of::<T>();
     // The elements before the first line boundary, and those after the last whole line.
-    let lead = ((dst.align_offset(64)) as usize).min(count);
+    let lead = dst.align_offset(64).min(count);
     let lines = (count - lead) / per_line;
     // SAFETY: the three ranges split 0..count; the caller's contract covers each.
     unsafe { stream_copy(dst, src, lead) };
