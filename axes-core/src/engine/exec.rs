@@ -480,6 +480,11 @@ pub const TILE_ROWS: usize = 64;
 /// measured on W3: `benches/NOTES.md`).
 pub const TILE_CHUNK: usize = 4096;
 
+/// Tiles narrower than this many elements ask for each row's next chunk ahead: the hardware
+/// prefetcher does not follow such short rows (`benches/NOTES.md`, W3); on wider ones the
+/// requests only crowd the memory system's queues.
+const PREFETCHED_ROWS_BELOW: usize = 1024;
+
 /// Evaluates one chunk and writes or combines it into the destination starting at `first`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -713,12 +718,14 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
                 let block_end = block + rows;
                 for (tile_start, width) in pieces(inner_lo..inner_hi, TILE_CHUNK) {
                     eval.prepare_tile(&index[..mid], block..block_end, tile_start, width);
+                    let short_rows = width < PREFETCHED_ROWS_BELOW;
                     for m in block..block_end {
                         index[mid] = m;
                         let row = position(&index);
                         for (start, n) in pieces(tile_start..tile_start + width, plan.chunk) {
-                            // The next row's chunk, while this one is computed.
-                            if m + 1 < block_end {
+                            // The next row's chunk, while this one is computed, where the
+                            // tile's rows are too short for the hardware prefetcher.
+                            if short_rows && m + 1 < block_end {
                                 index[mid] = m + 1;
                                 eval.prefetch(&index[..inner], start, n);
                                 index[mid] = m;

@@ -16,10 +16,26 @@ pub(super) fn prefetch_bytes(first: *const i8, bytes: usize) {
     }
 }
 
-/// How many source columns ahead [`transpose_4byte_avx2`] prefetches (distances measured
-/// on W3: `benches/NOTES.md`).
+/// Asks the memory system to bring the cache lines holding the `bytes` bytes from `first`
+/// into L2, not L1: for data wanted some time later.
 #[cfg(target_arch = "x86_64")]
-const TRANSPOSE_PREFETCH: usize = 16;
+#[inline(always)]
+pub(super) fn prefetch_bytes_to_l2(first: *const i8, bytes: usize) {
+    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+    if bytes == 0 {
+        return;
+    }
+    for byte in (0..bytes).step_by(64).chain([bytes - 1]) {
+        // SAFETY: as in `prefetch_bytes`.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(first.wrapping_add(byte)) };
+    }
+}
+
+/// How far ahead of the columns it transposes [`transpose_4byte_avx2`] asks for source
+/// columns, in bytes of columns (into L2): enough requests in flight to keep the memory busy
+/// while each column is only a few lines (distances measured on W3: `benches/NOTES.md`).
+#[cfg(target_arch = "x86_64")]
+const TRANSPOSE_PREFETCH_BYTES: usize = 128 << 10;
 
 /// Copies the `rows × n` block whose element `(r, k)` is at `src + r + k * across` into `dst`
 /// row-major (`dst[r * stride + k]`), moving 8×8 blocks through registers; the last `rows % 8`
@@ -43,13 +59,14 @@ pub(super) unsafe fn transpose_4byte_avx2(
     use std::arch::x86_64::*;
     let full_rows = rows - rows % 8;
     let full_cols = n - n % 8;
+    let ahead = (TRANSPOSE_PREFETCH_BYTES / (rows * 4).max(1)).max(16);
     for k0 in (0..full_cols).step_by(8) {
-        // The source columns a few blocks ahead, whole: a column is a few cache lines, too
-        // short for the hardware prefetcher (past the last column this reaches into the next
-        // tile's first ones, which it reads next).
+        // The source columns `ahead` columns on, whole, into L2: a column is a few cache
+        // lines, too short for the hardware prefetcher, and the ones after them a page or more
+        // apart (past the last column this asks for lines no tile reads: a hint, harmless).
         for j in 0..8 {
-            let column = (k0 + TRANSPOSE_PREFETCH + j) as isize * across;
-            prefetch_bytes(src.wrapping_offset(column).cast(), rows * 4);
+            let column = (k0 + ahead + j) as isize * across;
+            prefetch_bytes_to_l2(src.wrapping_offset(column).cast(), rows * 4);
         }
         for r0 in (0..full_rows).step_by(8) {
             // SAFETY: column k0 + j, rows r0..r0 + 8: readable by the caller's contract.
