@@ -14,6 +14,7 @@
 use std::hint::black_box;
 
 use axes::prelude::*;
+use axes::storage::HostVec;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use ndarray::Array1;
 
@@ -31,9 +32,16 @@ const BIG: usize = 1 << 24;
 const SIDE: usize = 4096;
 const SMALL: usize = 4096;
 
-fn data(n: usize, seed: u64) -> Vec<f32> {
+fn data(n: usize, seed: u64) -> HostVec<f32> {
     let t = Tensor::<f32, (N,)>::random_uniform(N.len(n), -1.0, 1.0, seed).unwrap();
-    t.to_vec()
+    t.to_vec().into_iter().collect()
+}
+
+/// `n` zeros for a peer to write, in memory like the library's own (on a cache line, and
+/// asking for huge pages from 4 MiB), so that peers and the library read and write the same
+/// kind of memory.
+fn zeros(n: usize) -> HostVec<f32> {
+    std::iter::repeat_n(0f32, n).collect()
 }
 
 /// Splits `out` and the inputs in `threads` pieces and runs `f` on each on its own thread.
@@ -78,8 +86,8 @@ fn w7(c: &mut Criterion) {
     let mut g = c.benchmark_group("W7 l2 by size");
     for n in l2_sizes() {
         let (x, y) = (data(n, 5), data(n, 6));
-        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), x.clone()).unwrap();
-        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), y.clone()).unwrap();
+        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), x.to_vec()).unwrap();
+        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), y.to_vec()).unwrap();
         for threads in [1, 2] {
             axes::set_threads(threads).unwrap();
             g.bench_function(BenchmarkId::new(format!("axes {threads}t"), n), |bench| {
@@ -104,8 +112,8 @@ fn split_sizes() -> impl Iterator<Item = usize> {
 fn split_by_size(c: &mut Criterion) {
     let mut g = c.benchmark_group("split by size");
     for n in split_sizes() {
-        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 20)).unwrap();
-        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 21)).unwrap();
+        let tx = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 20).to_vec()).unwrap();
+        let ty = Tensor::<f32, (N,)>::from_vec(N.len(n), data(n, 21).to_vec()).unwrap();
         let mut out = Tensor::<f32, (N,)>::zeros(N.len(n)).unwrap();
         for threads in [1, 2] {
             axes::set_threads(threads).unwrap();
@@ -215,10 +223,10 @@ fn summary_by_size() {
 fn w1(c: &mut Criterion) {
     let (x, y) = (data(BIG, 1), data(BIG, 2));
     let (a, b) = (1.5f32, -0.5f32);
-    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
-    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.to_vec()).unwrap();
     let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
-    let mut out = vec![0f32; BIG];
+    let mut out = zeros(BIG);
     let mut g = c.benchmark_group("W1 axpby 16M");
     g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
     for threads in [1, 2] {
@@ -236,7 +244,7 @@ fn w1(c: &mut Criterion) {
             })
         });
     }
-    let (nx, ny) = (Array1::from(x.clone()), Array1::from(y.clone()));
+    let (nx, ny) = (Array1::from(x.to_vec()), Array1::from(y.to_vec()));
     g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
         bench.iter(|| black_box(&nx * a + &ny * b))
     });
@@ -251,8 +259,8 @@ fn w1(c: &mut Criterion) {
 fn w8(c: &mut Criterion) {
     let (x, y) = (data(BIG, 1), data(BIG, 2));
     let (a, b) = (1.5f32, -0.5f32);
-    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
-    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.to_vec()).unwrap();
     let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
     let mut g = c.benchmark_group("W8 axpby 16M fresh");
     g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));
@@ -274,8 +282,8 @@ fn w8(c: &mut Criterion) {
 
 fn w2(c: &mut Criterion) {
     let (x, y) = (data(BIG, 3), data(BIG, 4));
-    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
-    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.to_vec()).unwrap();
     let mut g = c.benchmark_group("W2 l2 16M");
     g.throughput(Throughput::Bytes((2 * BIG * 4) as u64));
     for threads in [1, 2] {
@@ -299,7 +307,7 @@ fn w2(c: &mut Criterion) {
             })
         });
     }
-    let (nx, ny) = (Array1::from(x), Array1::from(y));
+    let (nx, ny) = (Array1::from(x.to_vec()), Array1::from(y.to_vec()));
     g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
         bench.iter(|| black_box((&nx - &ny).mapv(|d| d * d).sum()))
     });
@@ -309,10 +317,10 @@ fn w2(c: &mut Criterion) {
 fn w3(c: &mut Criterion) {
     let n = SIDE;
     let (x, y) = (data(n * n, 5), data(n * n, 6));
-    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.clone()).unwrap();
-    let ty = Tensor::<f32, (W, H)>::from_vec((W.len(n), H.len(n)), y.clone()).unwrap();
+    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (W, H)>::from_vec((W.len(n), H.len(n)), y.to_vec()).unwrap();
     let mut out_t = Tensor::<f32, (H, W)>::zeros((H.len(n), W.len(n))).unwrap();
-    let mut out = vec![0f32; n * n];
+    let mut out = zeros(n * n);
     let mut g = c.benchmark_group("W3 transposed add 4096sq");
     g.throughput(Throughput::Bytes((3 * n * n * 4) as u64));
     axes::set_threads(1).unwrap();
@@ -328,8 +336,8 @@ fn w3(c: &mut Criterion) {
             }
         })
     });
-    let nx = ndarray::Array2::from_shape_vec((n, n), x).unwrap();
-    let ny = ndarray::Array2::from_shape_vec((n, n), y).unwrap();
+    let nx = ndarray::Array2::from_shape_vec((n, n), x.to_vec()).unwrap();
+    let ny = ndarray::Array2::from_shape_vec((n, n), y.to_vec()).unwrap();
     g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
         bench.iter(|| black_box(&nx + &ny.t()))
     });
@@ -345,7 +353,7 @@ fn w3(c: &mut Criterion) {
     }
     // the bandwidth reference: triad
     let (tb, tc) = (data(n * n, 7), data(n * n, 8));
-    let mut ta = vec![0f32; n * n];
+    let mut ta = zeros(n * n);
     g.bench_function(BenchmarkId::new("triad", 1), |bench| {
         bench.iter(|| {
             for ((a, b), c) in ta.iter_mut().zip(&tb).zip(&tc) {
@@ -381,7 +389,7 @@ fn streaming_triad(
 fn w4(c: &mut Criterion) {
     let n = SIDE;
     let x = data(n * n, 9);
-    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.clone()).unwrap();
+    let tx = Tensor::<f32, (H, W)>::from_vec((H.len(n), W.len(n)), x.to_vec()).unwrap();
     let mut g = c.benchmark_group("W4 axis sums 4096sq");
     g.throughput(Throughput::Bytes((n * n * 4) as u64));
     axes::set_threads(1).unwrap();
@@ -425,10 +433,10 @@ fn w4(c: &mut Criterion) {
 fn w5(c: &mut Criterion) {
     let (x, y) = (data(SMALL, 10), data(SMALL, 11));
     let (a, b) = (1.5f32, -0.5f32);
-    let tx = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), x.clone()).unwrap();
-    let ty = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), y.clone()).unwrap();
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(SMALL), y.to_vec()).unwrap();
     let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(SMALL)).unwrap();
-    let mut out = vec![0f32; SMALL];
+    let mut out = zeros(SMALL);
     axes::set_threads(1).unwrap();
     let mut g = c.benchmark_group("W5 axpby 4096");
     g.throughput(Throughput::Bytes((3 * SMALL * 4) as u64));
@@ -443,7 +451,7 @@ fn w5(c: &mut Criterion) {
             black_box(&out);
         })
     });
-    let (nx, ny) = (Array1::from(x), Array1::from(y));
+    let (nx, ny) = (Array1::from(x.to_vec()), Array1::from(y.to_vec()));
     g.bench_function(BenchmarkId::new("ndarray", 1), |bench| {
         bench.iter(|| black_box(&nx * a + &ny * b))
     });
@@ -452,10 +460,10 @@ fn w5(c: &mut Criterion) {
 
 fn w6(c: &mut Criterion) {
     let (x, y) = (data(BIG, 12), data(BIG, 13));
-    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.clone()).unwrap();
-    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.clone()).unwrap();
+    let tx = Tensor::<f32, (N,)>::from_vec(N.len(BIG), x.to_vec()).unwrap();
+    let ty = Tensor::<f32, (N,)>::from_vec(N.len(BIG), y.to_vec()).unwrap();
     let mut out_t = Tensor::<f32, (N,)>::zeros(N.len(BIG)).unwrap();
-    let mut out = vec![0f32; BIG];
+    let mut out = zeros(BIG);
     axes::set_threads(1).unwrap();
     let mut g = c.benchmark_group("W6 tanh exp 16M");
     g.throughput(Throughput::Bytes((3 * BIG * 4) as u64));

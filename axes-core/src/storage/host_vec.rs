@@ -393,6 +393,24 @@ impl<T: Copy> Extend<T> for HostVec<T> {
     }
 }
 
+impl<'a, T: Copy> IntoIterator for &'a HostVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a, T: Copy> IntoIterator for &'a mut HostVec<T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
 impl<T: Copy> FromIterator<T> for HostVec<T> {
     fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Self {
         let mut collected = Self::new();
