@@ -471,7 +471,7 @@ fn run_task_on_cpu<T, E, S>(
 /// Rows of the second-innermost axis evaluated together when an operand is gathered with a
 /// large stride on the innermost axis (a transposed operand): the cache lines and pages it
 /// touches for one chunk are then reused by the next rows instead of being evicted.
-pub const TILE_ROWS: usize = 64;
+pub const TILE_ROWS: usize = 128;
 
 /// Tile width in tiled loops: a tile of [`TILE_ROWS`] by up to this many elements of the
 /// innermost axis (its rows are then computed [`CHUNK`](super::CHUNK) elements at a time).

@@ -35,7 +35,7 @@ pub(super) fn prefetch_bytes_to_l2(first: *const i8, bytes: usize) {
 /// columns, in bytes of columns (into L2): enough requests in flight to keep the memory busy
 /// while each column is only a few lines (distances measured on W3: `benches/NOTES.md`).
 #[cfg(target_arch = "x86_64")]
-const TRANSPOSE_PREFETCH_BYTES: usize = 128 << 10;
+const TRANSPOSE_PREFETCH_BYTES: usize = 256 << 10;
 
 /// Copies the `rows × n` block whose element `(r, k)` is at `src + r + k * across` into `dst`
 /// row-major (`dst[r * stride + k]`), moving 8×8 blocks through registers; the last `rows % 8`
