@@ -58,11 +58,16 @@ pub(super) struct RawBlock {
 }
 
 impl<T: Copy> HostVec<T> {
-    const ELEMENT_HAS_SIZE: () = assert!(size_of::<T>() > 0, "no zero-sized elements");
+    /// Elements have a size, and an alignment below [`HOST_ALIGN`] (so the alignment a
+    /// buffer was allocated with tells an adopted `Vec`'s memory from the library's own).
+    const ELEMENT_FITS: () = assert!(
+        size_of::<T>() > 0 && align_of::<T>() < HOST_ALIGN,
+        "elements are sized and aligned to less than a cache line"
+    );
 
     /// An empty buffer; allocates nothing.
     pub fn new() -> Self {
-        let () = Self::ELEMENT_HAS_SIZE;
+        let () = Self::ELEMENT_FITS;
         HostVec {
             ptr: NonNull::dangling(),
             len: 0,
@@ -126,7 +131,7 @@ impl<T: Copy> HostVec<T> {
     /// of this `T` (equal size and alignment will do), nothing else owns it, and its first
     /// `len <= capacity` elements are initialised values of `T`.
     pub(super) unsafe fn from_block(ptr: NonNull<u8>, len: usize, capacity: usize) -> Self {
-        let () = Self::ELEMENT_HAS_SIZE;
+        let () = Self::ELEMENT_FITS;
         HostVec {
             ptr: ptr.cast(),
             len,
@@ -322,7 +327,7 @@ impl<T: Copy> ElementBuffer<T> for HostVec<T> {
 impl<T: Copy> From<Vec<T>> for HostVec<T> {
     /// Adopts the `Vec`'s memory, without a copy (its alignment stays the allocator's).
     fn from(values: Vec<T>) -> Self {
-        let () = Self::ELEMENT_HAS_SIZE;
+        let () = Self::ELEMENT_FITS;
         let mut values = ManuallyDrop::new(values);
         HostVec {
             // A `Vec`'s pointer is never null (dangling when nothing is allocated).
