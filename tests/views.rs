@@ -446,6 +446,10 @@ fn arena_hands_out_tensors_over_one_buffer() {
     assert!(tw.shares_storage_with(&tb));
     assert_eq!(tb.layout().offset() % 16, 0);
     assert!(tb.layout().offset() >= 15);
+    // Every tensor of the arena starts on a cache line: the buffer does, and offsets are
+    // multiples of 16 elements.
+    let start = arena.storage().as_slice().as_ptr() as usize;
+    assert_eq!(start % axes::storage::HOST_ALIGN, 0);
     let value =
         Tensor::<f32, (J, I)>::from_fn((I.len(3), J.len(5)), |ix| ix.of::<I>() as f32).unwrap();
     arena.set(&w, &value).unwrap();

@@ -97,7 +97,7 @@ impl ArenaBuilder {
     /// Allocates one buffer for every reserved tensor, filled with `value`.
     pub fn build<T: Element>(self, value: T) -> Arena<T> {
         Arena {
-            storage: Storage::new(vec![value; self.len]),
+            storage: Storage::from_host_vec(std::iter::repeat_n(value, self.len).collect()),
             layouts: self.layouts,
             builder: self.id,
         }

@@ -541,14 +541,15 @@ pub(crate) fn written_out<T: Num>(
     run_output(&ir, layout.lens(), &[input], output)
 }
 
-/// `values` in a buffer on `device` (copied there from the host).
+/// `values` in a buffer on `device` (copied there from the host; on the host, moved onto a
+/// cache line where they are not on one).
 pub(crate) fn placed<T: Element>(
     values: impl Into<HostVec<T>>,
     device: Device,
 ) -> Result<Storage<T>> {
     let values = values.into();
     match device {
-        Device::Cpu => Ok(Storage::from_host_vec(values)),
+        Device::Cpu => Ok(Storage::from_host_vec(storage::on_boundary(values)?)),
         Device::Accelerator(backend) => {
             let memory = backend.upload(crate::protocol::as_bytes(&values))?;
             device_storage(backend, memory, values.len())

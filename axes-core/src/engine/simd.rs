@@ -5,15 +5,7 @@
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn prefetch_bytes(first: *const i8, bytes: usize) {
-    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-    if bytes == 0 {
-        return;
-    }
-    for byte in (0..bytes).step_by(64).chain([bytes - 1]) {
-        // SAFETY: a prefetch is a hint: it reads nothing and never faults, and the address
-        // is formed with wrapping arithmetic.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(byte)) };
-    }
+    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T0 }>(first, bytes);
 }
 
 /// Asks the memory system to bring the cache lines holding the `bytes` bytes from `first`
@@ -21,13 +13,20 @@ pub(super) fn prefetch_bytes(first: *const i8, bytes: usize) {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn prefetch_bytes_to_l2(first: *const i8, bytes: usize) {
-    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T1 }>(first, bytes);
+}
+
+/// One prefetch of kind `HINT` per cache line of the `bytes` bytes from `first`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_lines<const HINT: i32>(first: *const i8, bytes: usize) {
     if bytes == 0 {
         return;
     }
     for byte in (0..bytes).step_by(64).chain([bytes - 1]) {
-        // SAFETY: as in `prefetch_bytes`.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(first.wrapping_add(byte)) };
+        // SAFETY: a prefetch is a hint: it reads nothing and never faults, and the address
+        // is formed with wrapping arithmetic.
+        unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(first.wrapping_add(byte)) };
     }
 }
 

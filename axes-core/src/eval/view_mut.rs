@@ -220,7 +220,7 @@ impl<T: Element, B: AxisSet> Drop for Lent<'_, T, B> {
         *self.slot = if buffer.id() == self.id {
             buffer
         } else {
-            Storage::new(vec![T::zero(); self.len])
+            Storage::from_host_vec(std::iter::repeat_n(T::zero(), self.len).collect())
         };
     }
 }

@@ -152,11 +152,12 @@ pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
     Ok(values)
 }
 
-/// `values` on a [`HOST_ALIGN`]-byte boundary: the `Vec` itself where it starts on one, else
+/// `values` on a [`HOST_ALIGN`]-byte boundary: the buffer itself where it starts on one, else
 /// a copy in a buffer of the pool (an error when the host has no room for it).
-pub(crate) fn on_boundary<T: Copy>(values: Vec<T>) -> Result<HostVec<T>> {
-    if (values.as_ptr() as usize).is_multiple_of(HOST_ALIGN) {
-        return Ok(values.into());
+pub(crate) fn on_boundary<T: Copy>(values: impl Into<HostVec<T>>) -> Result<HostVec<T>> {
+    let values = values.into();
+    if values.is_aligned() {
+        return Ok(values);
     }
     let mut copy = with_capacity(values.len())?;
     copy.extend_from_slice(&values);
