@@ -277,14 +277,14 @@ impl Block {
     /// `len` zeros (`false`) of type `ty`.
     pub(crate) fn new(ty: DType, len: usize) -> Block {
         match ty {
-            DType::F32 => Block::F32(vec![0.0; len].into()),
-            DType::F64 => Block::F64(vec![0.0; len].into()),
-            DType::F16 => Block::F16(vec![f16::ZERO; len].into()),
-            DType::BF16 => Block::BF16(vec![bf16::ZERO; len].into()),
-            DType::I32 => Block::I32(vec![0; len].into()),
-            DType::I64 => Block::I64(vec![0; len].into()),
-            DType::U8 => Block::U8(vec![0; len].into()),
-            DType::Bool => Block::Bool(vec![false; len].into()),
+            DType::F32 => Block::F32(std::iter::repeat_n(0.0, len).collect()),
+            DType::F64 => Block::F64(std::iter::repeat_n(0.0, len).collect()),
+            DType::F16 => Block::F16(std::iter::repeat_n(f16::ZERO, len).collect()),
+            DType::BF16 => Block::BF16(std::iter::repeat_n(bf16::ZERO, len).collect()),
+            DType::I32 => Block::I32(std::iter::repeat_n(0, len).collect()),
+            DType::I64 => Block::I64(std::iter::repeat_n(0, len).collect()),
+            DType::U8 => Block::U8(std::iter::repeat_n(0, len).collect()),
+            DType::Bool => Block::Bool(std::iter::repeat_n(false, len).collect()),
         }
     }
 }

@@ -61,8 +61,9 @@ pub(super) unsafe fn transpose_4byte_avx2(
     let ahead = (TRANSPOSE_PREFETCH_BYTES / (rows * 4).max(1)).max(16);
     for k0 in (0..full_cols).step_by(8) {
         // The source columns `ahead` columns on, whole, into L2: a column is a few cache
-        // lines, too short for the hardware prefetcher, and the ones after them a page or more
-        // apart (past the last column this asks for lines no tile reads: a hint, harmless).
+        // lines, too short for the hardware prefetcher, and the ones after it a page or more
+        // apart. Past the tile's last column this asks for the next tile's first columns
+        // where the rows go on, else for lines no tile reads: a hint, harmless.
         for j in 0..8 {
             let column = (k0 + ahead + j) as isize * across;
             prefetch_bytes_to_l2(src.wrapping_offset(column).cast(), rows * 4);

@@ -284,6 +284,14 @@ impl<T> HostVec<T> {
 
     /// Whether the memory is on a [`HOST_ALIGN`] boundary (false only for an adopted `Vec`
     /// that the allocator placed elsewhere).
+    ///
+    /// ```
+    /// use axes_core::storage::HostVec;
+    /// let made: HostVec<f64> = (0..10).map(f64::from).collect();
+    /// assert!(made.is_aligned());
+    /// let adopted = HostVec::from(vec![1u8, 2, 3]);
+    /// assert_eq!(adopted.is_aligned(), adopted.as_ptr() as usize % 64 == 0);
+    /// ```
     pub fn is_aligned(&self) -> bool {
         (self.ptr.as_ptr() as usize).is_multiple_of(HOST_ALIGN)
     }
