@@ -34,7 +34,7 @@ const SMALL: usize = 4096;
 
 fn data(n: usize, seed: u64) -> HostVec<f32> {
     let t = Tensor::<f32, (N,)>::random_uniform(N.len(n), -1.0, 1.0, seed).unwrap();
-    t.to_vec().into_iter().collect()
+    t.storage().as_slice().iter().copied().collect()
 }
 
 /// `n` zeros for a peer to write, in memory like the library's own (on a cache line, and

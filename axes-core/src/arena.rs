@@ -189,7 +189,7 @@ impl<T: Element> Arena<T> {
         let storage = if self.device() == *device {
             self.storage.clone()
         } else {
-            placed(self.storage.host()?.to_vec(), *device)?
+            placed(crate::storage::copied(self.storage.host()?)?, *device)?
         };
         Ok(Arena {
             storage,

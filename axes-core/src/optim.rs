@@ -423,7 +423,10 @@ impl<T: Float> Buffers<T> {
         let grad = grad.storage_for(arena)?;
         let len = arena.len();
         let flat = Layout::row_major(&[len]);
-        let values = placed(constants.map(T::from_f64).to_vec(), params.device())?;
+        let values = placed(
+            crate::storage::copied(&constants.map(T::from_f64))?,
+            params.device(),
+        )?;
         let mut inputs = vec![
             Input::new(arena.storage(), &flat, &[0], 1)?,
             Input::new(grad, &flat, &[0], 1)?,

@@ -8,7 +8,9 @@ mod pool;
 pub(crate) use host_vec::ElementBuffer;
 pub use host_vec::{HOST_ALIGN, HostVec};
 pub use pool::{DEFAULT_LIMIT, limit_from_env};
-pub(crate) use pool::{filled, for_overwrite, from_bytes, on_boundary, try_vec, with_capacity};
+pub(crate) use pool::{
+    copied, filled, for_overwrite, from_bytes, on_boundary, try_vec, with_capacity,
+};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -234,9 +236,7 @@ impl<T: Element> Storage<T> {
     pub fn try_make_mut(&mut self) -> Result<&mut [T]> {
         let unique_host = matches!(*self.0, Buffer::Host(_)) && Arc::get_mut(&mut self.0).is_some();
         if !unique_host {
-            let mut copy = with_capacity(self.len())?;
-            copy.extend_from_slice(self.host()?);
-            *self = Storage::from_host_vec(copy);
+            *self = Storage::from_host_vec(copied(self.host()?)?);
         }
         match Arc::get_mut(&mut self.0) {
             Some(Buffer::Host(values)) => Ok(values),

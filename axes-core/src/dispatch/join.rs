@@ -18,7 +18,7 @@ use crate::list::{
     AxisList, AxisSet, Difference, DifferenceWith, HasAxis, MAX_RANK, UnionWith, find_positions,
 };
 use crate::num::Num;
-use crate::storage::{self, HostVec, Storage};
+use crate::storage::{self, Storage};
 use crate::tensor::{FlatParts, Gathered, IndexElement, Tensor};
 
 use super::{Input, Output, common_device, copied_into, filled, placed, run_output, run_outputs};
@@ -66,7 +66,7 @@ fn one_hot_pick(ir: &mut Ir, value: usize) -> usize {
 
 /// The positions `0..len` along an axis, as a buffer on `like`'s device.
 fn positions<T: Element>(len: usize, like: &Storage<T>) -> Result<Storage<i64>> {
-    placed((0..len as i64).collect::<HostVec<_>>(), like.device())
+    placed((0..len as i64).collect(), like.device())
 }
 
 /// `source` gathered along `axes.axis` by `indices` into a result of lengths `lens` (row-major),

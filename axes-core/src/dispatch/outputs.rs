@@ -523,7 +523,7 @@ pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Resu
                 })?;
             device_storage(backend, memory, count)
         }
-        Device::Accelerator(_) => placed(vec![value; count], device),
+        Device::Accelerator(_) => placed(storage::filled(count, value)?, device),
     }
 }
 
@@ -541,15 +541,10 @@ pub(crate) fn written_out<T: Num>(
     run_output(&ir, layout.lens(), &[input], output)
 }
 
-/// `values` in a buffer on `device` (copied there from the host; on the host, moved onto a
-/// cache line where they are not on one).
-pub(crate) fn placed<T: Element>(
-    values: impl Into<HostVec<T>>,
-    device: Device,
-) -> Result<Storage<T>> {
-    let values = values.into();
+/// `values` in a buffer on `device` (copied there from the host).
+pub(crate) fn placed<T: Element>(values: HostVec<T>, device: Device) -> Result<Storage<T>> {
     match device {
-        Device::Cpu => Ok(Storage::from_host_vec(storage::on_boundary(values)?)),
+        Device::Cpu => Ok(Storage::from_host_vec(values)),
         Device::Accelerator(backend) => {
             let memory = backend.upload(crate::protocol::as_bytes(&values))?;
             device_storage(backend, memory, values.len())

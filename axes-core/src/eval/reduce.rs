@@ -263,10 +263,7 @@ where
         reduce_keep(&x, &over, min_sink())?
     };
     // The positions along X, 0..len, as a leaf over X alone.
-    let positions = placed(
-        (0..len as i64).collect::<crate::storage::HostVec<_>>(),
-        x.device(),
-    )?;
+    let positions = placed((0..len as i64).collect(), x.device())?;
     let mut ir = Ir::default();
     let (value, best_value, position) = (ir.leaf(), ir.leaf(), ir.leaf());
     let is_best = ir.push(IrNode::Compare(CompareOp::Equal, value, best_value));

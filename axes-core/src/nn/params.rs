@@ -284,7 +284,7 @@ impl<T: Float> Gradient<T> {
             });
         }
         Ok(Gradient {
-            storage: placed(values, arena.device())?,
+            storage: placed(crate::storage::on_boundary(values)?, arena.device())?,
             arena: arena.id(),
         })
     }

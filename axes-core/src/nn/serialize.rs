@@ -129,7 +129,7 @@ impl<T: Float> Params<T> {
             ));
         }
         // Read from a file, assembled in host memory, then placed where the arena lives.
-        let mut flat = self.arena.storage().host()?.to_vec();
+        let mut flat = crate::storage::copied(self.arena.storage().host()?)?;
         for (layout, (data, stored)) in self.arena.layouts().iter().zip(values) {
             for (to, from) in layout.positions().zip(stored.positions()) {
                 flat[to.expect("not padded")] = data[from.expect("not padded")];

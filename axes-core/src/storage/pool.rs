@@ -154,13 +154,18 @@ pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
 
 /// `values` on a [`HOST_ALIGN`]-byte boundary: the buffer itself where it starts on one, else
 /// a copy in a buffer of the pool (an error when the host has no room for it).
-pub(crate) fn on_boundary<T: Copy>(values: impl Into<HostVec<T>>) -> Result<HostVec<T>> {
-    let values = values.into();
+pub(crate) fn on_boundary<T: Copy>(values: Vec<T>) -> Result<HostVec<T>> {
+    let values = HostVec::from(values);
     if values.is_aligned() {
         return Ok(values);
     }
+    copied(&values)
+}
+
+/// A copy of `values` in a buffer of the pool (an error when the host has no room for it).
+pub(crate) fn copied<T: Copy>(values: &[T]) -> Result<HostVec<T>> {
     let mut copy = with_capacity(values.len())?;
-    copy.extend_from_slice(&values);
+    copy.extend_from_slice(values);
     Ok(copy)
 }
 
