@@ -10,6 +10,7 @@ use super::plan::{Access, FLAT_LEAF, Padding, Plan};
 #[cfg(target_arch = "x86_64")]
 use super::simd::{prefetch_bytes, transpose_4byte_avx2};
 use crate::element::Element;
+use crate::storage::HostVec;
 
 /// Loads the chunks of one tensor: a pointer into the tensor where the chunk is contiguous,
 /// else the chunk gathered into a stack buffer.
@@ -30,7 +31,7 @@ pub struct LeafEval<'a, T: Element> {
 /// A transposed tile (see `prepare_tile`): rows `rows`, positions `start..start + n` of the
 /// innermost axis, row-major with rows `stride` elements apart.
 struct Tile<T> {
-    elements: Vec<T>,
+    elements: HostVec<T>,
     rows: Range<usize>,
     start: usize,
     n: usize,
@@ -247,7 +248,7 @@ unsafe impl<T: Element> ChunkEval for LeafEval<'_, T> {
         let stride = n + (64 / std::mem::size_of::<T>().max(1)).max(1);
         let made = self.tile.get_or_insert_with(|| {
             Box::new(Tile {
-                elements: Vec::new(),
+                elements: HostVec::new(),
                 rows: 0..0,
                 start: 0,
                 n: 0,

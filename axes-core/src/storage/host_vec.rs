@@ -109,17 +109,18 @@ impl<T: Copy> HostVec<T> {
             return Ok(values);
         }
         // SAFETY: the layout's size is not zero (checked above).
-        let ptr = unsafe {
-            if zeroed {
-                std::alloc::alloc_zeroed(layout)
-            } else {
-                std::alloc::alloc(layout)
-            }
-        };
+        let ptr = unsafe { std::alloc::alloc(layout) };
         values.ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| pool::out_of_memory(bytes))?;
         values.capacity = capacity;
+        // Before the zeros are written: the pages a write first touches are the ones the
+        // kernel backs, and `alloc_zeroed` at this alignment writes them at once (it is
+        // `alloc` and a fill), which left zeroed buffers on small pages.
         if layout.size() >= HUGE_PAGES_FROM {
             advise_huge_pages(ptr, layout.size());
+        }
+        if zeroed {
+            // SAFETY: the allocation just made holds `layout.size()` bytes.
+            unsafe { ptr.write_bytes(0, layout.size()) };
         }
         Ok(values)
     }
@@ -494,5 +495,50 @@ mod tests {
         assert!(zeros.is_aligned());
         assert!(zeros.iter().all(|&z| z == 0.0));
         assert!(HostVec::<f32>::try_with_capacity(usize::MAX / 2).is_err());
+    }
+
+    /// The kibibytes of huge pages backing the mapping that holds `at`, from
+    /// `/proc/self/smaps`.
+    #[cfg(target_os = "linux")]
+    fn huge_page_kib(at: *const u8) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let at = at as u64;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            if let Some((lo, hi)) = range
+                && let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&at);
+            } else if inside && let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                return kib.trim().trim_end_matches("kB").trim().parse().unwrap();
+            }
+        }
+        0
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_zeroed_buffer_gets_huge_pages_where_a_written_one_does() {
+        const LEN: usize = 4 << 20; // 16 MiB of f32
+        // SAFETY: all-zero bytes are a valid f32.
+        let zeroed = unsafe { HostVec::<f32>::try_zeroed(LEN) }.unwrap();
+        let middle = zeroed[LEN / 2..].as_ptr().cast::<u8>();
+        let zeroed_kib = huge_page_kib(middle);
+        // Measured after the zeroed one, so that a mapping both share counts only its pages.
+        let mut written = HostVec::<f32>::try_with_capacity(LEN).unwrap();
+        written.resize(LEN, 1.0);
+        let written_kib = huge_page_kib(written[LEN / 2..].as_ptr().cast());
+        if written_kib == 0 || std::env::var("AXES_HUGE_PAGES").is_ok_and(|v| v == "0") {
+            println!("SKIPPED: this system gives no huge pages to a written buffer");
+            return;
+        }
+        assert!(
+            zeroed_kib > 0,
+            "a zeroed buffer is on small pages where a written one has {written_kib} KiB of huge pages"
+        );
     }
 }
