@@ -351,6 +351,18 @@ fn w3(c: &mut Criterion) {
             bench.iter(|| unsafe { blocked::transposed_add(&mut out, xs, ys, n) })
         });
     }
+    // What bounds the library's tiles: `y` alone read as they read it — 512 bytes (the 128
+    // rows of a tile) of each of its rows at a time, asked for 256 KiB ahead into L2 — with
+    // nothing computed or written.
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ys = ty.storage().as_slice();
+        g.throughput(Throughput::Bytes((n * n * 4) as u64));
+        g.bench_function(BenchmarkId::new("y read in tiles", 1), |bench| {
+            bench.iter(|| black_box(blocked::sum_in_tiles(ys, n, 128)))
+        });
+        g.throughput(Throughput::Bytes((3 * n * n * 4) as u64));
+    }
     // the bandwidth reference: triad
     let (tb, tc) = (data(n * n, 7), data(n * n, 8));
     let mut ta = zeros(n * n);
@@ -492,7 +504,7 @@ fn w6(c: &mut Criterion) {
 }
 
 fn summary() {
-    let rows: [(&str, &str, &str, f64); 19] = [
+    let rows: [(&str, &str, &str, f64); 20] = [
         ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
         ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
         (
@@ -537,6 +549,12 @@ fn summary() {
         (
             "W3 transposed add 4096sq",
             "hand blocked avx2/1",
+            "triad/1",
+            3.0 * (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W3 transposed add 4096sq",
+            "y read in tiles/1",
             "triad/1",
             3.0 * (SIDE * SIDE) as f64 * 4.0,
         ),
@@ -655,6 +673,29 @@ mod blocked {
         for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
             *o = axes::math::tanh_f32(x) * y + axes::math::exp_f32(-x);
         }
+    }
+
+    /// The sum of the `n × n` row-major `y`, read `rows` elements of each row at a time down
+    /// all the rows, then the next `rows` of each: the order in which a tile `rows` tall
+    /// reads a transposed operand. Each row's piece is asked for 256 KiB ahead into L2.
+    pub(crate) fn sum_in_tiles(y: &[f32], n: usize, rows: usize) -> f32 {
+        let ahead = (256 << 10) / (rows * 4);
+        let mut acc = [0f32; 16];
+        for start in (0..n).step_by(rows) {
+            for row in 0..n {
+                let wanted = y.as_ptr().wrapping_add((row + ahead) * n + start);
+                for line in (0..rows).step_by(16) {
+                    // SAFETY: a prefetch is a hint that never faults; SSE is part of x86-64.
+                    unsafe { _mm_prefetch::<_MM_HINT_T1>(wanted.wrapping_add(line).cast()) };
+                }
+                for piece in y[row * n + start..row * n + start + rows].chunks_exact(16) {
+                    for (a, v) in acc.iter_mut().zip(piece) {
+                        *a += v;
+                    }
+                }
+            }
+        }
+        acc.iter().sum()
     }
 
     /// `a = b + 0.5 c` with 16-byte streaming stores (SSE2, part of x86-64).
