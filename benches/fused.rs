@@ -350,6 +350,11 @@ fn w3(c: &mut Criterion) {
             // SAFETY: AVX2 is present (checked above); the slices hold n² elements each.
             bench.iter(|| unsafe { blocked::transposed_add(&mut out, xs, ys, n) })
         });
+        let mut tile = HostVec::new();
+        g.bench_function(BenchmarkId::new("hand tiles 128 rows", 1), |bench| {
+            // SAFETY: AVX2 is present (checked above).
+            bench.iter(|| unsafe { blocked::transposed_add_tiles(&mut out, xs, ys, n, &mut tile) })
+        });
     }
     // What bounds the library's tiles: `y` alone read as they read it — 512 bytes (the 128
     // rows of a tile) of each of its rows at a time, asked for 256 KiB ahead into L2 — with
@@ -504,7 +509,7 @@ fn w6(c: &mut Criterion) {
 }
 
 fn summary() {
-    let rows: [(&str, &str, &str, f64); 20] = [
+    let rows: [(&str, &str, &str, f64); 22] = [
         ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
         ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
         (
@@ -549,6 +554,18 @@ fn summary() {
         (
             "W3 transposed add 4096sq",
             "hand blocked avx2/1",
+            "triad/1",
+            3.0 * (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W3 transposed add 4096sq",
+            "axes/1",
+            "hand tiles 128 rows/1",
+            3.0 * (SIDE * SIDE) as f64 * 4.0,
+        ),
+        (
+            "W3 transposed add 4096sq",
+            "hand tiles 128 rows/1",
             "triad/1",
             3.0 * (SIDE * SIDE) as f64 * 4.0,
         ),
@@ -665,6 +682,8 @@ fn main() {
 #[cfg(target_arch = "x86_64")]
 mod blocked {
     use std::arch::x86_64::*;
+
+    use axes::storage::HostVec;
 
     /// `out = tanh(x) y + exp(-x)` with the library's own `tanh` and `exp`, in a plain loop
     /// compiled for AVX-512: what the engine adds to the same arithmetic.
@@ -792,5 +811,70 @@ mod blocked {
                 }
             }
         }
+    }
+
+    /// `out[h][w] = x[h][w] + y[w][h]` in the library's own scheme, with nothing generic: tiles
+    /// of `ROWS` rows by the whole width; each tile's columns of `y` first transposed into
+    /// `tile` (rows one line longer than `n`) by 8 × 8 blocks through AVX2 registers, the
+    /// columns asked for 256 KiB ahead into L2; then each row `x + tile` with streaming
+    /// stores. The ceiling of that scheme on this machine.
+    ///
+    /// # Safety
+    /// AVX2 must be available.
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn transposed_add_tiles(
+        out: &mut [f32],
+        x: &[f32],
+        y: &[f32],
+        n: usize,
+        tile: &mut HostVec<f32>,
+    ) {
+        const ROWS: usize = 128;
+        let stride = n + 16;
+        assert!(
+            out.len() == n * n && x.len() == n * n && y.len() == n * n && n.is_multiple_of(ROWS)
+        );
+        assert!((out.as_ptr() as usize).is_multiple_of(32));
+        tile.resize(ROWS * stride, 0.0);
+        let (o, xp, yp, t) = (out.as_mut_ptr(), x.as_ptr(), y.as_ptr(), tile.as_mut_ptr());
+        let ahead = (256 << 10) / (ROWS * 4);
+        for h0 in (0..n).step_by(ROWS) {
+            for k0 in (0..n).step_by(8) {
+                // SAFETY: every index below is under n² (h0 + r < n, k0 + j < n) or inside
+                // the tile (r < ROWS, k0 + 8 <= n < stride); prefetches may point anywhere.
+                unsafe {
+                    for j in 0..8 {
+                        let column = yp.wrapping_add((k0 + ahead + j) * n + h0);
+                        for line in (0..ROWS).step_by(16) {
+                            _mm_prefetch::<_MM_HINT_T1>(column.wrapping_add(line).cast());
+                        }
+                    }
+                    for r0 in (0..ROWS).step_by(8) {
+                        let mut rows = [_mm256_setzero_ps(); 8];
+                        for (j, row) in rows.iter_mut().enumerate() {
+                            *row = _mm256_loadu_ps(yp.add((k0 + j) * n + h0 + r0));
+                        }
+                        for (i, column) in transpose8(rows).into_iter().enumerate() {
+                            _mm256_storeu_ps(t.add((r0 + i) * stride + k0), column);
+                        }
+                    }
+                }
+            }
+            for r in 0..ROWS {
+                let row = (h0 + r) * n;
+                for w in (0..n).step_by(8) {
+                    // SAFETY: row + w + 8 <= n², r * stride + w + 8 <= ROWS * stride; out
+                    // starts on 32 bytes (asserted) and row + w is a multiple of 8.
+                    unsafe {
+                        let sum = _mm256_add_ps(
+                            _mm256_loadu_ps(xp.add(row + w)),
+                            _mm256_loadu_ps(t.add(r * stride + w)),
+                        );
+                        _mm256_stream_ps(o.add(row + w), sum);
+                    }
+                }
+            }
+        }
+        _mm_sfence();
     }
 }
