@@ -23,10 +23,14 @@ fn prefetch_lines<const HINT: i32>(first: *const i8, bytes: usize) {
     if bytes == 0 {
         return;
     }
-    for byte in (0..bytes).step_by(64).chain([bytes - 1]) {
+    // From the line holding the first byte to the one holding the last, once each.
+    let skip = first as usize % 64;
+    for byte in (0..skip + bytes).step_by(64) {
         // SAFETY: a prefetch is a hint: it reads nothing and never faults, and the address
         // is formed with wrapping arithmetic.
-        unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(first.wrapping_add(byte)) };
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<HINT>(first.wrapping_sub(skip).wrapping_add(byte))
+        };
     }
 }
 
