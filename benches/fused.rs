@@ -509,6 +509,8 @@ fn w6(c: &mut Criterion) {
 }
 
 fn summary() {
+    const W3: &str = "W3 transposed add 4096sq";
+    const W3_BYTES: f64 = 3.0 * (SIDE * SIDE) as f64 * 4.0;
     let rows: [(&str, &str, &str, f64); 22] = [
         ("W1 axpby 16M", "axes/1", "hand/1", 3.0 * BIG as f64 * 4.0),
         ("W1 axpby 16M", "axes/2", "hand/2", 3.0 * BIG as f64 * 4.0),
@@ -527,54 +529,14 @@ fn summary() {
         ("W2 l2 16M", "axes/1", "hand/1", 2.0 * BIG as f64 * 4.0),
         ("W2 l2 16M", "axes/2", "hand/2", 2.0 * BIG as f64 * 4.0),
         ("W2 l2 16M", "axes/1", "ndarray/1", 2.0 * BIG as f64 * 4.0),
-        (
-            "W3 transposed add 4096sq",
-            "axes/1",
-            "triad/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "axes/1",
-            "triad streaming/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "hand/1",
-            "triad/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "axes/1",
-            "hand blocked avx2/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "hand blocked avx2/1",
-            "triad/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "axes/1",
-            "hand tiles 128 rows/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "hand tiles 128 rows/1",
-            "triad/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
-        (
-            "W3 transposed add 4096sq",
-            "y read in tiles/1",
-            "triad/1",
-            3.0 * (SIDE * SIDE) as f64 * 4.0,
-        ),
+        (W3, "axes/1", "triad/1", W3_BYTES),
+        (W3, "axes/1", "triad streaming/1", W3_BYTES),
+        (W3, "hand/1", "triad/1", W3_BYTES),
+        (W3, "axes/1", "hand blocked avx2/1", W3_BYTES),
+        (W3, "hand blocked avx2/1", "triad/1", W3_BYTES),
+        (W3, "axes/1", "hand tiles 128 rows/1", W3_BYTES),
+        (W3, "hand tiles 128 rows/1", "triad/1", W3_BYTES),
+        (W3, "y read in tiles/1", "triad/1", W3_BYTES),
         (
             "W4 axis sums 4096sq",
             "axes over H/1",
