@@ -779,7 +779,7 @@ mod blocked {
     /// of `ROWS` rows by the whole width; each tile's columns of `y` first transposed into
     /// `tile` (rows one line longer than `n`) by 8 × 8 blocks through AVX2 registers, the
     /// columns asked for 256 KiB ahead into L2; then each row `x + tile` with streaming
-    /// stores. The ceiling of that scheme on this machine.
+    /// stores: how fast that scheme can go where it runs.
     ///
     /// # Safety
     /// AVX2 must be available.

@@ -112,9 +112,9 @@ impl<T: Copy> HostVec<T> {
         let ptr = unsafe { std::alloc::alloc(layout) };
         values.ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| pool::out_of_memory(bytes))?;
         values.capacity = capacity;
-        // Before the zeros are written: the pages a write first touches are the ones the
-        // kernel backs, and `alloc_zeroed` at this alignment writes them at once (it is
-        // `alloc` and a fill), which left zeroed buffers on small pages.
+        // The advice comes before the zeros: the kernel picks a page's size at the first write
+        // to it, and `alloc_zeroed` at this alignment is `alloc` and a fill, which would write
+        // every page first.
         if layout.size() >= HUGE_PAGES_FROM {
             advise_huge_pages(ptr, layout.size());
         }
@@ -528,7 +528,8 @@ mod tests {
         let zeroed = unsafe { HostVec::<f32>::try_zeroed(LEN) }.unwrap();
         let middle = zeroed[LEN / 2..].as_ptr().cast::<u8>();
         let zeroed_kib = huge_page_kib(middle);
-        // Measured after the zeroed one, so that a mapping both share counts only its pages.
+        // Measured before the written buffer exists: should the two share a mapping, the
+        // zeroed figure counts the zeroed buffer's pages alone.
         let mut written = HostVec::<f32>::try_with_capacity(LEN).unwrap();
         written.resize(LEN, 1.0);
         let written_kib = huge_page_kib(written[LEN / 2..].as_ptr().cast());
