@@ -11,7 +11,7 @@ use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::protocol::{Device, as_bytes};
-use crate::storage::Storage;
+use crate::storage::{self, Storage};
 use crate::tensor::Tensor;
 
 /// Tensors up to this size keep a host copy when copied to a device (see [`Tensor::to`]).
@@ -64,7 +64,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         // A small tensor (labels, indices) keeps its host copy: reading it, as the label check
         // of `softmax_cross_entropy` does each step, then waits for nothing on the device.
         let storage = match std::mem::size_of_val(values) <= KEEP_ON_HOST_BYTES {
-            true => storage.with_host_copy(values.iter().copied().collect()),
+            true => storage.with_host_copy(storage::copied(values)?),
             false => storage,
         };
         Ok(host.with_storage(storage))

@@ -88,8 +88,9 @@ impl<T: Copy> HostVec<T> {
         Self::allocate(capacity, false)
     }
 
-    /// `len` elements whose bytes are all zero, from the allocator's zeroed memory (fresh
-    /// pages are not written); an error when it has no room.
+    /// `len` elements whose bytes are all zero, in a new allocation (asked for huge pages, as
+    /// [`HostVec::try_with_capacity`] is, before the zeros are written); an error when the
+    /// allocator has no room.
     ///
     /// # Safety
     /// All-zero bytes must be a valid `T` (true of every element type).

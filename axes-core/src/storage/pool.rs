@@ -201,9 +201,8 @@ pub(crate) fn with_capacity<T: Copy>(len: usize) -> Result<HostVec<T>> {
     }
 }
 
-/// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one;
-/// otherwise from the allocator, zeros without writing them; an error when the allocator has
-/// no room.
+/// `len` copies of `value` (as `vec![value; len]`), in a kept buffer when the pool has one,
+/// otherwise in a new allocation; an error when the allocator has no room.
 pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<HostVec<T>> {
     if let Some(block) = take_block::<T>(len) {
         // SAFETY: as in `with_capacity`.
