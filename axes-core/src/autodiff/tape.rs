@@ -3,6 +3,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dispatch::filled;
 use crate::error::{Error, Result};
@@ -51,12 +52,19 @@ enum Step<T: Float> {
 /// ```
 pub struct Tape<T: Float> {
     nodes: Rc<RefCell<Vec<Step<T>>>>,
+    /// Unique in the process: [`Grads`] knows its tape by it, since an address can be
+    /// reused by a tape made after this one is dropped.
+    id: u64,
 }
+
+/// The id of the next tape made.
+static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(0);
 
 impl<T: Float> Clone for Tape<T> {
     fn clone(&self) -> Self {
         Tape {
             nodes: Rc::clone(&self.nodes),
+            id: self.id,
         }
     }
 }
@@ -78,6 +86,7 @@ impl<T: Float> Tape<T> {
     pub fn new() -> Self {
         Tape {
             nodes: Rc::new(RefCell::new(Vec::new())),
+            id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -130,7 +139,7 @@ impl<T: Float> Tape<T> {
     }
 
     pub(crate) fn same_as(&self, other: &Tape<T>) -> bool {
-        Rc::ptr_eq(&self.nodes, &other.nodes)
+        self.id == other.id
     }
 }
 
@@ -236,7 +245,7 @@ impl<T: Float> Var<T, ()> {
         let mut nodes = self.tape.nodes.borrow_mut();
         let mut grads = Grads {
             bufs: Vec::new(),
-            tape: Rc::as_ptr(&self.tape.nodes) as usize,
+            tape: self.tape.id,
             root: self.id,
         };
         grads.bufs.resize_with(nodes.len(), || None);
@@ -284,8 +293,8 @@ pub(crate) struct GradBuf<T> {
 /// The gradients from one [`Var::backward`], looked up by variable.
 pub struct Grads<T: Float> {
     bufs: Vec<Option<GradBuf<T>>>,
-    /// The tape `backward` ran on (its address, for checks only).
-    tape: usize,
+    /// The id of the tape `backward` ran on.
+    tape: u64,
     /// The result `backward` ran from.
     root: usize,
 }
@@ -323,7 +332,7 @@ impl<T: Float> Grads<T> {
 
     /// Checks that node `id` of `tape` is one these gradients cover.
     pub(crate) fn check(&self, tape: &Tape<T>, id: usize) -> Result<()> {
-        if Rc::as_ptr(&tape.nodes) as usize != self.tape {
+        if tape.id != self.tape {
             return Err(Error::NoGradient {
                 reason: "the variable is recorded on another tape than the result".into(),
             });
