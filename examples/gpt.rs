@@ -242,13 +242,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )?)
         })
         .collect::<axes::Result<_>>()?;
-    let schedule = WarmupCosine {
-        peak: options.lr,
-        floor: options.lr / 10.0,
-        warmup: (options.steps / 10).max(1),
-        total: options.steps,
-    };
-    let mut adam = Adam::new(schedule.peak).with_weight_decay(0.01);
+    // A tenth of the steps of warmup, and at least one step of the cosine after it.
+    let warmup = (options.steps / 10)
+        .max(1)
+        .min(options.steps.saturating_sub(1));
+    let schedule = WarmupCosine::new(options.lr, options.lr / 10.0, warmup, options.steps)?;
+    let mut adam = Adam::new(options.lr).with_weight_decay(0.01);
     let bar = ProgressBar::new(options.steps as u64).with_style(
         ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
             .progress_chars("=> "),

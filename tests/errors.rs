@@ -375,8 +375,66 @@ fn every_bad_input_gives_its_error() {
             |e| matches!(e, Error::DeviceMismatch { .. }),
             &["different devices", "cpu"],
         ),
+        (
+            "an optimizer setting out of range",
+            || {
+                let mut builder = ParamsBuilder::new();
+                builder.add::<(Hidden,)>("bias", Hidden.len(2), Init::Zeros, 2, 2)?;
+                let mut params = builder.build::<f32>(0)?;
+                let grad = axes::nn::Gradient::from_vec(&params, vec![1.0; 2])?;
+                let mut adam = axes::optim::Adam::new(1e-3);
+                adam.beta2 = 1.0;
+                adam.step(&mut params, &grad)
+            },
+            |e| matches!(e, Error::InvalidSetting { .. }),
+            &["`Adam::beta2`", "1", "[0, 1)"],
+        ),
+        (
+            "a non-finite gradient, checked",
+            || {
+                let mut builder = ParamsBuilder::new();
+                builder.add::<(Hidden,)>("bias", Hidden.len(2), Init::Zeros, 2, 2)?;
+                let mut params = builder.build::<f32>(0)?;
+                let grad = axes::nn::Gradient::from_vec(&params, vec![1.0, f32::NAN])?;
+                axes::optim::Sgd::new(0.1, 0.0)
+                    .checking_finite()
+                    .step(&mut params, &grad)
+            },
+            |e| matches!(e, Error::NonFinite { .. }),
+            &["`bias`", "NaN"],
+        ),
+        (
+            "a sequence past a model's context",
+            || {
+                use axes::nn::transformer::{Batch, Gpt, GptConfig, Token};
+                let config = GptConfig {
+                    vocab: 3,
+                    context: 2,
+                    hidden: 4,
+                    heads: 1,
+                    head_dim: 4,
+                    inner: 4,
+                    layers: 1,
+                };
+                let mut builder = ParamsBuilder::new();
+                let model = Gpt::new(&mut builder, "gpt", &config)?;
+                let ids = Tensor::<i64, (Batch, Token)>::zeros((Batch.len(1), Token.len(3)))?;
+                model.infer(&builder.build::<f32>(0)?, &ids).map(drop)
+            },
+            |e| matches!(e, Error::ContextExceeded { .. }),
+            &["`Token`", "3", "context of 2"],
+        ),
+        (
+            "a view of a larger buffer swapped in",
+            || {
+                let slot = axes::memory::Swappable::new(bh(2, 3));
+                slot.swap(bh(4, 3).slice::<Batch>(0..2, 1)?).map(drop)
+            },
+            |e| matches!(e, Error::ViewOfLargerBuffer { .. }),
+            &["Batch=2", "Hidden=3", "12", "6", ".contiguous()"],
+        ),
     ];
-    assert!(cases.len() >= 25, "{} cases", cases.len());
+    assert!(cases.len() >= 29, "{} cases", cases.len());
     for (name, run, variant, words) in cases {
         let error = match std::panic::catch_unwind(run) {
             Ok(Ok(())) => panic!("{name}: no error"),

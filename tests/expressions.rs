@@ -717,3 +717,38 @@ fn large_assignments_written_with_streaming_stores() {
     check_streamed_assignment::<f64>(1027, 2051, &[2]);
     check_streamed_assignment::<u8>(4099, 4097, &[2]);
 }
+
+/// A closure of two arguments (`map_with`) broadcasts its operands by axis identity as `+`
+/// does, over a permuted view, with operands of two element types; on a device it is an
+/// error, not a panic.
+#[test]
+fn a_closure_of_two_operands_broadcasts_like_an_operator() {
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let (ni, nj) = (rng.random_range(1..20), rng.random_range(1..20));
+    let x = Tensor::<f64, (J, I)>::from_fn((J.len(nj), I.len(ni)), |_| rng.random_range(-2.0..2.0))
+        .unwrap();
+    let x = x.axes_with_order::<(I, J)>();
+    let n = Tensor::<i32, (J,)>::from_fn(J.len(nj), |_| rng.random_range(0..4)).unwrap();
+    let y = x
+        .map_with(&n, |x, n| x.powi(n) + f64::from(n))
+        .eval()
+        .unwrap();
+    let (xs, ns) = (x.to_vec(), n.to_vec());
+    let want: Vec<f64> = (0..ni * nj)
+        .map(|k| xs[k].powi(ns[k % nj]) + f64::from(ns[k % nj]))
+        .collect();
+    assert_eq!(y.to_vec(), want);
+    // (J,) with (I, J): the larger operand's order, as for `+`.
+    let z: Tensor<bool, (I, J)> = n.map_with(&x, |n, x| x > f64::from(n)).eval().unwrap();
+    let above: Vec<bool> = (0..ni * nj)
+        .map(|k| xs[k] > f64::from(ns[k % nj]))
+        .collect();
+    assert_eq!(z.to_vec(), above);
+    let device = axes::Device::Accelerator(&axes::CPU_BACKEND);
+    let on_device = x.to(&device).unwrap();
+    let error = on_device
+        .map_with(&on_device, |a, b| a * b)
+        .eval()
+        .unwrap_err();
+    assert!(error.to_string().contains("closure"), "{error}");
+}

@@ -175,8 +175,10 @@ pub enum Error {
     #[error("integer division by zero")]
     DivisionByZero,
     /// A reduction that needs at least one element got an empty axis.
-    #[error("cannot reduce over the empty axis `{axis}`: it has length 0")]
+    #[error("cannot take the {reduction} over the empty axis `{axis}`: it has length 0")]
     EmptyReduction {
+        /// The reduction: "maximum", "minimum", "mean", …
+        reduction: &'static str,
         /// The axis.
         axis: String,
     },
@@ -241,6 +243,48 @@ pub enum Error {
         path: String,
         /// What went wrong.
         reason: String,
+    },
+    /// A setting (of an optimizer, a schedule, a model) outside the values it allows.
+    #[error("`{setting}` is {value}, but it must be {allowed}")]
+    InvalidSetting {
+        /// The setting, as `Type::field`.
+        setting: String,
+        /// The value given, as written.
+        value: String,
+        /// The values it allows.
+        allowed: String,
+    },
+    /// A value that must be finite is NaN or infinite (where finite values are checked:
+    /// [`crate::optim::Adam::checking_finite`], [`crate::optim::clip_grad_norm_checked`]).
+    #[error("{what} holds {value}: training diverged or read a bad input")]
+    NonFinite {
+        /// Where: "the gradient of parameter `head.weight`", "the gradient norm", …
+        what: String,
+        /// The first non-finite value found: NaN, inf or -inf.
+        value: String,
+    },
+    /// A sequence longer than a model's context.
+    #[error("{len} positions along axis `{axis}` exceed the model's context of {context}")]
+    ContextExceeded {
+        /// The sequence axis.
+        axis: String,
+        /// The sequence's length.
+        len: usize,
+        /// The longest sequence the model takes.
+        context: usize,
+    },
+    /// A view of a larger buffer where a buffer of exactly its elements is needed.
+    #[error(
+        "the tensor ({lengths}) is a view of a buffer of {buffer} elements where a buffer of \
+         {needed} is needed; make it contiguous first (`.contiguous()`)"
+    )]
+    ViewOfLargerBuffer {
+        /// The view's lengths, as `Axis=len` pairs.
+        lengths: String,
+        /// The elements of the buffer it views.
+        buffer: usize,
+        /// The elements needed.
+        needed: usize,
     },
     /// Saved parameters do not match the model they are loaded into.
     #[error("parameter `{name}`: {reason}")]

@@ -41,7 +41,7 @@ mod ops;
 pub use crate::list::Reducible;
 pub(crate) use lazy::Token;
 pub use lazy::{Borrowed, IntoNode, Lazy, NodeOf};
-pub use nodes::{Binary, BinaryOf, Cast, MapFn, Scalar, Select, Unary};
+pub use nodes::{Binary, BinaryOf, Cast, MapFn, MapWith, Scalar, Select, Unary};
 pub use operand::{IntoExpr, Operand, select};
 pub use operators::SameElement;
 pub use ops::{Clamp, Powf, Powi};
@@ -56,7 +56,7 @@ use crate::tensor::FlatPartsList;
 
 /// Keeps [`Expr`] implemented only here.
 mod sealed {
-    use super::{Binary, Borrowed, Cast, Lazy, MapFn, Scalar, Select, Unary};
+    use super::{Binary, Borrowed, Cast, Lazy, MapFn, MapWith, Scalar, Select, Unary};
     use crate::element::Element;
     use crate::list::AxisSet;
     use crate::tensor::Tensor;
@@ -74,6 +74,7 @@ mod sealed {
     impl<T, C, A, B> Sealed for Select<T, C, A, B> {}
     impl<E, U> Sealed for Cast<E, U> {}
     impl<U, E, F> Sealed for MapFn<U, E, F> {}
+    impl<U, L, R, F, A> Sealed for MapWith<U, L, R, F, A> {}
 }
 
 /// The axes left after reducing expression `E` over `Over`.
@@ -100,8 +101,8 @@ pub trait Expr: Sized + Sync + sealed::Sealed {
     /// interpreter rather than as a loop nest compiled for the tree.
     #[doc(hidden)]
     const DEPTH: usize = 0;
-    /// Whether the expression runs only as a compiled loop nest (a [`MapFn`] closure has no
-    /// run-time description).
+    /// Whether the expression runs only as a compiled loop nest (a [`MapFn`] or [`MapWith`]
+    /// closure has no run-time description).
     #[doc(hidden)]
     const FUSED_ONLY: bool = false;
     /// The element-wise ops the expression computes per element, by kind (a tensor or a

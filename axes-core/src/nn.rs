@@ -37,7 +37,7 @@ mod embedding;
 mod layers;
 mod masks;
 mod norm;
-mod params;
+pub(crate) mod params;
 mod serialize;
 pub mod transformer;
 

@@ -17,6 +17,9 @@ pub trait Num: Element {
     fn mul(self, b: Self) -> Self;
     /// `a / b` (integers: truncating, 0 when `b` is 0, wrapping for `MIN / -1`).
     fn div(self, b: Self) -> Self;
+    /// The remainder of `a / b`, truncated like Rust's `%`: its sign is `a`'s (integers: 0
+    /// when `b` is 0, like `div`, and for `MIN % -1`; floats: C's `fmod`).
+    fn rem(self, b: Self) -> Self;
     /// `-a` (wrapping for integers; `0 - a` for u8).
     fn neg(self) -> Self;
     /// The larger value; NaN if either is NaN.
@@ -43,6 +46,10 @@ pub trait Num: Element {
     note = "cast to a float type first, e.g. `x.cast::<f32>()`"
 )]
 pub trait Float: Num {
+    /// The type values of this type are combined in where rounding each step would lose
+    /// them — an optimizer's update, its constants: f32 for f16 and bf16, the type itself
+    /// for f32 and f64.
+    type Wide: Float;
     /// e^x
     fn exp(self) -> Self;
     /// Natural logarithm.
@@ -75,6 +82,43 @@ pub trait Float: Num {
     fn is_nan(self) -> bool;
 }
 
+/// Integer element types: bitwise operations and shifts.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an integer type: this needs i32, i64 or u8 elements",
+    label = "float or bool elements here",
+    note = "cast to an integer type first, e.g. `x.cast::<i32>()`"
+)]
+pub trait Int: Num {
+    /// `a & b`
+    fn bit_and(self, b: Self) -> Self;
+    /// `a | b`
+    fn bit_or(self, b: Self) -> Self;
+    /// `a ^ b`
+    fn bit_xor(self, b: Self) -> Self;
+    /// `!a` (every bit flipped)
+    fn bit_not(self) -> Self;
+    /// `a << b`, the shift taken modulo the type's width (Rust's `wrapping_shl`).
+    fn shl(self, b: Self) -> Self;
+    /// `a >> b`, arithmetic for signed types, the shift taken modulo the type's width
+    /// (Rust's `wrapping_shr`).
+    fn shr(self, b: Self) -> Self;
+}
+
+macro_rules! int_bits {
+    ($($t:ty),*) => {$(
+        impl Int for $t {
+            #[inline(always)] fn bit_and(self, b: Self) -> Self { self & b }
+            #[inline(always)] fn bit_or(self, b: Self) -> Self { self | b }
+            #[inline(always)] fn bit_xor(self, b: Self) -> Self { self ^ b }
+            #[inline(always)] fn bit_not(self) -> Self { !self }
+            #[inline(always)] fn shl(self, b: Self) -> Self { self.wrapping_shl(b as u32) }
+            #[inline(always)] fn shr(self, b: Self) -> Self { self.wrapping_shr(b as u32) }
+        }
+    )*};
+}
+
+int_bits!(i32, i64, u8);
+
 thread_local! {
     /// Set when an integer division by zero happened on this thread (see
     /// [`take_division_by_zero`]).
@@ -102,6 +146,7 @@ macro_rules! int_num {
             #[inline(always)] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
             #[inline(always)] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
             #[inline(always)] fn div(self, b: Self) -> Self { if b == 0 { divided_by_zero() } else { self.wrapping_div(b) } }
+            #[inline(always)] fn rem(self, b: Self) -> Self { if b == 0 { divided_by_zero() } else { self.wrapping_rem(b) } }
             #[inline(always)] fn neg(self) -> Self { (0 as $t).wrapping_sub(self) }
             #[inline(always)] fn max(self, b: Self) -> Self { Ord::max(self, b) }
             #[inline(always)] fn min(self, b: Self) -> Self { Ord::min(self, b) }
@@ -142,6 +187,10 @@ impl Num for u8 {
     #[inline(always)]
     fn div(self, b: Self) -> Self {
         self.checked_div(b).unwrap_or_else(divided_by_zero)
+    }
+    #[inline(always)]
+    fn rem(self, b: Self) -> Self {
+        self.checked_rem(b).unwrap_or_else(divided_by_zero)
     }
     #[inline(always)]
     fn neg(self) -> Self {
@@ -187,6 +236,7 @@ macro_rules! float_num {
             #[inline(always)] fn sub(self, b: Self) -> Self { self - b }
             #[inline(always)] fn mul(self, b: Self) -> Self { self * b }
             #[inline(always)] fn div(self, b: Self) -> Self { self / b }
+            #[inline(always)] fn rem(self, b: Self) -> Self { self % b }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn max(self, b: Self) -> Self {
                 if self.is_nan() || b.is_nan() { <$t>::NAN } else if self > b { self } else { b }
@@ -208,6 +258,7 @@ macro_rules! float_num {
 float_num!(f32, f64);
 
 impl Float for f32 {
+    type Wide = f32;
     #[inline(always)]
     fn exp(self) -> Self {
         math::exp_f32(self)
@@ -270,6 +321,7 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
+    type Wide = f64;
     #[inline(always)]
     fn exp(self) -> Self {
         f64::exp(self)
@@ -344,6 +396,7 @@ macro_rules! half_float {
             #[inline(always)] fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
             #[inline(always)] fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }
             #[inline(always)] fn div(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() / b.to_f32()) }
+            #[inline(always)] fn rem(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() % b.to_f32()) }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn max(self, b: Self) -> Self { <$t>::from_f32(Num::max(self.to_f32(), b.to_f32())) }
             #[inline(always)] fn min(self, b: Self) -> Self { <$t>::from_f32(Num::min(self.to_f32(), b.to_f32())) }
@@ -355,6 +408,7 @@ macro_rules! half_float {
         }
 
         impl Float for $t {
+            type Wide = f32;
             #[inline(always)] fn exp(self) -> Self { <$t>::from_f32(Float::exp(self.to_f32())) }
             #[inline(always)] fn ln(self) -> Self { <$t>::from_f32(Float::ln(self.to_f32())) }
             #[inline(always)] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }

@@ -7,26 +7,32 @@
 //! previous step replaced — so nothing is allocated once training runs, and tensors taken
 //! out of the arena earlier keep the values they had.
 
-use axes_macros::Axis;
+use std::any::Any;
 
 use crate::dispatch::{Input, Output, filled, passes_or_job, placed, run_outputs};
-use crate::error::Result;
+use crate::element::{DType, Element};
+use crate::error::{Error, Result};
 use crate::eval::ExprExt;
-use crate::expr::{Expr, IntoExpr, Scalar};
+use crate::expr::{Borrowed, Cast, Expr, IntoExpr, Lazy, Scalar};
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
+use crate::nn::params::{ArenaElement, Flat, flat};
 use crate::nn::{Gradient, Params};
 use crate::num::Float;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// Stochastic gradient descent with momentum: `v = μ v + g; p -= lr v`.
+///
+/// The settings are checked at every step (they may change between steps): an error names
+/// one outside its range.
 #[derive(Clone, Debug)]
 pub struct Sgd<T: Float> {
-    /// The learning rate.
+    /// The learning rate (finite, ≥ 0).
     pub lr: f64,
-    /// The momentum μ (0 for plain SGD).
+    /// The momentum μ (finite, ≥ 0; 0 for plain SGD).
     pub momentum: f64,
+    check_finite: bool,
     buffers: Buffers<T>,
 }
 
@@ -36,13 +42,39 @@ impl<T: Float> Sgd<T> {
         Sgd {
             lr,
             momentum,
+            check_finite: false,
             buffers: Buffers::default(),
         }
     }
 
+    /// Checks before each step that the gradient and the parameters are finite: a NaN or an
+    /// infinity is an error naming the parameter, and the step is not taken (one reduction
+    /// over the arena per step).
+    pub fn checking_finite(mut self) -> Self {
+        self.check_finite = true;
+        self
+    }
+
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
-    /// passes over the arena in host memory, one launch on a device.
+    /// passes over the arena in host memory, one launch on a device. Half-precision
+    /// parameters are updated in f32 and rounded once.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
+        check_setting(
+            "Sgd::lr",
+            self.lr,
+            finite_at_least_0(self.lr),
+            "finite and ≥ 0",
+        )?;
+        let momentum = self.momentum;
+        check_setting(
+            "Sgd::momentum",
+            momentum,
+            finite_at_least_0(momentum),
+            "finite and ≥ 0",
+        )?;
+        if self.check_finite {
+            check_finite(params, grad)?;
+        }
         self.buffers.prepare(params, 1)?;
         let constants = [self.momentum, self.lr];
         let on = (&mut self.buffers, params, grad);
@@ -52,40 +84,45 @@ impl<T: Float> Sgd<T> {
             |(buffers, params, grad)| {
                 let [mu, lr] = buffers.constants(params, constants)?;
                 let (p, g) = buffers.views(params, grad)?;
-                let v = buffers.write(1, &buffers.state(0) * &mu + &g)?;
-                let p = buffers.write(0, &p - &v * &lr)?;
-                buffers.finish(params, p, [v])
+                let v = buffers.state(0);
+                let v = buffers.write_state(0, &v * &mu + wide(&g))?;
+                let p = buffers.write_params((wide(&p) - &v * &lr).cast::<T>())?;
+                buffers.finish(params, p.storage().clone(), [v.storage().clone()])
             },
             |(buffers, params, grad)| {
                 // v = mu v + g; p = p - lr v
-                let mut u = Update::new(1);
+                let mut u = Update::new::<T>(1);
                 let [mu, lr] = u.constants();
                 let (p, g, v) = (u.params(), u.gradient(), u.state(0));
                 let kept = u.mul(v, mu);
                 let v = u.add(kept, g);
                 let step = u.mul(v, lr);
                 let p = u.sub(p, step);
-                buffers.update(params, grad, u, [p, v], constants)
+                buffers.update(params, grad, u, p, [v], constants)
             },
         )
     }
 }
 
 /// Adam (Kingma & Ba) with bias correction.
+///
+/// The settings are checked at every step (they may change between steps): an error names
+/// one outside its range.
 #[derive(Clone, Debug)]
 pub struct Adam<T: Float> {
-    /// The learning rate.
+    /// The learning rate (finite, ≥ 0).
     pub lr: f64,
-    /// Decay of the first moment.
+    /// Decay of the first moment (in [0, 1)).
     pub beta1: f64,
-    /// Decay of the second moment.
+    /// Decay of the second moment (in [0, 1)).
     pub beta2: f64,
-    /// Added to the root of the second moment.
+    /// Added to the root of the second moment (finite, > 0).
     pub eps: f64,
     /// Decoupled weight decay (AdamW): each step also takes `lr · weight_decay · p` off
-    /// every parameter. 0 by default.
+    /// every parameter. 0 by default (finite, ≥ 0).
     pub weight_decay: f64,
     steps: i32,
+    check_finite: bool,
     buffers: Buffers<T>,
 }
 
@@ -99,6 +136,7 @@ impl<T: Float> Adam<T> {
             eps: 1e-8,
             weight_decay: 0.0,
             steps: 0,
+            check_finite: false,
             buffers: Buffers::default(),
         }
     }
@@ -109,15 +147,72 @@ impl<T: Float> Adam<T> {
         self
     }
 
+    /// Checks before each step that the gradient and the parameters are finite: a NaN or an
+    /// infinity is an error naming the parameter, and the step is not taken (one reduction
+    /// over the arena per step).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::nn::{Gradient, Init, ParamsBuilder};
+    /// use axes::optim::Adam;
+    /// #[derive(Axis)] struct Feature;
+    /// let mut builder = ParamsBuilder::new();
+    /// builder.add::<(Feature,)>("bias", Feature.len(2), Init::Zeros, 2, 2)?;
+    /// let mut params = builder.build::<f32>(0)?;
+    /// let mut adam = Adam::new(1e-3).checking_finite();
+    /// let grad = Gradient::from_vec(&params, vec![1.0, f32::NAN])?;
+    /// let error = adam.step(&mut params, &grad).unwrap_err().to_string();
+    /// assert!(error.contains("the gradient of parameter `bias` holds NaN"), "{error}");
+    /// assert_eq!(params.arena().storage().host()?.to_vec(), [0.0, 0.0]); // no step taken
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn checking_finite(mut self) -> Self {
+        self.check_finite = true;
+        self
+    }
+
     /// The number of steps taken.
     pub fn steps(&self) -> i32 {
         self.steps
     }
 
+    /// An error naming the first setting outside its range.
+    fn check_settings(&self) -> Result<()> {
+        check_setting(
+            "Adam::lr",
+            self.lr,
+            finite_at_least_0(self.lr),
+            "finite and ≥ 0",
+        )?;
+        for (setting, beta) in [("Adam::beta1", self.beta1), ("Adam::beta2", self.beta2)] {
+            check_setting(setting, beta, (0.0..1.0).contains(&beta), "in [0, 1)")?;
+        }
+        let eps = self.eps;
+        check_setting(
+            "Adam::eps",
+            eps,
+            eps.is_finite() && eps > 0.0,
+            "finite and > 0",
+        )?;
+        let decay = self.weight_decay;
+        check_setting(
+            "Adam::weight_decay",
+            decay,
+            finite_at_least_0(decay),
+            "finite and ≥ 0",
+        )
+    }
+
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
     /// passes over the arena in host memory (the two moments, then the parameters), one
-    /// launch on a device.
+    /// launch on a device. Half-precision parameters are updated in f32 (with the moments
+    /// kept in the parameters' type) and rounded once.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
+        self.check_settings()?;
+        if self.check_finite {
+            check_finite(params, grad)?;
+        }
         if self.buffers.prepare(params, 2)? {
             self.steps = 0;
         }
@@ -143,14 +238,16 @@ impl<T: Float> Adam<T> {
                 let [b1, a1, b2, a2, keep, step, eps] = buffers.constants(params, constants)?;
                 let (p, g) = buffers.views(params, grad)?;
                 let (m, v) = (buffers.state(0), buffers.state(1));
-                let m = buffers.write(1, &m * &b1 + &g * &a1)?;
-                let v = buffers.write(2, &v * &b2 + (&g * &g) * &a2)?;
-                let p = buffers.write(0, &p * &keep - &m * &step / (v.sqrt() + &eps))?;
-                buffers.finish(params, p, [m, v])
+                let m = buffers.write_state(0, &m * &b1 + wide(&g) * &a1)?;
+                let v = buffers.write_state(1, &v * &b2 + wide(&g) * wide(&g) * &a2)?;
+                let change = &m * &step / (v.sqrt() + &eps);
+                let p = buffers.write_params((wide(&p) * &keep - change).cast::<T>())?;
+                let state = [m.storage().clone(), v.storage().clone()];
+                buffers.finish(params, p.storage().clone(), state)
             },
             |(buffers, params, grad)| {
                 // The passes above as one expression of three results.
-                let mut u = Update::new(2);
+                let mut u = Update::new::<T>(2);
                 let [b1, a1, b2, a2, keep, step, eps] = u.constants();
                 let (p, g, m, v) = (u.params(), u.gradient(), u.state(0), u.state(1));
                 let (m_kept, m_new) = (u.mul(m, b1), u.mul(g, a1));
@@ -163,16 +260,70 @@ impl<T: Float> Adam<T> {
                 let (shrunk, moved) = (u.mul(p, keep), u.mul(m, step));
                 let change = u.div(moved, denominator);
                 let p = u.sub(shrunk, change);
-                buffers.update(params, grad, u, [p, m, v], constants)
+                buffers.update(params, grad, u, p, [m, v], constants)
             },
         )
     }
 }
 
+/// `x` read as its type's [`Float::Wide`] (f32 for half types; unchanged otherwise).
+fn wide<T: Float>(x: &Flat<T>) -> Lazy<'_, Cast<Borrowed<Flat<T>>, T::Wide>> {
+    x.cast::<T::Wide>()
+}
+
+/// Whether `value` is a finite number ≥ 0.
+fn finite_at_least_0(value: f64) -> bool {
+    value.is_finite() && value >= 0.0
+}
+
+/// An error naming `setting` unless `ok`.
+fn check_setting(setting: &str, value: f64, ok: bool, allowed: &str) -> Result<()> {
+    if ok {
+        return Ok(());
+    }
+    Err(Error::InvalidSetting {
+        setting: setting.into(),
+        value: value.to_string(),
+        allowed: allowed.into(),
+    })
+}
+
+/// An error naming the first parameter whose gradient or value is NaN or infinite: one
+/// reduction over the arena (`0 g + 0 p` is 0 exactly where both are finite), and only
+/// where it finds one, a search for the parameter on the host.
+fn check_finite<T: Float>(params: &Params<T>, grad: &Gradient<T>) -> Result<()> {
+    let g = flat(grad.storage_for(params.arena())?.clone());
+    let p = flat(params.arena().storage().clone());
+    let zero = Scalar(T::zero());
+    if !(&g * zero + &p * zero).sum_all()?.is_nan() {
+        return Ok(());
+    }
+    let (g, p) = (g.to_vec(), p.to_vec());
+    let layouts = params.arena().layouts();
+    for (name, layout) in params.names().zip(layouts) {
+        let count = layout.element_count().unwrap_or(0);
+        let at = layout.offset()..layout.offset() + count;
+        for (what, values) in [("the gradient of parameter", &g), ("parameter", &p)] {
+            if let Some(&value) = values[at.clone()].iter().find(|v| !v.to_f64().is_finite()) {
+                return Err(Error::NonFinite {
+                    what: format!("{what} `{name}`"),
+                    value: value.to_f64().to_string(),
+                });
+            }
+        }
+    }
+    Err(Error::NonFinite {
+        what: "the gradient, between parameters".into(),
+        value: "NaN".into(),
+    })
+}
+
 /// `grad` scaled so that its global L2 norm — over every parameter at once — is at most
 /// `max_norm`, and the norm it had (PyTorch's `clip_grad_norm_`: the scale is
 /// `max_norm / (norm + 1e-6)` where the norm is larger). One reduction over the gradient
-/// buffer, read back to the host, and one scaling pass only when it clips.
+/// buffer, in f64 so that no square overflows, read back to the host, and one scaling pass
+/// only when it clips. A NaN or infinite norm is returned with the gradient unchanged:
+/// [`clip_grad_norm_checked`] makes it an error.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -199,14 +350,54 @@ pub fn clip_grad_norm<T: Float>(
     grad: Gradient<T>,
     max_norm: f64,
 ) -> Result<(Gradient<T>, f64)> {
+    check_setting(
+        "clip_grad_norm::max_norm",
+        max_norm,
+        finite_at_least_0(max_norm),
+        "finite and ≥ 0",
+    )?;
     let g = flat(grad.storage_for(params.arena())?.clone());
-    let norm = (&g * &g).sum_all()?.to_f64().sqrt();
-    if norm.is_nan() || norm <= max_norm {
+    let norm: f64 = g.cast::<f64>().square().sum_all()?.sqrt();
+    if !norm.is_finite() || norm <= max_norm {
         return Ok((grad, norm));
     }
-    let scale = T::from_f64(max_norm / (norm + 1e-6));
-    let scaled = (&g * Scalar(scale)).eval()?;
-    Ok((grad.with_storage(scaled.storage().clone()), norm))
+    let scaled = grad.scaled(max_norm / (norm + 1e-6))?;
+    Ok((scaled, norm))
+}
+
+/// [`clip_grad_norm`], with a NaN or infinite norm an error naming the first parameter whose
+/// gradient is not finite (PyTorch's `error_if_nonfinite=True`): the step that would follow
+/// is not taken silently with a broken gradient.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::nn::{Gradient, Init, ParamsBuilder};
+/// use axes::optim::clip_grad_norm_checked;
+/// #[derive(Axis)] struct Feature;
+/// let mut builder = ParamsBuilder::new();
+/// builder.add::<(Feature,)>("bias", Feature.len(2), Init::Zeros, 2, 2)?;
+/// let params = builder.build::<f32>(0)?;
+/// let grad = Gradient::from_vec(&params, vec![f32::INFINITY, 1.0])?;
+/// let error = clip_grad_norm_checked(&params, grad, 1.0).unwrap_err().to_string();
+/// assert!(error.contains("the gradient of parameter `bias` holds inf"), "{error}");
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub fn clip_grad_norm_checked<T: Float>(
+    params: &Params<T>,
+    grad: Gradient<T>,
+    max_norm: f64,
+) -> Result<(Gradient<T>, f64)> {
+    let (grad, norm) = clip_grad_norm(params, grad, max_norm)?;
+    if norm.is_finite() {
+        return Ok((grad, norm));
+    }
+    check_finite(params, &grad)?;
+    // Every element finite, yet no finite norm: only an f64 overflow past 1.3e154.
+    Err(Error::NonFinite {
+        what: "the gradient's norm".into(),
+        value: norm.to_string(),
+    })
 }
 
 /// A learning rate that rises linearly from 0 over `warmup` steps to `peak`, then falls along
@@ -215,31 +406,51 @@ pub fn clip_grad_norm<T: Float>(
 /// ```
 /// # extern crate axes_core as axes;
 /// use axes::optim::WarmupCosine;
-/// let schedule = WarmupCosine { peak: 1e-3, floor: 1e-4, warmup: 10, total: 110 };
+/// let schedule = WarmupCosine::new(1e-3, 1e-4, 10, 110)?;
 /// assert_eq!(schedule.at(0), 1e-4 * 0.0 + 1e-3 * 0.1);       // the first step: 1/10 of the peak
 /// assert_eq!(schedule.at(9), 1e-3);                          // the end of the warmup
 /// assert!((schedule.at(60) - 5.5e-4).abs() < 1e-12);         // half way down
 /// assert_eq!(schedule.at(500), 1e-4);
+/// assert!(WarmupCosine::new(1e-3, 1e-4, 110, 110).is_err()); // no steps left for the cosine
+/// # Ok::<(), axes::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WarmupCosine {
-    /// The rate at the end of the warmup.
-    pub peak: f64,
-    /// The rate at the end.
-    pub floor: f64,
-    /// Steps of the linear warmup.
-    pub warmup: usize,
-    /// The step at which the cosine reaches `floor`.
-    pub total: usize,
+    peak: f64,
+    floor: f64,
+    warmup: usize,
+    total: usize,
 }
 
 impl WarmupCosine {
+    /// A schedule to `peak` (the rate at the end of the warmup) over `warmup` steps, then
+    /// down to `floor` at step `total`. An error unless both rates are finite and ≥ 0 and the
+    /// warmup ends before `total`.
+    pub fn new(peak: f64, floor: f64, warmup: usize, total: usize) -> Result<Self> {
+        let rate = "finite and ≥ 0";
+        check_setting("WarmupCosine::peak", peak, finite_at_least_0(peak), rate)?;
+        check_setting("WarmupCosine::floor", floor, finite_at_least_0(floor), rate)?;
+        if warmup >= total {
+            return Err(Error::InvalidSetting {
+                setting: "WarmupCosine::warmup".into(),
+                value: warmup.to_string(),
+                allowed: format!("below `total` ({total})"),
+            });
+        }
+        Ok(WarmupCosine {
+            peak,
+            floor,
+            warmup,
+            total,
+        })
+    }
+
     /// The rate for step `step` (counted from 0).
     pub fn at(&self, step: usize) -> f64 {
         if step < self.warmup {
             return self.peak * (step + 1) as f64 / self.warmup as f64;
         }
-        let span = self.total.saturating_sub(self.warmup).max(1);
+        let span = self.total - self.warmup;
         let progress = ((step - self.warmup) as f64 / span as f64).min(1.0);
         self.floor
             + (self.peak - self.floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
@@ -248,32 +459,60 @@ impl WarmupCosine {
 
 /// An optimizer's update as one expression over the arena's elements: leaf 0 the
 /// parameters, leaf 1 the gradient, then each state buffer, then each constant (one value
-/// for every element).
+/// for every element). It computes in the parameters' [`Float::Wide`] type, as the state and
+/// the constants are: half-precision parameters and gradients are read as f32, and the next
+/// parameters rounded back once.
 struct Update {
     ir: Ir,
     states: usize,
+    /// The nodes reading the parameters and the gradient (as `T::Wide`), and each state
+    /// buffer.
+    read: Vec<usize>,
+    /// The type results are rounded to, where it is not the one computed in.
+    narrow: Option<DType>,
 }
 
 impl Update {
-    /// An update reading `states` state buffers.
-    fn new(states: usize) -> Self {
+    /// An update of parameters `T`, reading `states` state buffers (of `T::Wide`).
+    fn new<T: Float>(states: usize) -> Self {
         let mut ir = Ir::default();
-        for _ in 0..2 + states {
-            ir.leaf();
+        let (narrow, wide) = (T::DTYPE, <T::Wide as Element>::DTYPE);
+        let mut read: Vec<usize> = (0..2)
+            .map(|_| {
+                let leaf = ir.leaf();
+                match narrow == wide {
+                    true => leaf,
+                    false => ir.push(IrNode::Cast(wide, leaf)),
+                }
+            })
+            .collect();
+        read.extend((0..states).map(|_| ir.leaf()));
+        Update {
+            ir,
+            states,
+            read,
+            narrow: (narrow != wide).then_some(narrow),
         }
-        Update { ir, states }
     }
 
     fn params(&self) -> usize {
-        0
+        self.read[0]
     }
 
     fn gradient(&self) -> usize {
-        1
+        self.read[1]
     }
 
     fn state(&self, k: usize) -> usize {
-        2 + k
+        self.read[2 + k]
+    }
+
+    /// Node `root` in the parameters' type: what is written.
+    fn result(&mut self, root: usize) -> usize {
+        match self.narrow {
+            Some(narrow) => self.ir.push(IrNode::Cast(narrow, root)),
+            None => root,
+        }
     }
 
     /// `N` constants, as leaves after the state buffers.
@@ -307,19 +546,24 @@ impl Update {
 }
 
 /// An optimizer's buffers, each laid out like the parameter arena: its state (velocity,
-/// moments), and the buffers the last step replaced, which the next step writes into.
+/// moments) in the parameters' [`Float::Wide`] type (f32 for half types: a second moment of
+/// 1e-3 · g² is 0 in f16 for every |g| below 8e-3), and the buffers the last step replaced,
+/// which the next step writes into.
 #[derive(Clone, Debug)]
-struct Buffers<T> {
-    state: Vec<Storage<T>>,
-    /// The parameters' previous buffer first, then each state's.
-    spare: Vec<Option<Storage<T>>>,
+struct Buffers<T: Float> {
+    state: Vec<Storage<T::Wide>>,
+    /// The parameters' previous buffer.
+    spare_params: Option<Storage<T>>,
+    /// Each state's previous buffer.
+    spare_state: Vec<Option<Storage<T::Wide>>>,
 }
 
-impl<T> Default for Buffers<T> {
+impl<T: Float> Default for Buffers<T> {
     fn default() -> Self {
         Buffers {
             state: Vec::new(),
-            spare: Vec::new(),
+            spare_params: None,
+            spare_state: Vec::new(),
         }
     }
 }
@@ -329,14 +573,15 @@ impl<T: Float> Buffers<T> {
     /// the parameters' device; whether it made them (the optimizer starts over).
     fn prepare(&mut self, params: &Params<T>, count: usize) -> Result<bool> {
         let arena = params.arena();
-        let fits = |s: &Storage<T>| s.len() == arena.len() && s.device() == arena.device();
+        let fits = |s: &Storage<T::Wide>| s.len() == arena.len() && s.device() == arena.device();
         if self.state.len() == count && self.state.iter().all(fits) {
             return Ok(false);
         }
         self.state = (0..count)
-            .map(|_| filled(arena.device(), arena.len(), T::zero()))
+            .map(|_| filled(arena.device(), arena.len(), T::Wide::zero()))
             .collect::<Result<_>>()?;
-        self.spare = vec![None; count + 1];
+        self.spare_params = None;
+        self.spare_state = vec![None; count];
         Ok(true)
     }
 
@@ -346,9 +591,9 @@ impl<T: Float> Buffers<T> {
         &self,
         params: &Params<T>,
         values: [f64; N],
-    ) -> Result<[Tensor<T, ()>; N]> {
+    ) -> Result<[Tensor<T::Wide, ()>; N]> {
         let mut buffer = crate::storage::with_capacity(N)?;
-        buffer.extend(values.map(T::from_f64));
+        buffer.extend(values.map(T::Wide::from_f64));
         let storage = placed(buffer, params.device())?;
         Ok(std::array::from_fn(|k| {
             let at = Layout::new(&[], &[], k, N).expect("inside the buffer");
@@ -365,109 +610,141 @@ impl<T: Float> Buffers<T> {
     }
 
     /// State buffer `k`, as a flat tensor.
-    fn state(&self, k: usize) -> Flat<T> {
+    fn state(&self, k: usize) -> Flat<T::Wide> {
         flat(self.state[k].clone())
     }
 
-    /// `expr` evaluated into spare buffer `k` (the parameters' first, then each state's)
-    /// when nothing else holds it, else into a new buffer.
-    fn write<E>(&mut self, k: usize, expr: E) -> Result<Flat<T>>
+    /// `expr` evaluated into the parameters' spare buffer.
+    fn write_params<E>(&mut self, expr: E) -> Result<Flat<T>>
     where
         E: IntoExpr,
         E::Expr: Expr<Elem = T, Axes = (ArenaElement,)>,
     {
-        match self.spare[k].take().filter(Storage::is_unique) {
-            Some(buffer) => {
-                let mut into = flat(buffer);
-                into.assign(expr)?;
-                Ok(into)
-            }
-            None => expr.into_expr().eval(),
-        }
+        written(&mut self.spare_params, expr)
+    }
+
+    /// `expr` evaluated into state `k`'s spare buffer.
+    fn write_state<E>(&mut self, k: usize, expr: E) -> Result<Flat<T::Wide>>
+    where
+        E: IntoExpr,
+        E::Expr: Expr<Elem = T::Wide, Axes = (ArenaElement,)>,
+    {
+        written(&mut self.spare_state[k], expr)
     }
 
     /// Puts `p` in place of the parameters and `state` in place of the state, keeping the
     /// buffers they replace for the next step.
-    fn finish<const N: usize>(
+    fn finish(
         &mut self,
         params: &mut Params<T>,
-        p: Flat<T>,
-        state: [Flat<T>; N],
+        p: Storage<T>,
+        state: impl IntoIterator<Item = Storage<T::Wide>>,
     ) -> Result<()> {
-        let p = p.storage().clone();
-        self.spare[0] = Some(params.arena_mut().replace_storage(p)?);
+        self.spare_params = Some(params.arena_mut().replace_storage(p)?);
         for (k, next) in state.into_iter().enumerate() {
-            let next = next.storage().clone();
-            self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
+            self.spare_state[k] = Some(std::mem::replace(&mut self.state[k], next));
         }
         Ok(())
     }
 
-    /// Runs `update` over the arena, its nodes `roots` being the next parameters and then
-    /// the next value of each state buffer, with `constants` (placed on the parameters'
-    /// device in one buffer: operands that change between steps without changing the
-    /// kernel that reads them). Each result is written into the buffer it replaced last
+    /// Runs `update` over the arena, its node `p` being the next parameters and its nodes
+    /// `state` the next value of each state buffer, with `constants` (placed on the
+    /// parameters' device in one buffer: operands that change between steps without changing
+    /// the kernel that reads them). Each result is written into the buffer it replaced last
     /// step when nothing else holds that buffer, else into a new one; then the results take
-    /// the places of the parameters and the state.
-    fn update<const R: usize, const N: usize>(
+    /// the places of the parameters and the state. One job where the state has the
+    /// parameters' type; for half types one job for the state and one for the parameters (a
+    /// job's results share one type).
+    fn update<const S: usize, const N: usize>(
         &mut self,
         params: &mut Params<T>,
         grad: &Gradient<T>,
-        update: Update,
-        roots: [usize; R],
+        mut update: Update,
+        p: usize,
+        state: [usize; S],
         constants: [f64; N],
     ) -> Result<()> {
-        debug_assert_eq!(R, update.states + 1);
+        debug_assert_eq!(S, update.states);
+        let p = update.result(p);
         let arena = params.arena();
         // Operands on two devices are an error of the job itself.
         let grad = grad.storage_for(arena)?;
         let len = arena.len();
-        let flat = Layout::row_major(&[len]);
         let values = placed(
-            crate::storage::copied(&constants.map(T::from_f64))?,
+            crate::storage::copied(&constants.map(T::Wide::from_f64))?,
             params.device(),
         )?;
+        let whole = Layout::row_major(&[len]);
         let mut inputs = vec![
-            Input::new(arena.storage(), &flat, &[0], 1)?,
-            Input::new(grad, &flat, &[0], 1)?,
+            Input::new(arena.storage(), &whole, &[0], 1)?,
+            Input::new(grad, &whole, &[0], 1)?,
         ];
         for state in &self.state {
-            inputs.push(Input::new(state, &flat, &[0], 1)?);
+            inputs.push(Input::new(state, &whole, &[0], 1)?);
         }
         let at = |k: usize| Layout::new(&[], &[], k, N).expect("inside the buffer");
         let constant_layouts: Vec<Layout> = (0..N).map(at).collect();
         for layout in &constant_layouts {
             inputs.push(Input::new(&values, layout, &[], 1)?);
         }
-        let outputs = (roots.iter().enumerate())
-            .map(|(k, &root)| {
-                let output = Output::new(root, vec![0], ReduceOp::Sum);
-                match self.spare[k].take().filter(Storage::is_unique) {
-                    Some(buffer) => output.written_into(buffer, flat),
-                    None => output,
+        let (ir, lens) = (&update.ir, [len]);
+        let (next_p, next_state): (Storage<T>, Vec<Storage<T::Wide>>) =
+            if T::DTYPE == <T::Wide as Element>::DTYPE {
+                let mut outputs = vec![output(p, self.spare_params.take())];
+                for (k, &root) in state.iter().enumerate() {
+                    outputs.push(output(root, self.spare_state[k].take().map(same_type)));
                 }
-            })
-            .collect();
-        let mut results = run_outputs(&update.ir, &[len], &inputs, outputs)?.into_iter();
+                let mut results = run_outputs(ir, &lens, &inputs, outputs)?.into_iter();
+                let (p, _) = results.next().expect("one result per root");
+                (p, results.map(|(s, _)| same_type(s)).collect())
+            } else {
+                let outputs = (state.iter().enumerate())
+                    .map(|(k, &root)| output(root, self.spare_state[k].take()))
+                    .collect();
+                let next_state = run_outputs(ir, &lens, &inputs, outputs)?;
+                let p = output(p, self.spare_params.take());
+                let (next_p, _) = run_outputs(ir, &lens, &inputs, vec![p])?.remove(0);
+                (next_p, next_state.into_iter().map(|(s, _)| s).collect())
+            };
         drop(inputs);
-        let (p, _) = results.next().expect("one result per root");
-        self.spare[0] = Some(params.arena_mut().replace_storage(p)?);
-        for (k, (next, _)) in results.enumerate() {
-            self.spare[k + 1] = Some(std::mem::replace(&mut self.state[k], next));
-        }
-        Ok(())
+        self.finish(params, next_p, next_state)
     }
 }
 
-/// One element of a parameter arena: the axis an optimizer's passes run along.
-#[derive(Axis)]
-struct ArenaElement;
+/// `expr` evaluated into `spare` when nothing else holds it, else into a new buffer.
+fn written<T: Float, E>(spare: &mut Option<Storage<T>>, expr: E) -> Result<Flat<T>>
+where
+    E: IntoExpr,
+    E::Expr: Expr<Elem = T, Axes = (ArenaElement,)>,
+{
+    match spare.take().filter(Storage::is_unique) {
+        Some(buffer) => {
+            let mut into = flat(buffer);
+            into.assign(expr)?;
+            Ok(into)
+        }
+        None => expr.into_expr().eval(),
+    }
+}
 
-/// A buffer laid out like a parameter arena, as a tensor.
-type Flat<T> = Tensor<T, (ArenaElement,)>;
+/// The result of an optimizer's job holding node `root` over the whole arena, written into
+/// `spare` when nothing else holds it.
+fn output<T: Element>(root: usize, spare: Option<Storage<T>>) -> Output<T> {
+    let result = Output::new(root, vec![0], ReduceOp::Sum);
+    match spare.filter(Storage::is_unique) {
+        Some(buffer) => {
+            let whole = Layout::row_major(&[buffer.len()]);
+            result.written_into(buffer, whole)
+        }
+        None => result,
+    }
+}
 
-/// `storage`, as a flat tensor over all its elements.
-fn flat<T: Float>(storage: Storage<T>) -> Flat<T> {
-    let layout = Layout::row_major(&[storage.len()]);
-    Tensor::from_parts(storage, layout).expect("a buffer fits itself")
+/// `value` as type `B`, which is its own type `A` (f32's or f64's [`Float::Wide`]).
+fn same_type<A: 'static, B: 'static>(value: A) -> B {
+    let mut slot = Some(value);
+    let slot: &mut dyn Any = &mut slot;
+    (slot.downcast_mut::<Option<B>>())
+        .and_then(Option::take)
+        .expect("called only where the two types are one")
 }

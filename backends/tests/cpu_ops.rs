@@ -223,3 +223,27 @@ fn new_ops_gradients_against_finite_differences() {
 fn swapped_buffers_are_read_through_views_built_once() {
     common::ops::swapped_buffers(&device());
 }
+
+#[test]
+fn half_sums_combine_in_f32() {
+    common::edges::half_sums(&device());
+    common::edges::half_sums(&Device::Cpu);
+}
+
+#[test]
+fn accumulated_gradients_match_one_batch() {
+    common::edges::accumulated_gradients(&device());
+    common::edges::accumulated_gradients(&Device::Cpu);
+}
+
+#[test]
+fn an_f16_gpt_trains_without_nan() {
+    common::edges::f16_gpt_trains(&device());
+    common::edges::f16_gpt_trains(&Device::Cpu);
+}
+
+#[test]
+fn integer_ops_match_rusts_operators() {
+    common::edges::integer_ops(&device());
+    common::edges::integer_ops(&Device::Cpu);
+}

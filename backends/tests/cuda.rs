@@ -128,6 +128,30 @@ fn gpu_halves_match_f32_within_their_precision() {
 }
 
 #[test]
+fn gpu_half_sums_combine_in_f32() {
+    let Some(gpu) = gpu() else { return };
+    common::edges::half_sums(&gpu);
+}
+
+#[test]
+fn gpu_accumulated_gradients_match_one_batch() {
+    let Some(gpu) = gpu() else { return };
+    common::edges::accumulated_gradients(&gpu);
+}
+
+#[test]
+fn gpu_integer_ops_match_rusts_operators() {
+    let Some(gpu) = gpu() else { return };
+    common::edges::integer_ops(&gpu);
+}
+
+#[test]
+fn gpu_f16_gpt_trains_without_nan() {
+    let Some(gpu) = gpu() else { return };
+    common::edges::f16_gpt_trains(&gpu);
+}
+
+#[test]
 fn gpu_random_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
     let ran = common::jobs::random_jobs(cuda, 96);

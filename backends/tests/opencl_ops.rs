@@ -65,6 +65,30 @@ fn halves_match_f32_within_their_precision() {
 }
 
 #[test]
+fn half_sums_combine_in_f32() {
+    let Some(device) = device() else { return };
+    common::edges::half_sums(&device);
+}
+
+#[test]
+fn accumulated_gradients_match_one_batch() {
+    let Some(device) = device() else { return };
+    common::edges::accumulated_gradients(&device);
+}
+
+#[test]
+fn integer_ops_match_rusts_operators() {
+    let Some(device) = device() else { return };
+    common::edges::integer_ops(&device);
+}
+
+#[test]
+fn an_f16_gpt_trains_without_nan() {
+    let Some(device) = device() else { return };
+    common::edges::f16_gpt_trains(&device);
+}
+
+#[test]
 fn random_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;

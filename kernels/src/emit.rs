@@ -94,8 +94,9 @@ pub(crate) fn store(array: &str, index: &str, value: &str, ty: CType, dialect: D
     }
 }
 
-/// `template` (see [`KernelSpelling`]) with `{x}`, `{a}`, `{b}` replaced by `args`, `{name}`
-/// by the math function `name` for `ty`, and `{number}` by that constant in `ty`.
+/// `template` (see [`KernelSpelling`]) with `{x}`, `{a}`, `{b}` replaced by `args`, `{bits}`
+/// by the width of `ty` in bits, `{name}` by the math function `name` for `ty`, and
+/// `{number}` by that constant in `ty`.
 fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> Result<String> {
     let mut out = String::with_capacity(template.len() * 2);
     let mut rest = template;
@@ -109,6 +110,8 @@ fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> R
         let key = &rest[open + 1..close];
         if let Some(&(_, value)) = args.iter().find(|(name, _)| *name == key) {
             out.push_str(value);
+        } else if key == "bits" {
+            write!(out, "{}", 8 * ty.size()).expect("writing to a String");
         } else if let Ok(v) = key.parse::<f64>() {
             out.push_str(&literal(v, ty, dialect));
         } else if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -126,12 +129,12 @@ fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> R
 
 /// The template of an op with `kernel` spelling over `ty` elements, or why it has none.
 fn template(kernel: KernelSpelling, domain: Domain, name: &str, ty: CType) -> Result<&'static str> {
-    if ty.is_float() {
-        Ok(kernel.float)
-    } else if domain == Domain::Float {
+    if !domain.accepts(ty.dtype()) {
         Err(unsupported(format!(
             "`{name}` of {ty:?} elements on a device"
         )))
+    } else if ty.is_float() {
+        Ok(kernel.float)
     } else {
         Ok(kernel.integer.unwrap_or(kernel.float))
     }

@@ -98,6 +98,20 @@ impl CType {
         })
     }
 
+    /// The element type this is the device type of.
+    pub fn dtype(self) -> DType {
+        match self {
+            CType::F32 => DType::F32,
+            CType::F64 => DType::F64,
+            CType::I32 => DType::I32,
+            CType::I64 => DType::I64,
+            CType::U8 => DType::U8,
+            CType::Bool => DType::Bool,
+            CType::F16 => DType::F16,
+            CType::BF16 => DType::BF16,
+        }
+    }
+
     /// The C spelling of values of this type in `dialect`: how kernels compute with it
     /// (`float` for the half types).
     pub fn c_name(self, dialect: Dialect) -> &'static str {

@@ -5,7 +5,7 @@
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 use super::tape::{GradBuf, Grads, Tape, Var};
 use crate::dispatch::{Input, Output, run_output, run_outputs};
@@ -299,15 +299,14 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
     {
         let lens = self.lens()?;
         let (ids, over) = (A::IDS, Over::IDS);
-        let count: usize = (0..A::RANK)
-            .filter(|&j| over.contains(&ids[j]))
-            .map(|j| lens[j])
-            .product();
-        if count == 0 {
+        let over_axes = (0..A::RANK).filter(|&j| over.contains(&ids[j]));
+        if let Some(empty) = over_axes.clone().find(|&j| lens[j] == 0) {
             return Err(Error::EmptyReduction {
-                axis: Over::names().join(", "),
+                reduction: "mean",
+                axis: A::names()[empty].to_string(),
             });
         }
+        let count: usize = over_axes.map(|j| lens[j]).product();
         self.with_scalar(BinaryOp::Mul, 1.0 / count as f64, false)
             .record()
     }
@@ -440,9 +439,10 @@ fn derive(ir: &mut Ir, root: usize, seed: usize, leaves: usize) -> Result<Vec<Op
 }
 
 /// The element-wise methods shared by `VarExpr`, `Var` and `&Var`: one per row of the op
-/// table that has a method.
+/// table that has a method, but for the integer ones (variables hold floats).
 macro_rules! var_unary_method {
     ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] Int) => {};
     ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
         impl<T: Float, A: AxisSet> VarExpr<T, A> {
             $($attr)*
@@ -465,6 +465,7 @@ crate::for_each_unary_op!(crate::unary_method_rows, var_unary_method);
 /// method.
 macro_rules! var_binary_method {
     ([$($attr:tt)*] $op:ident [] $domain:ident) => {};
+    ([$($attr:tt)*] $op:ident [$method:ident] Int) => {};
     ([$($attr:tt)*] $op:ident [$method:ident] $domain:ident) => {
         impl<T: Float, A: AxisSet> VarExpr<T, A> {
             $($attr)*
@@ -539,13 +540,14 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     }
 }
 
-/// `+ - * /` between `VarExpr`, `Var` and `&Var`, and with scalars on either side.
+/// `+ - * / %` between `VarExpr`, `Var` and `&Var`, and with scalars on either side.
 macro_rules! var_operators {
     ($([$($g:tt)*] $ty:ty;)*) => {$(
         var_operators!(@op [$($g)*] $ty; Add add Add);
         var_operators!(@op [$($g)*] $ty; Sub sub Sub);
         var_operators!(@op [$($g)*] $ty; Mul mul Mul);
         var_operators!(@op [$($g)*] $ty; Div div Div);
+        var_operators!(@op [$($g)*] $ty; Rem rem Rem);
         impl<$($g)*> Neg for $ty {
             type Output = VarExpr<T, A>;
             fn neg(self) -> VarExpr<T, A> {
@@ -574,6 +576,7 @@ macro_rules! var_scalar_operators {
         var_scalar_operators!(@op [$($g)*] $ty, $s; Sub sub Sub);
         var_scalar_operators!(@op [$($g)*] $ty, $s; Mul mul Mul);
         var_scalar_operators!(@op [$($g)*] $ty, $s; Div div Div);
+        var_scalar_operators!(@op [$($g)*] $ty, $s; Rem rem Rem);
     )*};
     (@op [$($g:tt)*] $ty:ty, $s:ty; $trait:ident $method:ident $op:ident) => {
         impl<$($g)*> $trait<$s> for $ty {

@@ -36,6 +36,7 @@ mod lower;
 mod matmul;
 mod outputs;
 mod transfer;
+mod widened;
 
 pub(crate) use join::{gather_axes, index_range, out_of_range, scattered, unpadded};
 pub(crate) use lower::{Work, combine, device_storage, run_expr, run_expr_into};
@@ -112,7 +113,18 @@ struct Fresh<'w, T, S> {
     init: T,
 }
 
-impl<T: Element, S: Sink<T>> Fresh<'_, T, S> {
+impl<'w, T: Element, S: Sink<T>> Fresh<'w, T, S> {
+    /// The same result asked of elements `U` combined by `sink` from `init`.
+    fn with_sink<U: Element, R: Sink<U>>(&self, sink: R, init: U) -> Fresh<'w, U, R> {
+        Fresh {
+            out: self.out,
+            names: self.names,
+            reduced: self.reduced,
+            sink,
+            init,
+        }
+    }
+
     /// The buffer for `layout`: starting from `init` where values combine into it (a
     /// reduction), uninitialised where each element is written once.
     fn buffer(&self, layout: &Layout) -> Result<HostVec<T>> {
@@ -145,12 +157,20 @@ struct OnTheCpu<E, S>(PhantomData<(E, S)>);
 
 impl<E: Expr, S: Sink<E::Elem>> OnTheCpu<E, S> {
     const FUSED: bool = E::DEPTH <= MAX_FUSED_DEPTH || E::FUSED_ONLY;
-    const PARTS: PartsFn<E, S> = if Self::FUSED {
+    const PARTS: PartsFn<E, S> = if widened::applies::<E::Elem, S>() {
+        widened::parts::<E, S>
+    } else {
+        Self::PARTS_IN_OWN_TYPE
+    };
+    /// [`OnTheCpu::PARTS`] combining in the element type itself.
+    const PARTS_IN_OWN_TYPE: PartsFn<E, S> = if Self::FUSED {
         fused_parts::<E, S>
     } else {
         interpreted::parts::<E, S>
     };
-    const ALL: fn(&E, S, E::Elem) -> Result<E::Elem> = if Self::FUSED {
+    const ALL: fn(&E, S, E::Elem) -> Result<E::Elem> = if widened::applies::<E::Elem, S>() {
+        widened::all::<E, S>
+    } else if Self::FUSED {
         fused_all::<E, S>
     } else {
         interpreted::all::<E, S>
@@ -164,7 +184,13 @@ type IntoFn<E, A, S> = fn(&E, &mut Tensor<<E as Expr>::Elem, A>, &[TypeId], S) -
 struct IntoOnTheCpu<E, A, S>(PhantomData<(E, A, S)>);
 
 impl<E: Expr, A: AxisSet, S: Sink<E::Elem>> IntoOnTheCpu<E, A, S> {
-    const INTO: IntoFn<E, A, S> = if OnTheCpu::<E, S>::FUSED {
+    const INTO: IntoFn<E, A, S> = if widened::applies::<E::Elem, S>() {
+        widened::into::<E, A, S>
+    } else {
+        Self::INTO_IN_OWN_TYPE
+    };
+    /// [`IntoOnTheCpu::INTO`] combining in the element type itself.
+    const INTO_IN_OWN_TYPE: IntoFn<E, A, S> = if OnTheCpu::<E, S>::FUSED {
         fused_into::<E, A, S>
     } else {
         interpreted::into::<E, A, S>

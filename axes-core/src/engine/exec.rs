@@ -88,6 +88,9 @@ pub trait Sink<T: Element>: Copy + Send + Sync {
     fn combine(self, a: T, b: T) -> T;
     /// Whether results combine into the destination rather than overwrite it.
     const REDUCES: bool;
+    /// Whether combining rounds (a sum or a product, not a maximum or minimum): f16 and bf16
+    /// then combine in f32 (`dispatch::widened`), as a long half-precision sum stalls.
+    const ROUNDS: bool;
     /// How a device combines results (`None`: they overwrite).
     fn device_kind(self) -> Option<ReduceOp>;
 }
@@ -105,6 +108,7 @@ impl<T: Element> Sink<T> for Assign {
         b
     }
     const REDUCES: bool = false;
+    const ROUNDS: bool = false;
     fn device_kind(self) -> Option<ReduceOp> {
         None
     }
@@ -123,6 +127,7 @@ impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
         Op::combine(a, b)
     }
     const REDUCES: bool = true;
+    const ROUNDS: bool = matches!(Op::OP, ReduceOp::Sum | ReduceOp::Prod);
     fn device_kind(self) -> Option<ReduceOp> {
         Some(Op::OP)
     }

@@ -212,17 +212,9 @@ fn unsupported(what: String) -> Error {
     Error::Unsupported { what }
 }
 
-fn is_float(ty: DType) -> bool {
-    matches!(ty, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
-}
-
 /// An error unless an op of `domain` applies to `ty`.
 fn check_domain(name: &str, domain: Domain, ty: DType) -> Result<()> {
-    let fits = match domain {
-        Domain::Float => is_float(ty),
-        Domain::Num => ty != DType::Bool,
-    };
-    if fits {
+    if domain.accepts(ty) {
         Ok(())
     } else {
         Err(unsupported(format!("`{name}` on {}", ty.name())))
@@ -419,6 +411,9 @@ pub(crate) fn run(
     if lens.contains(&0) {
         return Ok(());
     }
+    if sinks.iter().any(|sink| sums_in_half(sink, lens)) {
+        return run_widened(program, lens, sources, sinks);
+    }
     let space = Space::canonical(lens, sources, sinks);
     let sources: Vec<Source<'_>> = (sources.iter().zip(space.source_strides))
         .map(|(s, strides)| Source {
@@ -437,6 +432,66 @@ pub(crate) fn run(
         .collect();
     if run_split(program, &space.lens, &sources, sinks)? {
         return Err(Error::DivisionByZero);
+    }
+    Ok(())
+}
+
+/// Whether `sink` sums or multiplies f16 or bf16 values over an axis of `lens`: such a sink
+/// combines in f32 ([`run_widened`]), since a long sum in the half type stalls.
+fn sums_in_half(sink: &Sink<'_>, lens: &[usize]) -> bool {
+    matches!(sink.combine, Some(ReduceOp::Sum | ReduceOp::Prod))
+        && matches!(sink.data.dtype(), DType::F16 | DType::BF16)
+        && (lens.iter().zip(&sink.strides)).any(|(&len, &stride)| stride == 0 && len > 1)
+}
+
+/// [`run`] where some sinks sum in a half type: those take their values cast to f32 into an
+/// f32 copy of their buffer, rounded back once at the end.
+fn run_widened(
+    program: &Program,
+    lens: &[usize],
+    sources: &[Source<'_>],
+    sinks: &mut [Sink<'_>],
+) -> Result<()> {
+    let mut program = program.clone();
+    let mut wide: Vec<Option<HostVec<f32>>> = Vec::with_capacity(sinks.len());
+    for (k, sink) in sinks.iter().enumerate() {
+        if !sums_in_half(sink, lens) {
+            wide.push(None);
+            continue;
+        }
+        let root = program.roots[k];
+        program.roots[k] = program.insts.len();
+        program.insts.push(Inst::Cast(root));
+        program.types.push(DType::F32);
+        wide.push(Some(match &sink.data {
+            ElementsMut::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            ElementsMut::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            _ => unreachable!("only half-type sinks are widened"),
+        }));
+    }
+    let mut widened: Vec<Sink<'_>> = (sinks.iter_mut().zip(&mut wide))
+        .map(|(sink, wide)| Sink {
+            data: match wide {
+                Some(values) => ElementsMut::F32(values),
+                None => sink.data.reborrow(),
+            },
+            offset: sink.offset,
+            strides: sink.strides.clone(),
+            combine: sink.combine,
+        })
+        .collect();
+    run(&program, lens, sources, &mut widened)?;
+    drop(widened);
+    for (sink, wide) in sinks.iter_mut().zip(&wide) {
+        match (&mut sink.data, wide) {
+            (ElementsMut::F16(out), Some(values)) => {
+                (out.iter_mut().zip(values.iter())).for_each(|(o, &v)| *o = f16::from_f32(v))
+            }
+            (ElementsMut::BF16(out), Some(values)) => {
+                (out.iter_mut().zip(values.iter())).for_each(|(o, &v)| *o = bf16::from_f32(v))
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -957,13 +1012,13 @@ fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: u
 #[inline(always)]
 fn unary(op: UnaryOp, out: &mut Block, a: Elements<'_>, n: usize) {
     match (out, a) {
-        (Block::F32(o), Elements::F32(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::F64(o), Elements::F64(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::F16(o), Elements::F16(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::BF16(o), Elements::BF16(x)) => op.apply_all(&mut o[..n], &x[..n]),
-        (Block::I32(o), Elements::I32(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::I64(o), Elements::I64(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
-        (Block::U8(o), Elements::U8(x)) => expect_ran(op.apply_all_num(&mut o[..n], &x[..n])),
+        (Block::F32(o), Elements::F32(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Block::F64(o), Elements::F64(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Block::F16(o), Elements::F16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Block::BF16(o), Elements::BF16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Block::I32(o), Elements::I32(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
+        (Block::I64(o), Elements::I64(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
+        (Block::U8(o), Elements::U8(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
         _ => unreachable!("the compiler typed the operation"),
     }
 }
@@ -972,34 +1027,35 @@ fn unary(op: UnaryOp, out: &mut Block, a: Elements<'_>, n: usize) {
 fn binary(op: BinaryOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {
     match (out, a, b) {
         (Block::F32(o), Elements::F32(x), Elements::F32(y)) => {
-            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+            expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::F64(o), Elements::F64(x), Elements::F64(y)) => {
-            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+            expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::F16(o), Elements::F16(x), Elements::F16(y)) => {
-            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+            expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
-            op.apply_all(&mut o[..n], &x[..n], &y[..n])
+            expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::I32(o), Elements::I32(x), Elements::I32(y)) => {
-            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::I64(o), Elements::I64(x), Elements::I64(y)) => {
-            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
         (Block::U8(o), Elements::U8(x), Elements::U8(y)) => {
-            expect_ran(op.apply_all_num(&mut o[..n], &x[..n], &y[..n]))
+            expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
         _ => unreachable!("the compiler typed the operation"),
     }
 }
 
-/// An integer op ran: the compiler rejects float-only ops on integers, and a skipped op
-/// would leave a reused register's old values in place.
+/// An op ran: the compiler rejects ops outside their domain (float-only ops on integers,
+/// bitwise ops on floats), and a skipped op would leave a reused register's old values in
+/// place.
 fn expect_ran(ran: bool) {
-    assert!(ran, "a float-only op on an integer block");
+    assert!(ran, "an op on elements outside its domain");
 }
 
 fn compare(op: CompareOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {

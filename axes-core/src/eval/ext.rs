@@ -6,12 +6,12 @@ use crate::element::Element;
 use crate::engine::exec::Assign;
 use crate::error::Result;
 use crate::expr::{
-    Binary, BinaryOf, Cast, Clamp, Expr, IntoNode, Lazy, MapFn, NodeOf, Operand, Powf, Powi,
-    Reduced, Reducible, Scalar, Token, Unary,
+    Binary, BinaryOf, Cast, Clamp, Expr, IntoNode, Lazy, MapFn, MapWith, NodeOf, Operand, Powf,
+    Powi, Reduced, Reducible, Scalar, Token, Unary,
 };
 use crate::ir::{BinaryFn, ReduceOp, UnaryFn, binary, unary};
 use crate::list::{AxisSet, Broadcast, ElementwiseWith, SameAxes};
-use crate::num::{Float, Num};
+use crate::num::{Float, Int, Num};
 use crate::protocol::Device;
 use crate::tensor::Tensor;
 
@@ -167,6 +167,40 @@ pub trait ExprExt: Expr {
         Self: IntoNode<'t>,
     {
         Lazy::new(MapFn::new(self.into_node(Token), f))
+    }
+    /// Applies a closure to every pair of elements of this expression and `other`, broadcast
+    /// by axis identity as for `+` (CPU only; it cannot run on other devices). The element
+    /// types may differ.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Row;
+    /// #[derive(Axis)] struct Col;
+    /// let x = Tensor::<f32, (Row, Col)>::from_vec((Row.len(2), Col.len(2)), vec![1., 2., 3., 4.])?;
+    /// let n = Tensor::<i32, (Col,)>::from_vec(Col.len(2), vec![2, 3])?;
+    /// let y = x.map_with(&n, |x, n| x.powi(n)).eval()?;
+    /// assert_eq!(y.to_vec(), [1., 8., 9., 64.]);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    fn map_with<'t, R, U, F>(
+        self,
+        other: R,
+        f: F,
+    ) -> Lazy<'t, MapWith<U, NodeOf<'t, Self>, R::Node, F, Broadcast<Self::Axes, R::Axes>>>
+    where
+        Self: IntoNode<'t>,
+        R: IntoNode<'t>,
+        U: Element,
+        F: Fn(Self::Elem, R::Elem) -> U + Sync,
+        Self::Axes: ElementwiseWith<R::Axes>,
+    {
+        Lazy::new(MapWith::new(
+            self.into_node(Token),
+            other.into_node(Token),
+            f,
+        ))
     }
 
     /// Evaluates into a new tensor with the expression's axes, in one pass.

@@ -2,15 +2,16 @@
 //! built on them: softmax, log-softmax, argmax, argmin.
 
 use std::any::TypeId;
+use std::marker::PhantomData;
 
 use super::ExprExt;
 use crate::axis::Axis;
 use crate::dispatch::{Input, Output, evaluate, evaluate_all, evaluate_parts, placed, run_output};
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::engine::exec::Reduce;
 use crate::engine::plan::{Leaves, Space};
 use crate::error::{Error, Result};
-use crate::expr::{Expr, Reduced, Reducible, Scalar, select};
+use crate::expr::{Cast, Expr, Reduced, Reducible, Scalar, select};
 use crate::ir::binary;
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{CompareOp, ReduceFn, ReduceOp};
@@ -61,6 +62,11 @@ pub(crate) fn check_defined_on_empty<E: Expr, Over: AxisSet>(expr: &E, op: Reduc
         .position(|&len| len == 0)
     {
         Some(axis) => Err(Error::EmptyReduction {
+            reduction: if op == ReduceOp::Max {
+                "maximum"
+            } else {
+                "minimum"
+            },
             axis: Over::names()[axis].to_string(),
         }),
         None => Ok(()),
@@ -126,7 +132,59 @@ fn divide<T: Num, A: AxisSet>(t: &Tensor<T, A>, count: usize) -> Result<Tensor<T
         .eval()
 }
 
+/// A reduction of `E` over `Over` into a fresh tensor.
+type ReductionFn<E, Over> = fn(&E) -> Result<Tensor<<E as Expr>::Elem, Reduced<E, Over>>>;
+
+/// Means and variances of `E` over `Over`: of f16 and bf16 computed in f32 and rounded once
+/// (a sum of 1M f16 ones is past f16's largest value, their mean is 1), of other types in
+/// the type itself. Chosen in constants, so that only the chosen one is compiled.
+struct Moments<E, Over>(PhantomData<(E, Over)>);
+
+impl<E: Expr, Over: AxisSet> Moments<E, Over>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    const IN_F32: bool = matches!(E::Elem::DTYPE, DType::F16 | DType::BF16);
+    const MEAN: ReductionFn<E, Over> = if Self::IN_F32 {
+        mean_in_f32::<E, Over>
+    } else {
+        mean_in_own_type::<E, Over>
+    };
+    const VAR: ReductionFn<E, Over> = if Self::IN_F32 {
+        var_in_f32::<E, Over>
+    } else {
+        var_in_own_type::<E, Over>
+    };
+}
+
 pub(crate) fn mean<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    (Moments::<E, Over>::MEAN)(expr)
+}
+
+fn mean_in_f32<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    let mean = mean_in_own_type::<_, Over>(&Cast::<&E, f32>::new(expr))?;
+    mean.cast::<E::Elem>().eval()
+}
+
+fn var_in_f32<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    let var = var_in_own_type::<_, Over>(&Cast::<&E, f32>::new(expr))?;
+    var.cast::<E::Elem>().eval()
+}
+
+fn mean_in_own_type<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
 where
     E::Elem: Float,
     E::Axes: Reducible<Over>,
@@ -164,6 +222,14 @@ where
 }
 
 pub(crate) fn var<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
+where
+    E::Elem: Float,
+    E::Axes: Reducible<Over>,
+{
+    (Moments::<E, Over>::VAR)(expr)
+}
+
+fn var_in_own_type<E: Expr, Over: AxisSet>(expr: &E) -> Result<Tensor<E::Elem, Reduced<E, Over>>>
 where
     E::Elem: Float,
     E::Axes: Reducible<Over>,
@@ -248,6 +314,7 @@ where
     let len = x.lens()[axis];
     if len == 0 {
         return Err(Error::EmptyReduction {
+            reduction: if maximum { "argmax" } else { "argmin" },
             axis: X::name().into_owned(),
         });
     }

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::expr::{Borrowed, Cast, Lazy, Reduced, Reducible, Unary};
 use crate::ir::unary;
 use crate::list::AxisSet;
-use crate::num::{Float, Num};
+use crate::num::{Float, Int, Num};
 use crate::tensor::Tensor;
 
 /// One borrowing method per row of the op table that has a method.

@@ -519,3 +519,116 @@ impl<E: Expr, U: Element, F: Fn(E::Elem) -> U + Sync> Expr for MapFn<U, E, F> {
         ir.push(IrNode::Map(a))
     }
 }
+
+/// A user closure of two arguments applied to every element pair (CPU only), the operands
+/// broadcast by axis identity as for the arithmetic operators (result axes `A`).
+#[derive(Clone, Copy, Debug)]
+pub struct MapWith<U, L, R, F, A> {
+    pub(crate) left: L,
+    pub(crate) right: R,
+    pub(crate) f: F,
+    _out: PhantomData<fn() -> (U, A)>,
+}
+
+impl<U, L, R, F, A> MapWith<U, L, R, F, A> {
+    /// The node of `f` on `left` and `right`; the caller names `A`, which must be
+    /// `Broadcast<L::Axes, R::Axes>` (as for [`Binary::new`]).
+    pub(crate) fn new(left: L, right: R, f: F) -> Self {
+        MapWith {
+            left,
+            right,
+            f,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The evaluator of a [`MapWith`] node.
+pub struct MapWithEval<'f, L, R, F> {
+    left: L,
+    right: R,
+    f: &'f F,
+}
+
+// SAFETY: forwards to both evaluators with the same index.
+unsafe impl<L, R, U, F> ChunkEval for MapWithEval<'_, L, R, F>
+where
+    L: ChunkEval,
+    R: ChunkEval,
+    U: Element,
+    F: Fn(L::Out, R::Out) -> U,
+{
+    type Out = U;
+    #[inline(always)]
+    fn load(&mut self, outer: &[usize], start: usize, n: usize) {
+        self.left.load(outer, start, n);
+        self.right.load(outer, start, n);
+    }
+    #[inline(always)]
+    fn prepare_tile(&mut self, outer: &[usize], rows: Range<usize>, start: usize, n: usize) {
+        self.left.prepare_tile(outer, rows.clone(), start, n);
+        self.right.prepare_tile(outer, rows, start, n);
+    }
+    #[inline(always)]
+    fn prefetch(&self, outer: &[usize], start: usize, n: usize) {
+        self.left.prefetch(outer, start, n);
+        self.right.prefetch(outer, start, n);
+    }
+    #[inline(always)]
+    unsafe fn at(&self, i: usize) -> U {
+        // SAFETY: same contract as ours.
+        unsafe { (self.f)(self.left.at(i), self.right.at(i)) }
+    }
+}
+
+impl<U, L, R, F, A> Expr for MapWith<U, L, R, F, A>
+where
+    U: Element,
+    L: Expr,
+    R: Expr,
+    F: Fn(L::Elem, R::Elem) -> U + Sync,
+    A: AxisSet,
+{
+    type Elem = U;
+    type Axes = A;
+    type Target = Self;
+    const DEPTH: usize = deeper(L::DEPTH, R::DEPTH) + 1;
+    const FUSED_ONLY: bool = true;
+    // A closure could cost anything: counted as a transcendental function.
+    const WEIGHTS: OpWeights = L::WEIGHTS.plus(R::WEIGHTS).plus(OpWeights::TRANSCENDENTAL);
+    fn target(&self) -> &Self {
+        self
+    }
+    type Eval<'a>
+        = MapWithEval<'a, L::Eval<'a>, R::Eval<'a>, F>
+    where
+        Self: 'a;
+    fn operands<'a>(&'a self, out: &mut Leaves<'a>) {
+        self.left.operands(out);
+        self.right.operands(out);
+    }
+    fn buffers<'a>(&'a self, out: &mut Buffers<'a>) {
+        self.left.buffers(out);
+        self.right.buffers(out);
+    }
+    fn flat_parts<'a>(&'a self, out: &mut FlatPartsList<'a>) {
+        self.left.flat_parts(out);
+        self.right.flat_parts(out);
+    }
+    #[inline(always)]
+    fn evaluator<'a>(&'a self, plan: &'a Plan, next_leaf: &mut usize) -> Self::Eval<'a> {
+        let left = self.left.evaluator(plan, next_leaf);
+        MapWithEval {
+            left,
+            right: self.right.evaluator(plan, next_leaf),
+            f: &self.f,
+        }
+    }
+    fn describe(&self, ir: &mut Ir) -> usize {
+        // The closure has no IR: a device refuses the `Map` node (every leaf is still
+        // described, so the leaves keep their numbers).
+        let a = self.left.describe(ir);
+        self.right.describe(ir);
+        ir.push(IrNode::Map(a))
+    }
+}

@@ -1,6 +1,6 @@
-//! `+ - * /` and unary `-` on tensors, expressions and scalars (on either side).
+//! `+ - * / %` and unary `-` on tensors, expressions and scalars (on either side).
 
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 use half::{bf16, f16};
 
@@ -12,7 +12,7 @@ use crate::ir::{binary, unary};
 use crate::list::{AxisSet, Broadcast, BroadcastWith};
 use crate::tensor::Tensor;
 
-/// The four arithmetic operators for one pair of operand types: `impl<G> Op<Rhs> for Lhs`,
+/// The five arithmetic operators for one pair of operand types: `impl<G> Op<Rhs> for Lhs`,
 /// whose output is the expression (living for `$lt`) of the `Binary` node of `left` and
 /// `right` (built from `lhs` and `rhs`) with result axes `axes`, under the bounds `where`.
 macro_rules! arithmetic {
@@ -21,6 +21,7 @@ macro_rules! arithmetic {
         arithmetic!(@op [$($g)*] Sub sub, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
         arithmetic!(@op [$($g)*] Mul mul, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
         arithmetic!(@op [$($g)*] Div div, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
+        arithmetic!(@op [$($g)*] Rem rem, $lhs, $rhs, $lt, $elem, $left, $right, $axes, [$($bounds)*], |$a, $b| $l, $r);
     };
     (@op [$($g:tt)*] $trait:ident $method:ident, $lhs:ty, $rhs:ty, $lt:lifetime, $elem:ty, $left:ty, $right:ty, $axes:ty, [$($bounds:tt)*], |$a:ident, $b:ident| $l:expr, $r:expr) => {
         impl<$($g)*> $trait<$rhs> for $lhs

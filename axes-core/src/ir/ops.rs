@@ -18,13 +18,13 @@
 //! use axes::ir::{Domain, UnaryOp};
 //! assert_eq!(UnaryOp::Tanh.name(), "tanh");
 //! assert_eq!(UnaryOp::Tanh.domain(), Domain::Float);
-//! assert_eq!(UnaryOp::Tanh.apply(0.5f64), 0.5f64.tanh());
+//! assert_eq!(UnaryOp::Tanh.apply(0.5f64), Some(0.5f64.tanh()));
 //! assert!(UnaryOp::ALL.contains(&UnaryOp::Relu));
 //! ```
 
 use super::{Ir, IrNode};
-use crate::element::Element;
-use crate::num::{Float, Num};
+use crate::element::{DType, Element};
+use crate::num::{Float, Int, Num};
 
 /// The element types an op accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +33,28 @@ pub enum Domain {
     Num,
     /// Floating-point types only.
     Float,
+    /// Integer types only (bitwise operations and shifts).
+    Int,
+}
+
+impl Domain {
+    /// Whether an op of this domain accepts elements of type `dtype`.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::DType;
+    /// use axes::ir::Domain;
+    /// assert!(Domain::Num.accepts(DType::U8) && !Domain::Num.accepts(DType::Bool));
+    /// assert!(Domain::Int.accepts(DType::I64) && !Domain::Int.accepts(DType::F32));
+    /// ```
+    pub const fn accepts(self, dtype: DType) -> bool {
+        let float = matches!(dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
+        match self {
+            Domain::Num => !matches!(dtype, DType::Bool),
+            Domain::Float => float,
+            Domain::Int => matches!(dtype, DType::I32 | DType::I64 | DType::U8),
+        }
+    }
 }
 
 /// How a device kernel writes an op: C expression templates, shared by the CUDA and OpenCL
@@ -161,7 +183,8 @@ impl OpWeights {
             | UnaryOp::Signum
             | UnaryOp::Relu
             | UnaryOp::Floor
-            | UnaryOp::Ceil => OpWeights::SIMPLE,
+            | UnaryOp::Ceil
+            | UnaryOp::BitNot => OpWeights::SIMPLE,
         }
     }
 
@@ -169,10 +192,17 @@ impl OpWeights {
     pub const fn of_binary(op: BinaryOp) -> OpWeights {
         match op {
             BinaryOp::Pow => OpWeights::TRANSCENDENTAL,
-            BinaryOp::Div => OpWeights::DIVISION,
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min => {
-                OpWeights::SIMPLE
-            }
+            BinaryOp::Div | BinaryOp::Rem => OpWeights::DIVISION,
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::BitAnd
+            | BinaryOp::BitOr
+            | BinaryOp::BitXor
+            | BinaryOp::Shl
+            | BinaryOp::Shr => OpWeights::SIMPLE,
         }
     }
 }
@@ -343,6 +373,10 @@ macro_rules! for_each_unary_op {
             Ceil (ceil) "ceil": Float, |x| x.ceil(),
                 kernel "{ceil}({x})",
                 d |d, x, y, g| None;
+            /// `!x`: every bit flipped (integers)
+            BitNot (bit_not) "bit_not": Int, |x| x.bit_not(),
+                kernel "~({x})",
+                d |d, x, y, g| None;
         }
     };
 }
@@ -411,6 +445,40 @@ macro_rules! for_each_binary_op {
                     let yl = d.mul(y, ln);
                     [Some(d.mul(g, bp)), Some(d.mul(g, yl))]
                 };
+            /// `a % b`: the remainder of `a / b`, truncated like Rust's `%`: its sign is `a`'s
+            /// (`-7 % 3 == -1`, not Python's 2). Integers: 0 where `b` is 0 (an error, as
+            /// for `/`) and for `MIN % -1`; floats: C's `fmod`.
+            Rem "rem": Num, |a, b| a.rem(b),
+                kernel "{fmod}({a}, {b})" int "((({b}) == 0 || ({b}) == -1) ? {0} : ({a}) % ({b}))",
+                d |d, a, b, y, g| {
+                    // a % b = a - trunc(a / b) b: d/da = 1, d/db = -trunc(a / b)
+                    let a_less = d.sub(a, y);
+                    let q = d.div(a_less, b);
+                    let gq = d.mul(g, q);
+                    [Some(g), Some(d.neg(gq))]
+                };
+            /// `a & b` (integers)
+            BitAnd (bit_and) "bit_and": Int, |a, b| a.bit_and(b),
+                kernel "({a}) & ({b})",
+                d |d, a, b, y, g| [None, None];
+            /// `a | b` (integers)
+            BitOr (bit_or) "bit_or": Int, |a, b| a.bit_or(b),
+                kernel "({a}) | ({b})",
+                d |d, a, b, y, g| [None, None];
+            /// `a ^ b` (integers)
+            BitXor (bit_xor) "bit_xor": Int, |a, b| a.bit_xor(b),
+                kernel "({a}) ^ ({b})",
+                d |d, a, b, y, g| [None, None];
+            /// `a << b`, the shift taken modulo the type's width in bits (Rust's
+            /// `wrapping_shl`; integers)
+            Shl (shift_left) "shl": Int, |a, b| a.shl(b),
+                kernel "({a}) << (({b}) & ({bits} - 1))",
+                d |d, a, b, y, g| [None, None];
+            /// `a >> b`, arithmetic for signed types, the shift taken modulo the type's width
+            /// (Rust's `wrapping_shr`; integers)
+            Shr (shift_right) "shr": Int, |a, b| a.shr(b),
+                kernel "({a}) >> (({b}) & ({bits} - 1))",
+                d |d, a, b, y, g| [None, None];
         }
     };
 }
@@ -476,34 +544,36 @@ macro_rules! define_unary_ops {
                 }
             }
 
-            /// Applies the op to one floating-point element.
+            /// Applies the op to one floating-point element (`None` for an op of integers
+            /// only).
             #[inline(always)]
-            pub fn apply<T: Float>(self, value: T) -> T {
-                match self { $(UnaryOp::$op => { let $x = value; $scalar })* }
+            pub fn apply<T: Float>(self, value: T) -> Option<T> {
+                match self { $(UnaryOp::$op => in_domain!($domain, Float, { let $x = value; $scalar }),)* }
             }
 
-            /// `out[i] = op(a[i])`: one `match` per block of elements, not per element.
+            /// `out[i] = op(a[i])` over floats: one `match` per block of elements, not per
+            /// element; `false` (nothing written) for an op of integers only.
             #[inline(always)]
-            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T]) {
+            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T]) -> bool {
                 match self {
-                    $(UnaryOp::$op => {
+                    $(UnaryOp::$op => in_domain!($domain, Float, {
                         for (o, &$x) in out.iter_mut().zip(a) {
                             *o = $scalar;
                         }
-                    })*
+                    }) == Some(()),)*
                 }
             }
 
-            /// `out[i] = op(a[i])` for an op of the [`Domain::Num`] domain over any numeric
-            /// type; `false` (nothing written) for an op defined on floats only.
+            /// `out[i] = op(a[i])` over integers; `false` (nothing written) for an op of
+            /// floats only.
             #[inline(always)]
-            pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T]) -> bool {
+            pub fn apply_all_int<T: Int>(self, out: &mut [T], a: &[T]) -> bool {
                 match self {
-                    $(UnaryOp::$op => num_domain_only!($domain, {
+                    $(UnaryOp::$op => in_domain!($domain, Int, {
                         for (o, &$x) in out.iter_mut().zip(a) {
                             *o = $scalar;
                         }
-                    }),)*
+                    }) == Some(()),)*
                 }
             }
 
@@ -526,7 +596,7 @@ macro_rules! define_unary_ops {
             use super::{OpWeights, UnaryFn, UnaryOp};
             use crate::ir::{Ir, IrNode};
             #[allow(unused_imports)]
-            use crate::num::{Float, Num};
+            use crate::num::{Float, Int, Num};
             $(
                 $(#[$doc])*
                 #[derive(Clone, Copy, Debug, Default)]
@@ -585,34 +655,41 @@ macro_rules! define_binary_ops {
                 }
             }
 
-            /// Applies the op to two floating-point elements.
+            /// Applies the op to two floating-point elements (`None` for an op of integers
+            /// only).
             #[inline(always)]
-            pub fn apply<T: Float>(self, left: T, right: T) -> T {
-                match self { $(BinaryOp::$op => { let ($a, $b) = (left, right); $scalar })* }
-            }
-
-            /// `out[i] = op(a[i], b[i])`: one `match` per block of elements.
-            #[inline(always)]
-            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T], b: &[T]) {
+            pub fn apply<T: Float>(self, left: T, right: T) -> Option<T> {
                 match self {
-                    $(BinaryOp::$op => {
-                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
-                            *o = $scalar;
-                        }
-                    })*
+                    $(BinaryOp::$op => in_domain!($domain, Float, {
+                        let ($a, $b) = (left, right);
+                        $scalar
+                    }),)*
                 }
             }
 
-            /// `out[i] = op(a[i], b[i])` for an op of the [`Domain::Num`] domain over any
-            /// numeric type; `false` (nothing written) for an op defined on floats only.
+            /// `out[i] = op(a[i], b[i])` over floats: one `match` per block of elements;
+            /// `false` (nothing written) for an op of integers only.
             #[inline(always)]
-            pub fn apply_all_num<T: Num>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
+            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
                 match self {
-                    $(BinaryOp::$op => num_domain_only!($domain, {
+                    $(BinaryOp::$op => in_domain!($domain, Float, {
                         for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
                             *o = $scalar;
                         }
-                    }),)*
+                    }) == Some(()),)*
+                }
+            }
+
+            /// `out[i] = op(a[i], b[i])` over integers; `false` (nothing written) for an op
+            /// of floats only.
+            #[inline(always)]
+            pub fn apply_all_int<T: Int>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
+                match self {
+                    $(BinaryOp::$op => in_domain!($domain, Int, {
+                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
+                            *o = $scalar;
+                        }
+                    }) == Some(()),)*
                 }
             }
 
@@ -642,7 +719,7 @@ macro_rules! define_binary_ops {
             use super::{BinaryFn, BinaryOp, OpWeights};
             use crate::ir::{Ir, IrNode};
             #[allow(unused_imports)]
-            use crate::num::{Float, Num};
+            use crate::num::{Float, Int, Num};
             $(
                 $(#[$doc])*
                 #[derive(Clone, Copy, Debug, Default)]
@@ -776,15 +853,21 @@ macro_rules! compare_method_rows {
     };
 }
 
-/// `$body` (then `true`) for a row of the `Num` domain; `false` for a `Float` row, whose
-/// scalar function does not compile for every numeric type.
-macro_rules! num_domain_only {
-    (Num, $body:block) => {{
-        $body
-        true
-    }};
-    (Float, $body:block) => {
-        false
+/// `Some($body)` for a row of domain `$domain` over elements of kind `$kind` (`Float` or
+/// `Int`) where the row accepts them, else `None`: a row's scalar function compiles only for
+/// the types of its domain.
+macro_rules! in_domain {
+    (Num, $kind:ident, $body:block) => {
+        Some($body)
+    };
+    (Float, Float, $body:block) => {
+        Some($body)
+    };
+    (Int, Int, $body:block) => {
+        Some($body)
+    };
+    ($domain:ident, $kind:ident, $body:block) => {
+        None
     };
 }
 
@@ -908,10 +991,10 @@ mod tests {
     #[test]
     fn typed_and_run_time_forms_agree() {
         for &x in &[-2.5f64, -0.3, 0.0, 0.7, 3.0] {
-            assert_eq!(UnaryFn::apply(unary::Tanh, x), UnaryOp::Tanh.apply(x));
-            assert_eq!(UnaryFn::apply(unary::Relu, x), UnaryOp::Relu.apply(x));
+            assert_eq!(Some(UnaryFn::apply(unary::Tanh, x)), UnaryOp::Tanh.apply(x));
+            assert_eq!(Some(UnaryFn::apply(unary::Relu, x)), UnaryOp::Relu.apply(x));
             assert_eq!(
-                BinaryFn::apply(binary::Max, x, 0.5),
+                Some(BinaryFn::apply(binary::Max, x, 0.5)),
                 BinaryOp::Max.apply(x, 0.5)
             );
             assert_eq!(
@@ -920,8 +1003,13 @@ mod tests {
             );
         }
         let mut out = [0.0f32; 3];
-        UnaryOp::Square.apply_all(&mut out, &[1.0, -2.0, 3.0]);
+        assert!(UnaryOp::Square.apply_all(&mut out, &[1.0, -2.0, 3.0]));
         assert_eq!(out, [1.0, 4.0, 9.0]);
+        assert!(!UnaryOp::BitNot.apply_all(&mut out, &[1.0, -2.0, 3.0]));
+        let mut bits = [0u8; 2];
+        assert!(BinaryOp::Shl.apply_all_int(&mut bits, &[3, 128], &[2, 9]));
+        assert_eq!(bits, [12, 0]); // 128 << (9 mod 8)
+        assert!(!UnaryOp::Exp.apply_all_int(&mut bits, &[1, 2]));
     }
 
     #[test]

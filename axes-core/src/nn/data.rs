@@ -137,7 +137,10 @@ mod tests {
     fn prefetched_items_come_in_order_and_stop_at_the_first_error() {
         let made: Vec<Result<usize>> = Prefetch::new(0..5, |k| {
             if k == 3 {
-                Err(Error::EmptyReduction { axis: "K".into() })
+                Err(Error::EmptyReduction {
+                    reduction: "maximum",
+                    axis: "K".into(),
+                })
             } else {
                 Ok(k * 10)
             }

@@ -6,8 +6,13 @@ use rand_distr::{Distribution, Normal};
 
 use crate::arena::{Arena, ArenaBuilder, Slot};
 use crate::autodiff::{Grads, Tape, Var};
-use crate::dispatch::{assembled, placed};
+use axes_macros::Axis;
+
+use crate::dispatch::{assembled, filled, placed};
+use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::eval::ExprExt;
+use crate::expr::Scalar;
 use crate::io::axis_names;
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
@@ -270,6 +275,12 @@ pub struct Gradient<T: Float> {
     arena: u64,
 }
 
+impl<T: Float> std::fmt::Debug for Gradient<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gradient({} elements on {})", self.len(), self.device())
+    }
+}
+
 impl<T: Float> Gradient<T> {
     /// A gradient for `params` from `values`, laid out like the arena (see
     /// [`crate::arena::Arena::layouts`]), placed on the parameters' device; an error unless
@@ -341,6 +352,52 @@ impl<T: Float> Gradient<T> {
         Ok(self.with_storage(storage))
     }
 
+    /// Zeros for every parameter of `params`, on their device: where a sum of gradients
+    /// starts.
+    pub fn zeros(params: &Params<T>) -> Result<Self> {
+        let arena = params.arena();
+        Ok(Gradient {
+            storage: filled(arena.device(), arena.len(), T::zero())?,
+            arena: arena.id(),
+        })
+    }
+
+    /// The sum of two gradients of the same parameters, in one pass on their device: the
+    /// gradient of a batch from its micro-batches' (with [`Gradient::scaled`] for a mean).
+    /// An error if `other` is for other parameters or on another device.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::nn::{Gradient, Init, ParamsBuilder};
+    /// #[derive(Axis)] struct Feature;
+    /// let mut builder = ParamsBuilder::new();
+    /// builder.add::<(Feature,)>("bias", Feature.len(2), Init::Zeros, 2, 2)?;
+    /// let params = builder.build::<f32>(0)?;
+    /// let mut sum = Gradient::zeros(&params)?;
+    /// for micro in [vec![1.0, 2.0], vec![3.0, 6.0]] {
+    ///     sum = sum.add(&Gradient::from_vec(&params, micro)?)?;
+    /// }
+    /// assert_eq!(sum.scaled(0.5)?.to_vec()?, [2.0, 4.0]); // the mean of the two
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn add(&self, other: &Gradient<T>) -> Result<Self> {
+        if other.arena != self.arena || other.len() != self.len() {
+            return Err(Error::ForeignGradient);
+        }
+        let sum = (&flat(self.storage.clone()) + &flat(other.storage.clone())).eval()?;
+        Ok(self.with_storage(sum.storage().clone()))
+    }
+
+    /// Every element times `factor` (computed in f32 for half types), in one pass on the
+    /// gradient's device.
+    pub fn scaled(&self, factor: f64) -> Result<Self> {
+        let g = flat(self.storage.clone());
+        let wide = g.cast::<T::Wide>() * Scalar(T::Wide::from_f64(factor));
+        let scaled = wide.cast::<T>().eval()?;
+        Ok(self.with_storage(scaled.storage().clone()))
+    }
+
     /// A gradient for the same arena holding `storage` (of the same length).
     pub(crate) fn with_storage(&self, storage: Storage<T>) -> Self {
         debug_assert_eq!(storage.len(), self.storage.len());
@@ -357,4 +414,17 @@ impl<T: Float> Gradient<T> {
         }
         Ok(&self.storage)
     }
+}
+
+/// One element of a parameter arena: the axis passes over a whole arena run along.
+#[derive(Axis)]
+pub(crate) struct ArenaElement;
+
+/// A buffer laid out like a parameter arena, as a tensor.
+pub(crate) type Flat<T> = Tensor<T, (ArenaElement,)>;
+
+/// `storage`, as a flat tensor over all its elements.
+pub(crate) fn flat<T: Float>(storage: Storage<T>) -> Flat<T> {
+    let layout = Layout::row_major(&[storage.len()]);
+    Tensor::from_parts(storage, layout).expect("a buffer fits itself")
 }

@@ -107,6 +107,14 @@ impl<T: Element, A: AxisSet> Swappable<T, A> {
                 });
             }
         }
+        let needed = slot.len();
+        if next.storage.len() > needed && next.element_count() <= needed {
+            return Err(Error::ViewOfLargerBuffer {
+                lengths: next.describe_lengths(),
+                buffer: next.storage.len(),
+                needed,
+            });
+        }
         slot.check_replacement(&next.storage, &next.describe_lengths())?;
         if next.layout != self.0.layout {
             return Err(Error::Unsupported {

@@ -87,11 +87,12 @@ fn kernels() -> Vec<Kernel> {
         CType::F64,
         CType::I32,
         CType::I64,
+        CType::U8,
         CType::F16,
         CType::BF16,
     ] {
         use axes_core::ir::{BinaryOp, CompareOp, Domain, UnaryOp};
-        let accepts = |domain: Domain| ty.is_float() || domain == Domain::Num;
+        let accepts = |domain: Domain| domain.accepts(ty.dtype());
         let mut ir = Ir::default();
         let (a, b) = (ir.leaf(), ir.leaf());
         let mut sum = a;

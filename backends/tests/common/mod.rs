@@ -2,6 +2,7 @@
 //! jobs (`jobs`) and the shared operation suite (`ops`).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod edges;
 pub mod jobs;
 pub mod ops;
 pub mod reference;

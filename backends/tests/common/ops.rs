@@ -1000,11 +1000,11 @@ pub fn training_steps(device: &Device) -> usize {
 }
 
 /// Token ids of a batch of sequences.
-type Ids = Tensor<i64, (Batch, Token)>;
+pub type Ids = Tensor<i64, (Batch, Token)>;
 
 /// A batch of sequences `s SEP s` of random strings `s` of `half` symbols out of 4 (`SEP` is
 /// 4), as ids (the first `2 half` tokens) and targets (the token after each).
-fn copy_batch(rng: &mut ChaCha8Rng, batch: usize, half: usize) -> (Ids, Ids) {
+pub fn copy_batch(rng: &mut ChaCha8Rng, batch: usize, half: usize) -> (Ids, Ids) {
     let separator = 4;
     let (mut ids, mut targets) = (Vec::new(), Vec::new());
     for _ in 0..batch {

@@ -166,6 +166,7 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                         let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
                         0.5 * x * (1.0 + u.tanh())
                     }
+                    UnaryOp::BitNot => panic!("an integer op in a float expression"),
                 }
             }
             IrNode::Binary(op, a, b) => {
@@ -178,6 +179,12 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                     BinaryOp::Max => max(x, y),
                     BinaryOp::Min => min(x, y),
                     BinaryOp::Pow => x.powf(y),
+                    BinaryOp::Rem => x % y,
+                    BinaryOp::BitAnd
+                    | BinaryOp::BitOr
+                    | BinaryOp::BitXor
+                    | BinaryOp::Shl
+                    | BinaryOp::Shr => panic!("an integer op in a float expression"),
                 }
             }
             IrNode::Compare(op, a, b) => {

@@ -135,9 +135,42 @@ pub struct Gpt {
     pub config: GptConfig,
 }
 
+impl GptConfig {
+    /// An error naming the first size that is 0 (every size but `layers` must be at least
+    /// 1: a model with no heads or no hidden width builds, and trains at a constant loss).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::nn::transformer::GptConfig;
+    /// let config = GptConfig { vocab: 11, context: 8, hidden: 16, heads: 0, head_dim: 8, inner: 32, layers: 2 };
+    /// let error = config.check().unwrap_err().to_string();
+    /// assert!(error.contains("`GptConfig::heads` is 0"), "{error}");
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        let sizes = [
+            ("vocab", self.vocab),
+            ("context", self.context),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("head_dim", self.head_dim),
+            ("inner", self.inner),
+        ];
+        match sizes.into_iter().find(|&(_, size)| size == 0) {
+            Some((name, size)) => Err(Error::InvalidSetting {
+                setting: format!("GptConfig::{name}"),
+                value: size.to_string(),
+                allowed: "at least 1".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Gpt {
-    /// Reserves the model's parameters.
+    /// Reserves the model's parameters; an error if a size of `config` is 0
+    /// ([`GptConfig::check`]).
     pub fn new(params: &mut ParamsBuilder, name: &str, config: &GptConfig) -> Result<Self> {
+        config.check()?;
         let (vocab, hidden) = (Vocab.len(config.vocab), Hidden.len(config.hidden));
         Ok(Gpt {
             tokens: Embedding::new(params, &format!("{name}.tokens"), vocab, hidden, INIT)?,
@@ -209,10 +242,10 @@ impl Gpt {
     fn check_length<Ix: IndexElement>(&self, ids: &Tensor<Ix, (Batch, Token)>) -> Result<usize> {
         let n = ids.len_of::<Token>();
         if n > self.config.context {
-            return Err(Error::LengthMismatch {
+            return Err(Error::ContextExceeded {
                 axis: Token::name().to_string(),
-                left: self.config.context,
-                right: n,
+                len: n,
+                context: self.config.context,
             });
         }
         Ok(n)
