@@ -206,8 +206,8 @@ impl<T: Float> Adam<T> {
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
     /// passes over the arena in host memory (the two moments, then the parameters), one
-    /// launch on a device. Half-precision parameters are updated in f32 (with the moments
-    /// kept in the parameters' type) and rounded once.
+    /// launch on a device. Half-precision parameters are updated in f32, their moments
+    /// kept in f32, and the next parameters rounded once.
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         self.check_settings()?;
         if self.check_finite {
