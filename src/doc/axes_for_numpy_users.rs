@@ -22,6 +22,9 @@
 //! | `np.pad(x, ((0, 0), (1, 2)))` | `x.pad::<Hidden>(1, 2)?` (a view: nothing stored for the zeros) |
 //! | `x.reshape(32, -1)` | `x.flatten::<(Channel, Height, Width)>()?` into `Flat<(Channel, Height, Width)>` |
 //! | `x.astype(np.float64)` | `x.cast::<f64>().eval()?` |
+//! | `np.fmod(x, y)` (not `x % y`, which floors) | `&x % &y` — truncated like Rust's `%`: the sign is `x`'s |
+//! | `(img >> 4) & 0xF`, `x \| y`, `x ^ y`, `~x` | `img.shift_right(4).bit_and(0xF)`, `x.bit_or(&y)`, `x.bit_xor(&y)`, `x.bit_not()` (integers) |
+//! | `np.vectorize(f)(x, y)` | `x.map_with(&y, \|a, b\| f(a, b))` (CPU only; broadcast by name) |
 //!
 //! ```
 //! use axes::prelude::*;
