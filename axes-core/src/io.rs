@@ -45,6 +45,8 @@ use crate::protocol::as_bytes;
 use crate::storage::{HostVec, from_bytes};
 use crate::tensor::Tensor;
 
+mod atomic;
+
 /// The metadata key that marks files written by this crate.
 const FORMAT_KEY: &str = "format";
 const FORMAT: &str = "axes";
@@ -59,6 +61,30 @@ pub(crate) fn io_error(path: &Path, reason: impl ToString) -> Error {
     Error::Io {
         path: path.display().to_string(),
         reason: reason.to_string(),
+    }
+}
+
+/// The safetensors file of `views` and `metadata`, the same bytes for the same tensors and
+/// metadata: safetensors writes the metadata map in hash order, so its entries are put back
+/// in sorted order (the same entries, so the same length: nothing else moves).
+fn serialized(
+    views: Vec<(&str, TensorView<'_>)>,
+    metadata: BTreeMap<String, String>,
+) -> Result<Vec<u8>, String> {
+    let sorted = serde_json::to_string(&metadata).map_err(|e| e.to_string())?;
+    let unordered: HashMap<String, String> = metadata.into_iter().collect();
+    let mut bytes = safetensors::serialize(views, Some(unordered)).map_err(|e| e.to_string())?;
+    // The header follows its 8-byte length and opens with the metadata.
+    let start = 8 + br#"{"__metadata__":"#.len();
+    let opens_with_metadata = bytes.get(8..start) == Some(&br#"{"__metadata__":"#[..]);
+    match bytes.get_mut(start..start + sorted.len()) {
+        Some(slot)
+            if opens_with_metadata && slot.first() == Some(&b'{') && slot.last() == Some(&b'}') =>
+        {
+            slot.copy_from_slice(sorted.as_bytes());
+            Ok(bytes)
+        }
+        _ => Err("the safetensors header does not open with its metadata".into()),
     }
 }
 
@@ -124,6 +150,9 @@ impl TensorFile {
 
     /// Writes every tensor to `path` with its axis names; PyTorch's
     /// `safetensors.torch.load_file` reads the file (the dimensions in each tensor's axis order).
+    /// The file is replaced atomically (a temporary beside it, synced, renamed over it): a
+    /// crash or a full disk during the write leaves the previous file whole. The same tensors
+    /// give the same bytes.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let views = self
@@ -135,13 +164,14 @@ impl TensorFile {
                     .map_err(|e| io_error(path, e))
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut metadata: HashMap<String, String> = self
+        let mut metadata: BTreeMap<String, String> = self
             .tensors
             .iter()
             .filter_map(|(name, t)| Some((axes_key(name), t.axes.as_ref()?.join(","))))
             .collect();
         metadata.insert(FORMAT_KEY.into(), FORMAT.into());
-        safetensors::serialize_to_file(views, Some(metadata), path).map_err(|e| io_error(path, e))
+        let bytes = serialized(views, metadata).map_err(|e| io_error(path, e))?;
+        atomic::write(path, &bytes)
     }
 
     /// Adds (or replaces) the tensor `name`, stored in its axis order with its axis names.
