@@ -150,7 +150,9 @@ fn binary_ops_broadcast_and_sum_back() {
         let y = random::<(I, C)>(&[ni, nc], 0.3, 2.0, &mut rng);
         let r = random::<(B, I, C)>(&[nb, ni, nc], -1.0, 1.0, &mut rng);
         type Op = fn(VarExpr<f64, (B, I)>, VarExpr<f64, (I, C)>) -> VarExpr<f64, (B, I, C)>;
-        let ops: [(&str, Op); 7] = [
+        // `%` is differentiable away from its jumps (where x/y is an integer): random operands
+        // sit a finite-difference step away from one with probability ~1e-5.
+        let ops: [(&str, Op); 8] = [
             ("add", |x, y| x + y),
             ("sub", |x, y| x - y),
             ("mul", |x, y| x * y),
@@ -158,6 +160,7 @@ fn binary_ops_broadcast_and_sum_back() {
             ("max", |x, y| x.max(y)),
             ("min", |x, y| x.min(y)),
             ("pow", |x, y| x.pow(y)),
+            ("rem", |x, y| x % y),
         ];
         for (name, op) in ops {
             // Gradient of x (y broadcast along B), then of y (summed over B), with the other

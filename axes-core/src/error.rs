@@ -93,10 +93,11 @@ pub enum Error {
         /// The handle's position in its own arena.
         index: usize,
     },
-    /// An optimizer step given the gradient of other parameters.
+    /// A gradient used with other parameters than its own (an optimizer's step, a sum of
+    /// gradients).
     #[error(
         "the gradient belongs to other parameters: take it with `gradient` from the parameters \
-         this optimizer updates"
+         it is used with (the ones this optimizer updates, the other gradient's)"
     )]
     ForeignGradient,
     /// `unflatten` on a composite axis whose part lengths are not known.

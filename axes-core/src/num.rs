@@ -18,7 +18,8 @@ pub trait Num: Element {
     /// `a / b` (integers: truncating, 0 when `b` is 0, wrapping for `MIN / -1`).
     fn div(self, b: Self) -> Self;
     /// The remainder of `a / b`, truncated like Rust's `%`: its sign is `a`'s (integers: 0
-    /// when `b` is 0, like `div`, and for `MIN % -1`; floats: C's `fmod`).
+    /// when `b` is 0, noted as a division by zero like `div`, and 0 for `MIN % -1`; floats:
+    /// C's `fmod`).
     fn rem(self, b: Self) -> Self;
     /// `-a` (wrapping for integers; `0 - a` for u8).
     fn neg(self) -> Self;

@@ -1,13 +1,14 @@
 //! Optimizers: each updates every parameter of a [`Params`] arena with fused passes over the
 //! flat buffers (parameters, gradient and optimizer state side by side), where the
 //! parameters live: in host memory a few passes of the typed engine, on a device one kernel
-//! launch that writes the next parameters and state together.
+//! launch that writes the next parameters and state together (two for half-precision
+//! parameters, whose state is f32: one launch writes one element type).
 //!
 //! A step writes the next parameters and state into buffers the optimizer keeps — those the
 //! previous step replaced — so nothing is allocated once training runs, and tensors taken
 //! out of the arena earlier keep the values they had.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 
 use crate::dispatch::{Input, Output, filled, passes_or_job, placed, run_outputs};
 use crate::element::{DType, Element};
@@ -56,8 +57,8 @@ impl<T: Float> Sgd<T> {
     }
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
-    /// passes over the arena in host memory, one launch on a device. Half-precision
-    /// parameters are updated in f32 and rounded once.
+    /// passes over the arena in host memory, one launch on a device (two for half-precision
+    /// parameters, updated in f32 with an f32 velocity and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         check_setting(
             "Sgd::lr",
@@ -206,8 +207,8 @@ impl<T: Float> Adam<T> {
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
     /// passes over the arena in host memory (the two moments, then the parameters), one
-    /// launch on a device. Half-precision parameters are updated in f32, their moments
-    /// kept in f32, and the next parameters rounded once.
+    /// launch on a device (two for half-precision parameters, updated in f32 with f32 moments
+    /// and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         self.check_settings()?;
         if self.check_finite {
@@ -298,12 +299,24 @@ fn check_finite<T: Float>(params: &Params<T>, grad: &Gradient<T>) -> Result<()> 
     if !(&g * zero + &p * zero).sum_all()?.is_nan() {
         return Ok(());
     }
-    let (g, p) = (g.to_vec(), p.to_vec());
-    let layouts = params.arena().layouts();
-    for (name, layout) in params.names().zip(layouts) {
+    let (g, p) = (g.try_to_vec()?, p.try_to_vec()?);
+    first_non_finite(
+        params,
+        &[("the gradient of parameter", &g), ("parameter", &p)],
+    )?;
+    Err(Error::NonFinite {
+        what: "the gradient, between parameters".into(),
+        value: "NaN".into(),
+    })
+}
+
+/// An error naming the first parameter (in order) where one of `buffers` (each laid out like
+/// the arena, named by what it holds) is NaN or infinite; `Ok` where none is.
+fn first_non_finite<T: Float>(params: &Params<T>, buffers: &[(&str, &Vec<T>)]) -> Result<()> {
+    for (name, layout) in params.names().zip(params.arena().layouts()) {
         let count = layout.element_count().unwrap_or(0);
         let at = layout.offset()..layout.offset() + count;
-        for (what, values) in [("the gradient of parameter", &g), ("parameter", &p)] {
+        for (what, values) in buffers {
             if let Some(&value) = values[at.clone()].iter().find(|v| !v.to_f64().is_finite()) {
                 return Err(Error::NonFinite {
                     what: format!("{what} `{name}`"),
@@ -312,17 +325,14 @@ fn check_finite<T: Float>(params: &Params<T>, grad: &Gradient<T>) -> Result<()> 
             }
         }
     }
-    Err(Error::NonFinite {
-        what: "the gradient, between parameters".into(),
-        value: "NaN".into(),
-    })
+    Ok(())
 }
 
 /// `grad` scaled so that its global L2 norm — over every parameter at once — is at most
 /// `max_norm`, and the norm it had (PyTorch's `clip_grad_norm_`: the scale is
-/// `max_norm / (norm + 1e-6)` where the norm is larger). One reduction over the gradient
-/// buffer, in f64 so that no square overflows, read back to the host, and one scaling pass
-/// only when it clips. A NaN or infinite norm is returned with the gradient unchanged:
+/// `max_norm / (norm + 1e-6)` where the norm is larger). Two reductions over the gradient
+/// buffer (the largest magnitude, then the sum of squares scaled by it, so that no square
+/// overflows), each read back to the host, and one scaling pass only when it clips. A NaN or infinite norm is returned with the gradient unchanged:
 /// [`clip_grad_norm_checked`] makes it an error.
 ///
 /// ```
@@ -356,13 +366,24 @@ pub fn clip_grad_norm<T: Float>(
         finite_at_least_0(max_norm),
         "finite and ≥ 0",
     )?;
-    let g = flat(grad.storage_for(params.arena())?.clone());
-    let norm: f64 = g.cast::<f64>().square().sum_all()?.sqrt();
+    let norm = global_norm(&flat(grad.storage_for(params.arena())?.clone()))?;
     if !norm.is_finite() || norm <= max_norm {
         return Ok((grad, norm));
     }
     let scaled = grad.scaled(max_norm / (norm + 1e-6))?;
     Ok((scaled, norm))
+}
+
+/// The L2 norm of `g`, with no square overflowing or underflowing: the largest magnitude
+/// `m` first (NaN or infinite where an element is), then `m √Σ (g/m)²` summed in the wide
+/// type — two reductions that any device runs, none in f64.
+fn global_norm<T: Float>(g: &Flat<T>) -> Result<f64> {
+    let largest = g.abs().max_over::<(ArenaElement,)>()?.try_to_vec()?[0].to_f64();
+    if largest == 0.0 || !largest.is_finite() {
+        return Ok(largest);
+    }
+    let scaled = wide(g) * Scalar(T::Wide::from_f64(1.0 / largest));
+    Ok(largest * scaled.square().sum_all()?.to_f64().sqrt())
 }
 
 /// [`clip_grad_norm`], with a NaN or infinite norm an error naming the first parameter whose
@@ -392,10 +413,10 @@ pub fn clip_grad_norm_checked<T: Float>(
     if norm.is_finite() {
         return Ok((grad, norm));
     }
-    check_finite(params, &grad)?;
-    // Every element finite, yet no finite norm: only an f64 overflow past 1.3e154.
+    first_non_finite(params, &[("the gradient of parameter", &grad.to_vec()?)])?;
+    // Every element finite, yet no finite norm: a NaN in the gaps between parameters.
     Err(Error::NonFinite {
-        what: "the gradient's norm".into(),
+        what: "the gradient, between parameters".into(),
         value: norm.to_string(),
     })
 }
@@ -689,7 +710,7 @@ impl<T: Float> Buffers<T> {
         }
         let (ir, lens) = (&update.ir, [len]);
         let (next_p, next_state): (Storage<T>, Vec<Storage<T::Wide>>) =
-            if T::DTYPE == <T::Wide as Element>::DTYPE {
+            if TypeId::of::<T>() == TypeId::of::<T::Wide>() {
                 let mut outputs = vec![output(p, self.spare_params.take())];
                 for (k, &root) in state.iter().enumerate() {
                     outputs.push(output(root, self.spare_state[k].take().map(same_type)));

@@ -21,7 +21,9 @@ fn unsupported(what: String) -> Error {
 /// A constant of type `ty`.
 fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
     if ty.is_half() {
-        return literal(round_half(v, ty), CType::F32, dialect);
+        // Kernels compute half-precision values in float: so are their constants (a mean's
+        // 1/n of 1e6 elements is no f16 value).
+        return literal(v, CType::F32, dialect);
     }
     match ty {
         CType::F32 | CType::F64 => {
@@ -39,15 +41,6 @@ fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
             }
         }
         _ => format!("(({}){})", ty.c_name(dialect), v as i64),
-    }
-}
-
-/// `v` rounded to the half type `ty` (the value a constant of that type has).
-fn round_half(v: f64, ty: CType) -> f64 {
-    match ty {
-        CType::F16 => half::f16::from_f64(v).to_f64(),
-        CType::BF16 => half::bf16::from_f64(v).to_f64(),
-        _ => v,
     }
 }
 
@@ -95,7 +88,7 @@ pub(crate) fn store(array: &str, index: &str, value: &str, ty: CType, dialect: D
 }
 
 /// `template` (see [`KernelSpelling`]) with `{x}`, `{a}`, `{b}` replaced by `args`, `{bits}`
-/// by the width of `ty` in bits, `{name}` by the math function `name` for `ty`, and
+/// by the width of `ty` in bits, `{unsigned}` by the unsigned type of that width, `{name}` by the math function `name` for `ty`, and
 /// `{number}` by that constant in `ty`.
 fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> Result<String> {
     let mut out = String::with_capacity(template.len() * 2);
@@ -112,6 +105,8 @@ fn fill(template: &str, args: &[(&str, &str)], ty: CType, dialect: Dialect) -> R
             out.push_str(value);
         } else if key == "bits" {
             write!(out, "{}", 8 * ty.size()).expect("writing to a String");
+        } else if key == "unsigned" {
+            out.push_str(ty.unsigned_name(dialect));
         } else if let Ok(v) = key.parse::<f64>() {
             out.push_str(&literal(v, ty, dialect));
         } else if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {

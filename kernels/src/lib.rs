@@ -125,6 +125,18 @@ impl CType {
         }
     }
 
+    /// The C spelling of the unsigned integer type as wide as this one (for shifts of the
+    /// bits of signed values).
+    pub fn unsigned_name(self, dialect: Dialect) -> &'static str {
+        match (self.size(), dialect) {
+            (8, Dialect::Cuda) => "unsigned long long",
+            (8, Dialect::OpenCl) => "ulong",
+            (4, _) => "unsigned int",
+            (2, _) => "unsigned short",
+            _ => "unsigned char",
+        }
+    }
+
     /// The C spelling of elements of this type in buffers: [`CType::c_name`], except for
     /// the half types (OpenCL's `half`, read and written by `vload_half`/`vstore_half_rte`;
     /// 16-bit integers holding the bits otherwise).

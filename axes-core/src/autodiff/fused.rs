@@ -292,7 +292,9 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
         self.record()
     }
 
-    /// The mean over the axes `Over`, fused like [`VarExpr::sum`].
+    /// The mean over the axes `Over`, fused like [`VarExpr::sum`]. An empty axis is
+    /// [`Error::EmptyReduction`] (a tensor's mean over one is NaN): a loss over no elements
+    /// is a mistake to report, not a value to train on.
     pub fn mean<Over: AxisSet>(self) -> Result<Var<T, Difference<A, Over>>>
     where
         A: Reducible<Over>,

@@ -171,7 +171,7 @@ fn with_job<T: Element, R>(
     run(&job, count)
 }
 
-/// For a job that divides integers, a job run first that tells whether any divisor is zero
+/// For a job that divides integers (`/`, `%`), a job run first that tells whether any divisor is zero
 /// (a maximum over every axis of `divisor == 0`, one `i32` read back): such a job is then
 /// [`Error::DivisionByZero`] on a device as on the CPU, where kernels would give 0.
 fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Result<()> {
@@ -179,7 +179,11 @@ fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Resul
     let types = node_types(&job.ir, &leaf_types, job.out);
     let divisors: Vec<usize> = (job.ir.nodes.iter().enumerate())
         .filter_map(|(i, node)| match *node {
-            IrNode::Binary(BinaryOp::Div, _, b) if types[i].is_some_and(is_integer) => Some(b),
+            IrNode::Binary(BinaryOp::Div | BinaryOp::Rem, _, b)
+                if types[i].is_some_and(is_integer) =>
+            {
+                Some(b)
+            }
             _ => None,
         })
         .collect();

@@ -63,6 +63,53 @@ impl Program {
         }
     }
 
+    /// This program with every f16 and bf16 value computed in f32: half-precision leaves are
+    /// read, and casts to a half type rounded, then widened; root `k` is left in f32 where
+    /// `wide[k]`, else rounded back to its type.
+    fn in_f32(&self, wide: &[bool]) -> Program {
+        let half = |ty: DType| matches!(ty, DType::F16 | DType::BF16);
+        let mut out = Program {
+            insts: Vec::with_capacity(self.insts.len()),
+            types: Vec::with_capacity(self.insts.len()),
+            roots: Vec::with_capacity(self.roots.len()),
+        };
+        let mut at: Vec<usize> = Vec::with_capacity(self.insts.len());
+        for (&inst, &ty) in self.insts.iter().zip(&self.types) {
+            let inst = match inst {
+                Inst::Leaf(_) | Inst::Const(_) => inst,
+                Inst::Unary(op, a) => Inst::Unary(op, at[a]),
+                Inst::Binary(op, a, b) => Inst::Binary(op, at[a], at[b]),
+                Inst::Compare(op, a, b) => Inst::Compare(op, at[a], at[b]),
+                Inst::Select(c, a, b) => Inst::Select(at[c], at[a], at[b]),
+                Inst::Cast(a) => Inst::Cast(at[a]),
+            };
+            let slot = match inst {
+                Inst::Leaf(_) | Inst::Cast(_) if half(ty) => {
+                    let value = out.push(inst, ty);
+                    out.push(Inst::Cast(value), DType::F32)
+                }
+                _ if half(ty) => out.push(inst, DType::F32),
+                _ => out.push(inst, ty),
+            };
+            at.push(slot);
+        }
+        for (k, &root) in self.roots.iter().enumerate() {
+            let ty = self.types[root];
+            let slot = match half(ty) && !wide[k] {
+                true => out.push(Inst::Cast(at[root]), ty),
+                false => at[root],
+            };
+            out.roots.push(slot);
+        }
+        out
+    }
+
+    fn push(&mut self, inst: Inst, ty: DType) -> usize {
+        self.insts.push(inst);
+        self.types.push(ty);
+        self.insts.len() - 1
+    }
+
     /// Compiles `ir` to compute the nodes `roots`, each of type `out`, from leaves of the
     /// types `leaves` (leaf `k` has type `leaves[k]`).
     pub(crate) fn compile(ir: &Ir, roots: &[usize], leaves: &[DType], out: DType) -> Result<Self> {
@@ -444,25 +491,23 @@ fn sums_in_half(sink: &Sink<'_>, lens: &[usize]) -> bool {
         && (lens.iter().zip(&sink.strides)).any(|(&len, &stride)| stride == 0 && len > 1)
 }
 
-/// [`run`] where some sinks sum in a half type: those take their values cast to f32 into an
-/// f32 copy of their buffer, rounded back once at the end.
+/// [`run`] where some sinks sum in a half type: the program computes every half-precision
+/// value in f32 (as device kernels do), and those sinks combine into an f32 copy of their
+/// buffer, rounded back once at the end.
 fn run_widened(
     program: &Program,
     lens: &[usize],
     sources: &[Source<'_>],
     sinks: &mut [Sink<'_>],
 ) -> Result<()> {
-    let mut program = program.clone();
+    let summed: Vec<bool> = sinks.iter().map(|sink| sums_in_half(sink, lens)).collect();
+    let program = program.in_f32(&summed);
     let mut wide: Vec<Option<HostVec<f32>>> = Vec::with_capacity(sinks.len());
-    for (k, sink) in sinks.iter().enumerate() {
-        if !sums_in_half(sink, lens) {
+    for (sink, &summed) in sinks.iter().zip(&summed) {
+        if !summed {
             wide.push(None);
             continue;
         }
-        let root = program.roots[k];
-        program.roots[k] = program.insts.len();
-        program.insts.push(Inst::Cast(root));
-        program.types.push(DType::F32);
         wide.push(Some(match &sink.data {
             ElementsMut::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
             ElementsMut::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),

@@ -61,9 +61,10 @@ impl Domain {
 /// dialects.
 ///
 /// In a template, `{x}` is the argument of a unary op and `{a}`, `{b}` those of a binary
-/// op; `{exp}` (any other name) is that C math function for the element type (CUDA writes
-/// the `float` versions `expf`, ...); `{0.5}` (any number) is that constant in the element
-/// type.
+/// op; `{bits}` is the element type's width in bits and `{unsigned}` the unsigned integer
+/// type of that width; `{exp}` (any other name) is that C math function for the element type
+/// (CUDA writes the `float` versions `expf`, ...); `{0.5}` (any number) is that constant in
+/// the element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelSpelling {
     /// For floating-point elements (and for integers when `integer` is `None` and the op
@@ -446,8 +447,8 @@ macro_rules! for_each_binary_op {
                     [Some(d.mul(g, bp)), Some(d.mul(g, yl))]
                 };
             /// `a % b`: the remainder of `a / b`, truncated like Rust's `%`: its sign is `a`'s
-            /// (`-7 % 3 == -1`, not Python's 2). Integers: 0 where `b` is 0 (an error, as
-            /// for `/`) and for `MIN % -1`; floats: C's `fmod`.
+            /// (`-7 % 3 == -1`, not Python's 2). Integers: a remainder by 0 is
+            /// `Error::DivisionByZero`, as for `/`, and `MIN % -1` is 0; floats: C's `fmod`.
             Rem "rem": Num, |a, b| a.rem(b),
                 kernel "{fmod}({a}, {b})" int "((({b}) == 0 || ({b}) == -1) ? {0} : ({a}) % ({b}))",
                 d |d, a, b, y, g| {
@@ -470,12 +471,14 @@ macro_rules! for_each_binary_op {
                 kernel "({a}) ^ ({b})",
                 d |d, a, b, y, g| [None, None];
             /// `a << b`, the shift taken modulo the type's width in bits (Rust's
-            /// `wrapping_shl`; integers)
+            /// `wrapping_shl`; integers; kernels shift the unsigned bits, so a negative or
+            /// overflowing value is no undefined behaviour)
             Shl (shift_left) "shl": Int, |a, b| a.shl(b),
-                kernel "({a}) << (({b}) & ({bits} - 1))",
+                kernel "({unsigned})({a}) << (({b}) & ({bits} - 1))",
                 d |d, a, b, y, g| [None, None];
             /// `a >> b`, arithmetic for signed types, the shift taken modulo the type's width
-            /// (Rust's `wrapping_shr`; integers)
+            /// (Rust's `wrapping_shr`; integers; kernels rely on the arithmetic shift every
+            /// CUDA and OpenCL compiler gives signed values)
             Shr (shift_right) "shr": Int, |a, b| a.shr(b),
                 kernel "({a}) >> (({b}) & ({bits} - 1))",
                 d |d, a, b, y, g| [None, None];

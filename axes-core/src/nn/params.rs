@@ -364,7 +364,8 @@ impl<T: Float> Gradient<T> {
 
     /// The sum of two gradients of the same parameters, in one pass on their device: the
     /// gradient of a batch from its micro-batches' (with [`Gradient::scaled`] for a mean).
-    /// An error if `other` is for other parameters or on another device.
+    /// Half-precision sums are computed in f32 and rounded once per call. An error if `other`
+    /// is for other parameters or on another device.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -382,7 +383,7 @@ impl<T: Float> Gradient<T> {
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn add(&self, other: &Gradient<T>) -> Result<Self> {
-        if other.arena != self.arena || other.len() != self.len() {
+        if other.arena != self.arena {
             return Err(Error::ForeignGradient);
         }
         let sum = (&flat(self.storage.clone()) + &flat(other.storage.clone())).eval()?;

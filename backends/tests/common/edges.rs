@@ -52,12 +52,12 @@ pub fn half_sums(device: &Device) {
     // Over an outer axis (each result combined from rows, not along one), and into a tensor
     // that already holds values.
     let rows = on(
-        Tensor::<bf16, (B, I)>::ones((B.len(4096), I.len(3))).unwrap(),
+        Tensor::<bf16, (B, I)>::ones((B.len(65_536), I.len(3))).unwrap(),
         device,
     );
     let sums = rows.sum::<(B,)>().unwrap().to_vec();
     assert!(
-        sums.iter().all(|s| s.to_f32() == 4096.0),
+        sums.iter().all(|s| s.to_f32() == 65_536.0),
         "bf16 column sums {sums:?}"
     );
     let variance = rows.var::<(B,)>().unwrap().to_vec();
@@ -65,14 +65,28 @@ pub fn half_sums(device: &Device) {
         variance.iter().all(|v| v.to_f32() == 0.0),
         "bf16 variance {variance:?}"
     );
-    let mut into = on(Tensor::<bf16, (I,)>::ones(I.len(3)).unwrap(), device);
+    let start = Tensor::<bf16, (I,)>::full(I.len(3), bf16::from_f32(512.0)).unwrap();
+    let mut into = on(start, device);
     into.add_sum::<(B,), _>(&rows).unwrap();
-    let into = into.to_vec();
+    let into = into.to(&Device::Cpu).unwrap().to_vec();
     assert!(
-        into.iter()
-            .all(|s| s.to_f32() == 4097.0 || s.to_f32() == 4096.0),
-        "{into:?}"
+        into.iter().all(|s| s.to_f32() == 66_048.0),
+        "512 + Σ 65,536 ones: {into:?}"
     );
+    // A mean on the tape (a loss): over 10^6 elements 1/n is no f16 value, and 0.01/n
+    // underflows f16, so the scaling is done in f32 too.
+    use axes::autodiff::Tape;
+    for (value, count) in [(1.0, 1_000_000), (0.01, 100_000)] {
+        let value = f16::from_f32(value);
+        let tape = Tape::<f16>::new();
+        let x = Tensor::<f16, (I,)>::full(I.len(count), value).unwrap();
+        let mean = tape.var(on(x, device)).expr().mean::<(I,)>().unwrap();
+        let got = mean.value().to(&Device::Cpu).unwrap().to_vec()[0];
+        assert_eq!(
+            got, value,
+            "the tape's f16 mean of {count} × {value} on {device}"
+        );
+    }
 }
 
 /// Gradients of 4 micro-batches of 8, summed with `Gradient::add` and scaled by 1/4, step
@@ -292,18 +306,32 @@ pub fn integer_ops(device: &Device) {
         .unwrap()
         .to_vec();
     assert_eq!(rem, [0, 0], "i32::MIN % -1 on {device}");
-    // Floats: truncated, like Rust's `%` (C's `fmod`).
-    let x = Tensor::<f64, (I,)>::from_vec(I.len(4), vec![-7.5, 7.5, -7.5, 0.25]).unwrap();
-    let y = Tensor::<f64, (I,)>::from_vec(I.len(4), vec![2.0, -2.0, -2.0, 0.1]).unwrap();
-    let rem = (&on(x.clone(), device) % &on(y.clone(), device))
-        .eval()
-        .unwrap();
-    let want: Vec<f64> = (x.to_vec().iter().zip(y.to_vec()))
-        .map(|(a, b)| a % b)
-        .collect();
-    assert_eq!(
-        rem.to(&Device::Cpu).unwrap().to_vec(),
-        want,
-        "f64 rem on {device}"
+    // A remainder by 0 is an error, as a division by 0 is.
+    let zero = on(Tensor::<i32, (I,)>::zeros(I.len(2)).unwrap(), device);
+    let error = (&min % &zero).eval().unwrap_err();
+    assert!(
+        matches!(error, axes::Error::DivisionByZero),
+        "{error} on {device}"
     );
+    // Floats: truncated, like Rust's `%` (C's `fmod`).
+    fn float_rem<T: axes::Float>(device: &Device) {
+        let values =
+            |v: [f64; 4]| Tensor::<T, (I,)>::from_vec(I.len(4), v.map(T::from_f64).to_vec());
+        let x = values([-7.5, 7.5, -7.5, 0.75]).unwrap();
+        let y = values([2.0, -2.0, -2.0, 0.5]).unwrap();
+        let rem = (&on(x.clone(), device) % &on(y.clone(), device))
+            .eval()
+            .unwrap();
+        let want: Vec<f64> = (x.to_vec().iter().zip(y.to_vec()))
+            .map(|(a, b)| a.to_f64() % b.to_f64())
+            .collect();
+        let got: Vec<f64> = (rem.to(&Device::Cpu).unwrap().to_vec().iter())
+            .map(|v| v.to_f64())
+            .collect();
+        assert_eq!(got, want, "{} rem on {device}", T::DTYPE.name());
+    }
+    float_rem::<f64>(device);
+    float_rem::<f32>(device);
+    float_rem::<f16>(device);
+    float_rem::<half::bf16>(device);
 }
