@@ -433,8 +433,44 @@ fn every_bad_input_gives_its_error() {
             |e| matches!(e, Error::ViewOfLargerBuffer { .. }),
             &["Batch=2", "Hidden=3", "12", "6", ".contiguous()"],
         ),
+        (
+            "a parameter named as the file format's metadata",
+            || {
+                let mut builder = ParamsBuilder::new();
+                builder
+                    .add::<(Hidden,)>("__metadata__", Hidden.len(2), Init::Zeros, 2, 2)
+                    .map(drop)
+            },
+            |e| matches!(e, Error::ParameterMismatch { .. }),
+            &["`__metadata__`", "reserved"],
+        ),
+        (
+            "a misspelt name given to stored_as",
+            || {
+                let mut builder = ParamsBuilder::new();
+                Linear::<Hidden, Rgb>::new(
+                    &mut builder,
+                    "fc1",
+                    Hidden.len(2),
+                    Rgb.len(3),
+                    Init::He,
+                )?;
+                let mut params = builder.build::<f32>(0)?;
+                let path = std::env::temp_dir().join(format!(
+                    "axes-errors-stored-as-{}.safetensors",
+                    std::process::id()
+                ));
+                params.save(&path)?;
+                let options = axes::nn::Load::new().stored_as::<(Rgb, Hidden)>("fc1.weigth");
+                let loaded = params.load_with(&path, &options);
+                std::fs::remove_file(&path).ok();
+                loaded
+            },
+            |e| matches!(e, Error::ParameterMismatch { .. }),
+            &["`fc1.weigth`", "stored_as", "no parameter"],
+        ),
     ];
-    assert!(cases.len() >= 29, "{} cases", cases.len());
+    assert!(cases.len() >= 31, "{} cases", cases.len());
     for (name, run, variant, words) in cases {
         let error = match std::panic::catch_unwind(run) {
             Ok(Ok(())) => panic!("{name}: no error"),

@@ -88,6 +88,21 @@ fn serialized(
     }
 }
 
+/// The name safetensors files keep for their metadata: no tensor can have it.
+const RESERVED_NAME: &str = "__metadata__";
+
+/// An error if `name` cannot name a tensor in a safetensors file (`__metadata__`, which the
+/// format reserves: a file with such a tensor can never be read back).
+pub(crate) fn check_tensor_name(name: &str) -> Result<()> {
+    if name == RESERVED_NAME {
+        return Err(mismatch(
+            name,
+            "the name is reserved by the safetensors format for the file's metadata".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// An error about the tensor `name`.
 fn mismatch(name: &str, reason: String) -> Error {
     Error::ParameterMismatch {
@@ -153,8 +168,12 @@ impl TensorFile {
     /// The file is replaced atomically (a temporary beside it, synced, renamed over it): a
     /// crash or a full disk during the write leaves the previous file whole. The same tensors
     /// give the same bytes.
+    /// A tensor named `__metadata__` (reserved by the format) is an error.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
+        for name in self.tensors.keys() {
+            check_tensor_name(name)?;
+        }
         let views = self
             .tensors
             .iter()

@@ -61,8 +61,9 @@ impl ParamsBuilder {
         Self::default()
     }
 
-    /// Reserves a parameter named `name` (unique) with axes `A`, started by `init`.
-    /// `fan_in`/`fan_out` are the input and output sizes the He and Glorot rules use.
+    /// Reserves a parameter named `name` (unique, and not `__metadata__`, which safetensors
+    /// files reserve) with axes `A`, started by `init`. `fan_in`/`fan_out` are the input and
+    /// output sizes the He and Glorot rules use.
     pub fn add<A: AxisSet>(
         &mut self,
         name: &str,
@@ -77,6 +78,7 @@ impl ParamsBuilder {
                 reason: "a parameter of this name already exists".into(),
             });
         }
+        crate::io::check_tensor_name(name)?;
         let slot = self.arena.add::<A, f32>(lengths)?;
         self.entries.push(Entry {
             name: name.into(),

@@ -95,6 +95,14 @@ impl<T: Float> Params<T> {
             name: name.into(),
             reason,
         };
+        if let Some(unknown) =
+            (options.stored.keys()).find(|n| !self.entries.iter().any(|e| e.name == **n))
+        {
+            return Err(mismatch(
+                unknown,
+                "named by `Load::stored_as`, but the model has no parameter of this name".into(),
+            ));
+        }
         let mut values = Vec::with_capacity(self.entries.len());
         for (entry, layout) in self.entries.iter().zip(self.arena.layouts()) {
             if !file.names().any(|n| n == entry.name) {
