@@ -30,6 +30,20 @@ fn hidden(h: usize) -> Tensor<f32, (Hidden,)> {
     Tensor::zeros(Hidden.len(h)).unwrap()
 }
 
+/// Saves a file of one tensor, `bias`, changes its bytes with `damage`, and reads it back.
+fn damaged(name: &str, damage: fn(&mut Vec<u8>)) -> Result<(), Error> {
+    let path = std::env::temp_dir().join(format!("axes-errors-{name}-{}", std::process::id()));
+    let mut file = axes::io::TensorFile::new();
+    file.insert("bias", &hidden(4));
+    file.write(&path)?;
+    let mut bytes = std::fs::read(&path).unwrap();
+    damage(&mut bytes);
+    std::fs::write(&path, bytes).unwrap();
+    let read = axes::io::TensorFile::read(&path).map(drop);
+    std::fs::remove_file(&path).ok();
+    read
+}
+
 #[test]
 fn every_bad_input_gives_its_error() {
     let cases: Vec<Case> = vec![
@@ -469,8 +483,20 @@ fn every_bad_input_gives_its_error() {
             |e| matches!(e, Error::ParameterMismatch { .. }),
             &["`fc1.weigth`", "stored_as", "no parameter"],
         ),
+        (
+            "a flipped bit in a saved file",
+            || damaged("flipped", |bytes| *bytes.last_mut().unwrap() ^= 0x10),
+            |e| matches!(e, Error::Io { .. }),
+            &["flipped", "`bias`", "damaged"],
+        ),
+        (
+            "a truncated saved file",
+            || damaged("truncated", |bytes| bytes.truncate(bytes.len() - 3)),
+            |e| matches!(e, Error::Io { .. }),
+            &["truncated"],
+        ),
     ];
-    assert!(cases.len() >= 31, "{} cases", cases.len());
+    assert!(cases.len() >= 33, "{} cases", cases.len());
     for (name, run, variant, words) in cases {
         let error = match std::panic::catch_unwind(run) {
             Ok(Ok(())) => panic!("{name}: no error"),
