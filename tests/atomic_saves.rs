@@ -2,6 +2,7 @@
 //! checkpoint of 8 MiB in a loop leaves, every time, either no file or a whole one holding one
 //! of the states it saved; and the same tensors saved twice give the same bytes.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -22,6 +23,9 @@ const COLS: usize = 1024;
 
 /// The environment variable that makes [`child_saves_in_a_loop`] run, naming its file.
 const SAVE_LOOP: &str = "AXES_SAVE_LOOP";
+
+/// The environment variable that makes [`child_saves_a_model`] run, naming its file.
+const SAVE_MODEL: &str = "AXES_SAVE_MODEL";
 
 /// State `k` of the saved checkpoint: every element `k` (1, 2 or 3).
 fn state(k: u8) -> TensorFile {
@@ -55,6 +59,7 @@ fn saved_state(path: &Path) -> Result<Option<u8>, String> {
 fn child_saves_in_a_loop() {
     let path = PathBuf::from(std::env::var_os(SAVE_LOOP).expect("run as a child"));
     let states = [state(1), state(2), state(3)];
+    println!("ready"); // the parent kills from now on
     for k in (0..3).cycle() {
         states[k].write(&path).unwrap();
     }
@@ -74,14 +79,21 @@ fn a_kill_during_a_save_leaves_an_old_or_a_new_file() {
                 "child_saves_in_a_loop",
                 "--exact",
                 "--ignored",
-                "--test-threads=1",
+                "--nocapture",
             ])
             .env(SAVE_LOOP, &path)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(rng.random_range(0..120_000)));
+        // Once its states are made (the test harness prints its own lines first).
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let ready = stdout
+            .lines()
+            .map_while(|line| line.ok())
+            .any(|l| l == "ready");
+        assert!(ready, "round {round}: the child stopped before saving");
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..100_000)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         match saved_state(&path) {
@@ -116,4 +128,56 @@ fn the_same_tensors_give_the_same_bytes() {
     let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     std::fs::remove_dir_all(&dir).ok();
     assert!(a == b, "two saves of the same tensors differ");
+}
+
+/// The child of [`two_processes_save_the_same_bytes`]: saves a small model's parameters,
+/// built from a fixed seed, to the file named by `AXES_SAVE_MODEL`.
+#[test]
+#[ignore = "run by two_processes_save_the_same_bytes as its child process"]
+fn child_saves_a_model() {
+    use axes::nn::{Init, Linear, ParamsBuilder};
+    #[derive(Axis)]
+    struct Hidden;
+    let path = PathBuf::from(std::env::var_os(SAVE_MODEL).expect("run as a child"));
+    let mut builder = ParamsBuilder::new();
+    for layer in 0..6 {
+        let name = format!("layer{layer}");
+        Linear::<Row, Hidden>::new(&mut builder, &name, Row.len(64), Hidden.len(48), Init::He)
+            .unwrap();
+    }
+    builder.build::<f32>(11).unwrap().save(&path).unwrap();
+}
+
+/// Two processes, one on 1 thread and one on 2, save the same parameters as the same bytes
+/// (the metadata's order no longer depends on a process's hash keys).
+#[test]
+fn two_processes_save_the_same_bytes() {
+    let dir = std::env::temp_dir().join(format!("axes-two-saves-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let saved: Vec<Vec<u8>> = ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let path = dir.join(format!("threads-{threads}.safetensors"));
+            let status = Command::new(&exe)
+                .args([
+                    "child_saves_a_model",
+                    "--exact",
+                    "--ignored",
+                    "--test-threads=1",
+                ])
+                .env(SAVE_MODEL, &path)
+                .env("RAYON_NUM_THREADS", threads)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "the child on {threads} threads failed");
+            std::fs::read(&path).unwrap()
+        })
+        .collect();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        saved[0] == saved[1],
+        "the two processes wrote different files"
+    );
 }
