@@ -492,8 +492,8 @@ fn sums_in_half(sink: &Sink<'_>, lens: &[usize]) -> bool {
 }
 
 /// [`run`] where some sinks sum in a half type: the program computes every half-precision
-/// value in f32 (as device kernels do), and those sinks combine into an f32 copy of their
-/// buffer, rounded back once at the end.
+/// value in f32 (as device kernels do), and those sinks combine into an f32 copy of the span
+/// of their buffer they reach, rounded back once at the end.
 fn run_widened(
     program: &Program,
     lens: &[usize],
@@ -502,40 +502,55 @@ fn run_widened(
 ) -> Result<()> {
     let summed: Vec<bool> = sinks.iter().map(|sink| sums_in_half(sink, lens)).collect();
     let program = program.in_f32(&summed);
-    let mut wide: Vec<Option<HostVec<f32>>> = Vec::with_capacity(sinks.len());
+    // Each summing sink's span (the elements it reaches, checked inside its buffer by `run`)
+    // as f32, and where the span starts in the buffer.
+    let mut wide: Vec<Option<(HostVec<f32>, usize)>> = Vec::with_capacity(sinks.len());
     for (sink, &summed) in sinks.iter().zip(&summed) {
         if !summed {
             wide.push(None);
             continue;
         }
-        wide.push(Some(match &sink.data {
-            ElementsMut::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
-            ElementsMut::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),
+        let (low, high) = reach(lens, &sink.strides);
+        let (start, end) = (
+            (sink.offset as isize + low) as usize,
+            (sink.offset as isize + high) as usize + 1,
+        );
+        let span = match &sink.data {
+            ElementsMut::F16(v) => v[start..end].iter().map(|x| x.to_f32()).collect(),
+            ElementsMut::BF16(v) => v[start..end].iter().map(|x| x.to_f32()).collect(),
             _ => unreachable!("only half-type sinks are widened"),
-        }));
+        };
+        wide.push(Some((span, start)));
     }
     let mut widened: Vec<Sink<'_>> = (sinks.iter_mut().zip(&mut wide))
-        .map(|(sink, wide)| Sink {
-            data: match wide {
-                Some(values) => ElementsMut::F32(values),
-                None => sink.data.reborrow(),
+        .map(|(sink, wide)| match wide {
+            Some((span, start)) => Sink {
+                data: ElementsMut::F32(span),
+                offset: sink.offset - *start,
+                strides: sink.strides.clone(),
+                combine: sink.combine,
             },
-            offset: sink.offset,
-            strides: sink.strides.clone(),
-            combine: sink.combine,
+            None => Sink {
+                data: sink.data.reborrow(),
+                offset: sink.offset,
+                strides: sink.strides.clone(),
+                combine: sink.combine,
+            },
         })
         .collect();
     run(&program, lens, sources, &mut widened)?;
     drop(widened);
     for (sink, wide) in sinks.iter_mut().zip(&wide) {
-        match (&mut sink.data, wide) {
-            (ElementsMut::F16(out), Some(values)) => {
-                (out.iter_mut().zip(values.iter())).for_each(|(o, &v)| *o = f16::from_f32(v))
+        let Some((span, start)) = wide else { continue };
+        let at = *start..*start + span.len();
+        match &mut sink.data {
+            ElementsMut::F16(out) => {
+                (out[at].iter_mut().zip(span.iter())).for_each(|(o, &v)| *o = f16::from_f32(v))
             }
-            (ElementsMut::BF16(out), Some(values)) => {
-                (out.iter_mut().zip(values.iter())).for_each(|(o, &v)| *o = bf16::from_f32(v))
+            ElementsMut::BF16(out) => {
+                (out[at].iter_mut().zip(span.iter())).for_each(|(o, &v)| *o = bf16::from_f32(v))
             }
-            _ => {}
+            _ => unreachable!("only half-type sinks are widened"),
         }
     }
     Ok(())
@@ -1500,6 +1515,32 @@ mod tests {
     /// keeps it: the run is cut into partial results combined in a fixed order, so the
     /// values match a plain loop (exact on integer values) and are the same bits on every
     /// thread count (on float values).
+    /// A bf16 sum over 4,096 rows into a strided view of a larger buffer (every other
+    /// element, from the third, running backwards): combined in f32 and rounded once, exact;
+    /// the elements the view skips are untouched.
+    #[test]
+    fn half_sums_into_a_strided_view_combine_in_f32() {
+        let mut ir = Ir::default();
+        let x = ir.leaf();
+        let scale = ir.push(IrNode::Scalar(0.25));
+        let quarter = ir.push(IrNode::Binary(BinaryOp::Mul, x, scale));
+        let (rows, cols) = (4096, 3);
+        let program = Program::compile(&ir, &[quarter], &[DType::BF16], DType::BF16).unwrap();
+        let ones = vec![bf16::ONE; rows * cols];
+        let source = row_major_source(Elements::BF16(&ones), cols);
+        let mut data = vec![bf16::from_f32(8.0); 10];
+        let mut sinks = [Sink {
+            data: ElementsMut::BF16(&mut data),
+            offset: 6,
+            strides: vec![0, -2],
+            combine: Some(ReduceOp::Sum),
+        }];
+        run(&program, &[rows, cols], &[source], &mut sinks).unwrap();
+        let got: Vec<f32> = data.iter().map(|v| v.to_f32()).collect();
+        // 8 + 4096 × 0.25 at 6, 4 and 2; 8 elsewhere.
+        assert_eq!(got, [8., 8., 1032., 8., 1032., 8., 1032., 8., 8., 8.]);
+    }
+
     #[test]
     fn outer_reductions_combine_partials_in_a_fixed_order() {
         let mut ir = Ir::default();
