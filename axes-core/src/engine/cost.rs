@@ -6,8 +6,8 @@
 //! loop streams and the element-wise ops it computes, by kind), or a product's multiply-adds
 //! at `gemm`'s rate. Splitting it costs a hand-off to the pool and runs it a path's measured
 //! speed-up faster; the split pays when `work / speedup + hand-off < work`. The constants
-//! were measured on the 2-core host of `benches/NOTES.md` (issue 24's session 42 section):
-//! a hand-off 15–19 µs with the pool awake (`fused` bench, "pool hand-off"), each path's
+//! are measurements of a 2-core host (recorded in `benches/NOTES.md`): a hand-off of
+//! 15–19 µs with the pool awake (`fused` bench, "pool hand-off"), each path's
 //! one- and two-thread times by size (`fused` "split by size" and "W7 l2 by size", the
 //! interpreter on a deep expression, the products of `contract`).
 //!
