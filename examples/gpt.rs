@@ -149,7 +149,7 @@ fn bits_per_char(
     let mut total = 0.0;
     for (ids, targets) in batches {
         let logits = model.infer(params, ids)?;
-        let log_p = log_softmax::<_, _, Vocab>(&logits)?;
+        let log_p = logits.log_softmax::<Vocab>()?;
         let picked = log_p.gather::<Vocab, _, _>(targets)?;
         total -= f64::from(picked.mean::<(Batch, Token)>()?.to_vec()[0]);
     }

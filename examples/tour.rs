@@ -63,7 +63,7 @@ fn main() -> axes::Result<()> {
         Tensor::<u8, (H, W, Rgb)>::random_uniform((H.len(2), W.len(2), Rgb.len(3)), 0, 255, 42)?;
     println!("{image}\n");
 
-    println!("== the elementwise result order (DESIGN.md section 2), computed by the compiler");
+    println!("== the elementwise result order (axes::doc::semantics), computed by the compiler");
     println!(
         "(H, W) + (N, H, W)          -> {}",
         axes_of::<Broadcast<(H, W), (N, H, W)>>()
@@ -102,7 +102,7 @@ fn main() -> axes::Result<()> {
     let y = (&x * 0.1 + &bias).tanh().eval()?; // bias broadcasts over Batch by name
     println!("tanh(0.1 x + bias) =\n{y}");
     println!("sum((x - y)^2) = {}", (&x - &y).square().sum_all()?);
-    println!("softmax over Hidden =\n{}\n", softmax::<_, _, Hidden>(&x)?);
+    println!("softmax over Hidden =\n{}\n", x.softmax::<Hidden>()?);
 
     println!("== reductions name the axes they remove");
     let per_row: tensor![f32; Batch] = x.sum::<(Hidden,)>()?;

@@ -265,7 +265,7 @@ impl StepReport {
     fn print(&self, device: &Device) {
         let first = self.first.unwrap_or(0.0);
         let later = (self.seconds - first) / (self.steps.max(2) - 1) as f64;
-        let compiles = if device.is_cpu() {
+        let compiles = if device.is_host() {
             ""
         } else {
             " (compiles its kernels)"
@@ -275,7 +275,7 @@ impl StepReport {
             1e3 * first,
             1e3 * later,
         );
-        if device.is_cpu() {
+        if device.is_host() {
             println!();
         } else {
             println!(

@@ -83,7 +83,12 @@
 //! - [`device`] and [`backends`]: a [`Device`] by name (`"cpu"`, `"opencl:0"`, `"cuda:0"`);
 //!   tensors and parameters moved there with `to` compute and train there;
 //! - [`Error`]: every run-time failure, naming the axis and the lengths.
-//! - [`doc::axes_for_numpy_users`]: NumPy idioms and their `axes` forms.
+//!
+//! Guides: [`doc::semantics`] (what every operation means: axis identity, broadcasting,
+//! `dot`, reductions, views, element types, assignment, errors, devices),
+//! [`doc::axes_for_numpy_users`] (NumPy idioms and their `axes` forms),
+//! [`doc::generic_code`] (functions generic over axes) and [`doc::adding_an_op`] (for
+//! contributors: one row of the op table and the files that follow it).
 
 pub mod doc;
 

@@ -1,5 +1,5 @@
-//! Every type-level axis-list operation, and the three elementwise ordering rules of
-//! DESIGN.md §2 with its seed examples.
+//! Every type-level axis-list operation, and the three elementwise ordering rules of the
+//! semantics page (`axes::doc::semantics`) with its examples.
 
 use std::any::{TypeId, type_name};
 

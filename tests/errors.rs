@@ -369,7 +369,7 @@ fn every_bad_input_gives_its_error() {
             "parameters and data on different devices",
             || {
                 // The CPU backend as a device of its own: parameters there, data in host memory.
-                let device = Device::Accelerator(&axes::CPU_BACKEND);
+                let device = Device::Backend(&axes::backends::cpu::CPU_BACKEND);
                 let mut builder = ParamsBuilder::new();
                 let layer = Linear::<Hidden, Rgb>::new(
                     &mut builder,

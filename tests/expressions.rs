@@ -498,8 +498,8 @@ fn softmax_log_softmax_and_argmax() {
             .zip(&m, |a, b| (a - b).exp())
             .reduce(&["J"], 0.0, |a, b| a + b);
         let p = rx.zip(&m, |a, b| a - b).zip(&z, |a, b| a.exp() / b);
-        assert_close(&softmax::<_, _, J>(&x).unwrap(), &p, 1e-12);
-        assert_close(&log_softmax::<_, _, J>(&x).unwrap(), &p.map(f64::ln), 1e-9);
+        assert_close(&x.softmax::<J>().unwrap(), &p, 1e-12);
+        assert_close(&x.log_softmax::<J>().unwrap(), &p.map(f64::ln), 1e-9);
         let am: Tensor<i64, (I,)> = argmax::<_, _, J>(&x).unwrap();
         let an: Tensor<i64, (I,)> = argmin::<_, _, J>(&x).unwrap();
         for i in 0..rx.lens[0] {
@@ -744,7 +744,7 @@ fn a_closure_of_two_operands_broadcasts_like_an_operator() {
         .map(|k| xs[k] > f64::from(ns[k % nj]))
         .collect();
     assert_eq!(z.to_vec(), above);
-    let device = axes::Device::Accelerator(&axes::CPU_BACKEND);
+    let device = axes::Device::Backend(&axes::backends::cpu::CPU_BACKEND);
     let on_device = x.to(&device).unwrap();
     let error = on_device
         .map_with(&on_device, |a, b| a * b)

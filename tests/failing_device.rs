@@ -38,7 +38,7 @@ impl Backend for Lost {
 /// read goes to the device.
 fn on_lost_device() -> Tensor<f32, (Row,)> {
     let x = Tensor::<f32, (Row,)>::from_fn(Row.len(20_000), |i| i.of::<Row>() as f32).unwrap();
-    x.to(&Device::Accelerator(&LOST)).unwrap()
+    x.to(&Device::Backend(&LOST)).unwrap()
 }
 
 /// A small tensor copied to a device keeps its host copy: reading it waits for (and needs)
@@ -46,7 +46,7 @@ fn on_lost_device() -> Tensor<f32, (Row,)> {
 #[test]
 fn small_uploads_read_their_host_copy() {
     let x = Tensor::<f32, (Row,)>::from_vec(Row.len(4), vec![1., 2., 3., 4.]).unwrap();
-    let x = x.to(&Device::Accelerator(&LOST)).unwrap();
+    let x = x.to(&Device::Backend(&LOST)).unwrap();
     assert_eq!(x.try_to_vec().unwrap(), [1., 2., 3., 4.]);
 }
 

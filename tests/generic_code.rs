@@ -41,7 +41,7 @@ fn features<A: HasAxis<Feature>>(x: &Tensor<f32, A>) -> usize {
 }
 
 fn probabilities<X: Axis, A: HasAxis<X>>(x: &Tensor<f32, A>) -> axes::Result<Tensor<f32, A>> {
-    softmax::<_, _, X>(x)
+    x.softmax::<X>()
 }
 
 fn scores<A: DotOverWith<(Batch, Feature), (Feature,)>>(

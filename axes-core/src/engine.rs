@@ -1,9 +1,10 @@
 //! The CPU engine: plans a loop nest for an expression and runs it, and the rest of the
 //! CPU's machinery: the chunk loader of tensor leaves ([`leaf`]), x86-64 SIMD helpers
 //! (prefetch, AVX2 transpose, streaming stores), a chunked interpreter for run-time IR (used
-//! by autodiff, the parameters' gradient and the CPU backend), matrix products on the `gemm`
-//! crate, and [`cpu`]: the CPU as a backend of the device protocol
-//! ([`CPU_BACKEND`](crate::CPU_BACKEND)).
+//! by autodiff, the parameters' gradient, expressions too deep to compile and the CPU
+//! backend), matrix products on the `gemm`
+//! crate, and [`cpu`]: the CPU as a backend of the device protocol (a test device, public
+//! as `axes::backends::cpu`).
 //!
 //! The flow of one evaluation: the expression's leaves describe their layouts
 //! ([`plan::LeafLayout`]); the planner builds one iteration space (the result's axes, then any

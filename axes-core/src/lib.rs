@@ -37,7 +37,7 @@ pub mod protocol;
 
 pub mod storage;
 
-// The CPU loop engine is not API (its backend is, re-exported below as `CPU_BACKEND`):
+// The CPU loop engine is not API (its backend is, as `axes_backends::cpu`):
 // `Expr`'s hidden methods name its types, so it stays reachable, undocumented (the way
 // ndarray keeps its `Layout`).
 #[doc(hidden)]
@@ -63,10 +63,9 @@ pub mod optim;
 pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
 pub use contract::{dot, dot_on, dot_over, outer};
 pub use element::{DType, Element};
-pub use engine::cpu::{CPU_BACKEND, CpuBackend};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};
-pub use eval::{ExprExt, ViewMut, argmax, argmin, log_softmax, softmax};
+pub use eval::{ExprExt, ViewMut, argmax, argmin};
 pub use expr::{Expr, IntoExpr, select};
 pub use layout::Layout;
 pub use list::{AxisList, AxisSet, Flat, HasAxis, SameAxes, SubsetOf};
@@ -80,7 +79,7 @@ pub use storage::Storage;
 /// ([`Swappable`](memory::Swappable)). Allocation failures are [`Error::OutOfMemory`].
 pub mod memory {
     pub use crate::protocol::{DeviceCounters, Recycle};
-    pub use crate::storage::{
+    pub use crate::storage::limits::{
         DEFAULT_LIMIT, limit_from_env, pool_limit, release_pool, set_pool_limit,
     };
     pub use crate::tensor::{SwapView, Swappable};
@@ -92,7 +91,7 @@ pub mod prelude {
     pub use crate::axis::{At, Axis, Dual, Len};
     pub use crate::contract::{dot, dot_over, outer};
     pub use crate::element::Element;
-    pub use crate::eval::{ExprExt, argmax, argmin, log_softmax, softmax};
+    pub use crate::eval::{ExprExt, argmax, argmin};
     pub use crate::expr::{Expr, select};
     pub use crate::list::{
         AxisList, AxisSet, DotOverWith, DotWith, ElementwiseWith, Flat, HasAxis, Includes,

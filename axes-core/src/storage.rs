@@ -2,15 +2,16 @@
 //! may view one buffer at different offsets and strides (the Cortex split of description
 //! and data).
 
+mod alloc;
 mod host_vec;
+pub(crate) mod limits;
 mod pool;
 
-pub(crate) use host_vec::ElementBuffer;
-pub use host_vec::{HOST_ALIGN, HostVec};
-pub use pool::{DEFAULT_LIMIT, limit_from_env};
-pub(crate) use pool::{
+pub(crate) use alloc::{
     copied, filled, for_overwrite, from_bytes, on_boundary, try_vec, with_capacity,
 };
+pub(crate) use host_vec::ElementBuffer;
+pub use host_vec::{HOST_ALIGN, HostVec};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,11 +73,7 @@ impl<T> fmt::Debug for Storage<T> {
         match &*self.0 {
             Buffer::Host(values) => write!(f, "Storage(cpu, {} elements)", values.len()),
             Buffer::Device { backend, len, .. } => {
-                write!(
-                    f,
-                    "Storage({}, {len} elements)",
-                    Device::Accelerator(*backend)
-                )
+                write!(f, "Storage({}, {len} elements)", Device::Backend(*backend))
             }
         }
     }
@@ -126,7 +123,7 @@ impl<T: Element> Storage<T> {
     /// assert!(Storage::<f32>::from_device_memory(Device::Cpu, memory, 2).is_err());
     /// ```
     pub fn from_device_memory(device: Device, memory: DeviceMemory, len: usize) -> Result<Self> {
-        let Device::Accelerator(backend) = device else {
+        let Device::Backend(backend) = device else {
             return Err(Error::Unsupported {
                 what: "device memory on the CPU: host elements go through `Storage::new`".into(),
             });
@@ -184,7 +181,7 @@ impl<T: Element> Storage<T> {
     pub fn device(&self) -> Device {
         match &*self.0 {
             Buffer::Host(_) => Device::Cpu,
-            Buffer::Device { backend, .. } => Device::Accelerator(*backend),
+            Buffer::Device { backend, .. } => Device::Backend(*backend),
         }
     }
 
@@ -329,55 +326,6 @@ impl<T: Element> Storage<T> {
     }
 }
 
-/// The most bytes `device`'s pool of freed buffers holds. On CUDA the pool is the driver's
-/// and this is its release threshold, which counts the memory in use too (unbounded by
-/// default); 0 for a device that keeps no pool.
-pub fn pool_limit(device: &Device) -> usize {
-    match device {
-        Device::Cpu => pool::host_limit(),
-        Device::Accelerator(backend) => backend.pool_limit(),
-    }
-}
-
-/// Sets the most bytes `device`'s pool of freed buffers holds, freeing buffers until it
-/// holds no more (`0`: keep nothing). The default is [`DEFAULT_LIMIT`], or the environment
-/// variable `AXES_POOL_BYTES` where set.
-///
-/// ```
-/// # extern crate axes_core as axes;
-/// use axes::{Device, memory};
-/// let before = memory::pool_limit(&Device::Cpu);
-/// memory::set_pool_limit(&Device::Cpu, 64 << 20);
-/// assert_eq!(memory::pool_limit(&Device::Cpu), 64 << 20);
-/// memory::set_pool_limit(&Device::Cpu, before);
-/// ```
-pub fn set_pool_limit(device: &Device, bytes: usize) {
-    match device {
-        Device::Cpu => pool::set_host_limit(bytes),
-        Device::Accelerator(backend) => backend.set_pool_limit(bytes),
-    }
-}
-
-/// Frees every buffer `device`'s pool holds (on the host the memory goes back to the
-/// allocator, which may return it to the system); the bytes freed.
-///
-/// ```
-/// # extern crate axes_core as axes;
-/// use axes::prelude::*;
-/// use axes::memory;
-/// #[derive(Axis)] struct Sample;
-/// drop(Tensor::<f32, (Sample,)>::zeros(Sample.len(1 << 16))?);
-/// assert!(memory::release_pool(&Device::Cpu) >= 4 << 16);
-/// assert_eq!(Device::Cpu.counters().unwrap().pooled_bytes, 0);
-/// # Ok::<(), axes::Error>(())
-/// ```
-pub fn release_pool(device: &Device) -> usize {
-    match device {
-        Device::Cpu => pool::release_host(),
-        Device::Accelerator(backend) => backend.release_pool(),
-    }
-}
-
 /// The elements of a device buffer in host memory: `host`, filled from `memory` on the first
 /// call (kept out of line of [`Storage::host`], which every small evaluation calls for its
 /// host leaves).
@@ -392,7 +340,7 @@ fn device_to_host<'a, T: Element>(
         return Ok(values);
     }
     let bytes = backend.download(memory)?;
-    let values = from_bytes(&bytes, len, Device::Accelerator(backend))?;
+    let values = from_bytes(&bytes, len, Device::Backend(backend))?;
     Ok(host.get_or_init(|| values))
 }
 

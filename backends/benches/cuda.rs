@@ -252,7 +252,7 @@ struct Col;
 /// second operand stored in the other axis order) and `Σ(x - y)²` read back to the host.
 fn library(c: &mut Criterion, cuda: &'static Cuda) {
     use axes::prelude::*;
-    let gpu = axes::Device::Accelerator(cuda);
+    let gpu = axes::Device::Backend(cuda);
     let done = || cuda.synchronize().unwrap();
     for (label, side) in STREAM {
         let lengths = (Row.len(side), Col.len(side));

@@ -236,7 +236,7 @@ impl Cuda {
     /// Device `ordinal` as a [`Device`](axes_core::Device), for `x.to(&device)`: one backend
     /// per device for the whole process (made on first use; a failure is retried next time).
     pub fn device(ordinal: usize) -> Result<axes_core::Device> {
-        Ok(axes_core::Device::Accelerator(Cuda::shared(ordinal)?))
+        Ok(axes_core::Device::Backend(Cuda::shared(ordinal)?))
     }
 
     /// The process's backend for device `ordinal` (made on first use, then kept; a failure

@@ -14,8 +14,9 @@
 //! with `x.to(&device)`, after which expressions, reductions and `dot` over them run there.
 //! [`device`] parses a device name (`cpu`, `cuda:0`, `opencl`).
 //!
-//! The CPU backend is `axes-core` itself (the monomorphised loop engine, the gemm crate and
-//! the run-time IR interpreter).
+//! Host tensors need no backend: `axes-core` runs them (the monomorphised loop engine, the
+//! gemm crate and the run-time IR interpreter). [`cpu`] is the CPU through the device
+//! protocol, a test device that runs the device lowering on any machine.
 
 /// The error for the device `name`, unavailable for `reason`.
 fn unavailable(name: &str, reason: impl std::fmt::Display) -> axes_core::Error {
@@ -76,6 +77,7 @@ pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
     })
 }
 
+pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "nccl")]

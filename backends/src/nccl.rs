@@ -130,7 +130,7 @@ impl Nccl {
 
     /// The device whose buffers this rank's collectives take and return.
     pub fn device(&self) -> Device {
-        Device::Accelerator(self.cuda)
+        Device::Backend(self.cuda)
     }
 
     /// The element-wise sum or mean of `storage` over every rank, in a new buffer on the same
@@ -248,7 +248,7 @@ mod tests {
     /// `values` (given as their bytes) in a buffer on `cuda`'s device.
     fn on_device<T: Element>(cuda: &'static Cuda, values: &[T], bytes: Vec<u8>) -> Storage<T> {
         let memory = Backend::upload(cuda, &bytes).unwrap();
-        Storage::from_device_memory(Device::Accelerator(cuda), memory, values.len()).unwrap()
+        Storage::from_device_memory(Device::Backend(cuda), memory, values.len()).unwrap()
     }
 
     /// Without NCCL every entry point is an error naming the library (never a panic); with it

@@ -206,7 +206,7 @@ impl OpenCl {
 
     /// The shared device as a [`Device`](axes_core::Device), for `x.to(&device)`.
     pub fn device() -> Result<axes_core::Device> {
-        Ok(axes_core::Device::Accelerator(OpenCl::shared()?))
+        Ok(axes_core::Device::Backend(OpenCl::shared()?))
     }
 
     /// The device's name.

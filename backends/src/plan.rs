@@ -47,7 +47,7 @@ struct KernelKey {
     wide: bool,
     kept: usize,
     reduced: usize,
-    op: Option<axes_kernels::ReduceOp>,
+    op: Option<axes_core::ir::ReduceOp>,
     /// The nodes written, for a kernel of several results (else the last node).
     roots: Vec<usize>,
     dialect: axes_kernels::Dialect,
@@ -61,7 +61,7 @@ fn generated(
     spec: &axes_kernels::Spec<'_>,
     kept: usize,
     reduced: usize,
-    op: Option<axes_kernels::ReduceOp>,
+    op: Option<axes_core::ir::ReduceOp>,
     roots: &[usize],
     dialect: axes_kernels::Dialect,
 ) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
@@ -262,7 +262,7 @@ impl JobPlan {
             leaves,
             kept: job.lens.clone(),
             reduced: Vec::new(),
-            reduce: axes_kernels::ReduceOp::Sum,
+            reduce: axes_core::ir::ReduceOp::Sum,
             out: job.out,
         }
         .merged(None);

@@ -1,14 +1,14 @@
-//! Tensors on the CPU backend (`axes::CPU_BACKEND`: the device protocol run by the IR
+//! Tensors on the CPU backend (`axes::backends::cpu::CPU_BACKEND`: the device protocol run by the IR
 //! interpreter and the CPU's matrix product): every operation of `common::ops` agrees with
 //! the typed CPU engine, and the results stay on that device. Runs on every `cargo test`.
 
 mod common;
 
-use axes::CPU_BACKEND;
 use axes::Device;
+use axes::backends::cpu::CPU_BACKEND;
 
 fn device() -> Device {
-    Device::Accelerator(&CPU_BACKEND)
+    Device::Backend(&CPU_BACKEND)
 }
 
 #[test]
@@ -179,7 +179,7 @@ fn gradients_match_the_cpu() {
 #[test]
 fn gradients_match_the_cpu_result_by_result() {
     static BACKEND: ResultByResult = ResultByResult;
-    common::ops::gradients(&Device::Accelerator(&BACKEND));
+    common::ops::gradients(&Device::Backend(&BACKEND));
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn training_steps_match_the_cpu() {
 #[test]
 fn training_steps_match_the_cpu_result_by_result() {
     static BACKEND: ResultByResult = ResultByResult;
-    common::ops::training_steps(&Device::Accelerator(&BACKEND));
+    common::ops::training_steps(&Device::Backend(&BACKEND));
 }
 
 /// The copy task on the CPU itself (the loop engine; `Device::Cpu`), in a debug build.

@@ -22,7 +22,7 @@ fn device() -> Option<&'static Cuda> {
 
 /// Device 0 as a tensor device, or `None` (printing why) where there is none.
 fn gpu() -> Option<axes::Device> {
-    device().map(|cuda| axes::Device::Accelerator(cuda))
+    device().map(|cuda| axes::Device::Backend(cuda))
 }
 
 #[derive(axes::Axis)]
@@ -45,10 +45,7 @@ fn library_expressions_run_on_the_gpu() {
     let xt: Tensor<f32, (Col, Row)> = x.axes_with_order();
     let e = || ((&xt * 2.0 + &y).tanh() * &x).exp();
     let cpu = e().eval().unwrap().to_vec();
-    let gpu = e()
-        .eval_on(&axes::Device::Accelerator(cuda))
-        .unwrap()
-        .to_vec();
+    let gpu = e().eval_on(&axes::Device::Backend(cuda)).unwrap().to_vec();
     for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
         assert!(
             (c - g).abs() <= 1e-5 * (1.0 + c.abs()),
@@ -57,7 +54,7 @@ fn library_expressions_run_on_the_gpu() {
     }
     let cpu = e().sum::<(Row,)>().unwrap().to_vec();
     let gpu = e()
-        .sum_on::<(Row,)>(&axes::Device::Accelerator(cuda))
+        .sum_on::<(Row,)>(&axes::Device::Backend(cuda))
         .unwrap()
         .to_vec();
     for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
@@ -157,7 +154,7 @@ fn gpu_random_jobs_match_the_reference() {
     let ran = common::jobs::random_jobs(cuda, 96);
     println!(
         "{ran} random jobs matched on {}",
-        axes::Device::Accelerator(cuda)
+        axes::Device::Backend(cuda)
     );
 }
 
@@ -167,7 +164,7 @@ fn gpu_random_multi_jobs_match_the_reference() {
     let ran = common::jobs::random_multi_jobs(cuda, 96);
     println!(
         "{ran} random jobs of several results matched on {}",
-        axes::Device::Accelerator(cuda)
+        axes::Device::Backend(cuda)
     );
 }
 
@@ -177,7 +174,7 @@ fn gpu_random_multi_into_jobs_match_the_reference() {
     let ran = common::jobs::random_multi_into_jobs(cuda, 48);
     println!(
         "{ran} random jobs written into buffers in one launch matched on {}",
-        axes::Device::Accelerator(cuda)
+        axes::Device::Backend(cuda)
     );
 }
 

@@ -7,7 +7,7 @@ mod common;
 use axes::Device;
 
 fn device() -> Option<Device> {
-    common::opencl_device().map(|cl| Device::Accelerator(cl))
+    common::opencl_device().map(|cl| Device::Backend(cl))
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn random_jobs_match_the_reference() {
     };
     // Fewer than on the CPU backend: PoCL compiles a kernel per expression.
     let ran = common::jobs::random_jobs(cl, 16);
-    println!("{ran} random jobs matched on {}", Device::Accelerator(cl));
+    println!("{ran} random jobs matched on {}", Device::Backend(cl));
 }
 
 #[test]
@@ -117,7 +117,7 @@ fn random_multi_jobs_match_the_reference() {
     let ran = common::jobs::random_multi_jobs(cl, 12);
     println!(
         "{ran} random jobs of several results matched on {}",
-        Device::Accelerator(cl)
+        Device::Backend(cl)
     );
 }
 
@@ -129,7 +129,7 @@ fn random_multi_into_jobs_match_the_reference() {
     let ran = common::jobs::random_multi_into_jobs(cl, 12);
     println!(
         "{ran} random jobs written into buffers in one launch matched on {}",
-        Device::Accelerator(cl)
+        Device::Backend(cl)
     );
 }
 

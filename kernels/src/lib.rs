@@ -51,7 +51,6 @@ pub use reduction::{REDUCE_GROUP, reduction};
 use axes_core::element::DType;
 use axes_core::error::Result;
 use axes_core::ir::Ir;
-pub use axes_core::ir::ReduceOp;
 
 /// The source language of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -7,7 +7,7 @@
 //! | the function does | bound on its axes `A` |
 //! |---|---|
 //! | `x.sum::<Over>()`, `mean`, `max_over`, `var`, ...; combines the result, or a tensor over `Over`, with `x` | `A: Reducible<Over>` |
-//! | `x.len_of::<X>()`, `softmax::<_, _, X>`, `argmax`, `x.slice::<X>(..)` | `A: HasAxis<X>` |
+//! | `x.len_of::<X>()`, `x.softmax::<X>()`, `argmax`, `x.slice::<X>(..)` | `A: HasAxis<X>` |
 //! | `&x + &y`, `&x * &y`, comparisons with `y` over other axes `R` | `A: ElementwiseWith<R>` (result axes `Broadcast<A, R>`) |
 //! | the same when every axis of `R` is in `A` (a per-feature gain): the result keeps `A` | `A: Includes<R>` |
 //! | `dot(&x, &w)` with `w` over `R` | `A: DotWith<R>` (result axes `DotAxes<A, R>`) |

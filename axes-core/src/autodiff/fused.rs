@@ -9,7 +9,7 @@ use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 use super::tape::{GradBuf, Grads, Tape, Var};
 use crate::dispatch::{Input, Output, run_output, run_outputs};
-use crate::engine::plan::{LeafLayout, Space};
+use crate::engine::plan::{IterSpace, LeafLayout};
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::expr::Reducible;
@@ -55,7 +55,7 @@ fn positions(axes: &[TypeId], ids: &[TypeId]) -> Vec<usize> {
 }
 
 /// An element-wise expression of [`Var`]s, not yet computed: `&x * &w + &b`, `h.relu()`.
-/// Its axes follow the broadcasting rules of plain expressions (DESIGN.md §2).
+/// Its axes follow the broadcasting rules of plain expressions (`axes::doc::semantics`).
 ///
 /// [`VarExpr::eval`] computes it in one pass and records one tape node; its backward is
 /// derived from the expression's IR and also runs in one pass. Operations that are not
@@ -273,7 +273,7 @@ impl<T: Float, A: AxisSet> VarExpr<T, A> {
                 names: leaf.names,
             })
             .collect();
-        Ok(Space::new(A::IDS, &A::names, &[], None, &leaves)?
+        Ok(IterSpace::new(A::IDS, &A::names, &[], None, &leaves)?
             .lens()
             .to_vec())
     }
@@ -461,7 +461,7 @@ macro_rules! var_unary_method {
     };
 }
 
-crate::for_each_unary_op!(crate::unary_method_rows, var_unary_method);
+crate::ir::ops::for_each_unary_op!(crate::ir::ops::unary_method_rows, var_unary_method);
 
 /// The binary element-wise methods of `VarExpr`, one per row of the op table that has a
 /// method.
@@ -485,7 +485,7 @@ macro_rules! var_binary_method {
     };
 }
 
-crate::for_each_binary_op!(crate::binary_method_rows, var_binary_method);
+crate::ir::ops::for_each_binary_op!(crate::ir::ops::binary_method_rows, var_binary_method);
 
 impl<T: Float, A: AxisSet> VarExpr<T, A> {
     /// The tape the expression's variables are recorded on.

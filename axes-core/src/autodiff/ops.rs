@@ -42,8 +42,8 @@ impl<T: Float, A: AxisSet> Var<T, A> {
         self.into_var_expr().mean::<Over>()
     }
 
-    /// `ln Σ e^x` over the axis `X`, computed stably (shifted by the maximum along `X`, a
-    /// constant to the gradient, which cancels); its gradient is the softmax along `X`.
+    /// `ln Σ e^x` over the axes `Over`, computed stably (shifted by the maximum over `Over`, a
+    /// constant to the gradient, which cancels); its gradient is the softmax over `Over`.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -53,19 +53,19 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     /// #[derive(Axis)] struct Class;
     /// let tape = Tape::<f64>::new();
     /// let x = tape.var(Tensor::<f64, (Batch, Class)>::from_vec((Batch.len(1), Class.len(2)), vec![1000., 1000.])?);
-    /// let lse = x.logsumexp::<Class>()?;
+    /// let lse = x.logsumexp::<(Class,)>()?;
     /// assert!((lse.value().to_vec()[0] - (1000. + 2f64.ln())).abs() < 1e-9);
     /// let dx: Tensor<f64, (Batch, Class)> = lse.sum::<(Batch,)>()?.backward()?.get(&x)?;
     /// assert_eq!(dx.to_vec(), [0.5, 0.5]);
     /// # Ok::<(), axes::Error>(())
     /// ```
-    pub fn logsumexp<X: Axis>(&self) -> Result<Var<T, Difference<A, (X,)>>>
+    pub fn logsumexp<Over: AxisSet>(&self) -> Result<Var<T, Difference<A, Over>>>
     where
-        A: Reducible<(X,)>,
+        A: Reducible<Over>,
     {
-        let shift = finite_or_zero(&self.value().max_over::<(X,)>()?)?;
+        let shift = finite_or_zero(&self.value().max_over::<Over>()?)?;
         let shift = self.tape().constant(shift);
-        ((self - &shift).exp().sum::<(X,)>()?.ln() + &shift).eval()
+        ((self - &shift).exp().sum::<Over>()?.ln() + &shift).eval()
     }
 
     /// The softmax along the axis `X`: `e^x / Σ e^x`, computed stably; differentiable.
@@ -73,7 +73,7 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     where
         A: Reducible<(X,)>,
     {
-        let lse = self.logsumexp::<X>()?;
+        let lse = self.logsumexp::<(X,)>()?;
         (self - &lse).exp().eval()
     }
 
@@ -82,22 +82,22 @@ impl<T: Float, A: AxisSet> Var<T, A> {
     where
         A: Reducible<(X,)>,
     {
-        let lse = self.logsumexp::<X>()?;
+        let lse = self.logsumexp::<(X,)>()?;
         (self - &lse).eval()
     }
 
-    /// The maximum along the axis `X` (an empty axis is an error). The gradient goes to the
+    /// The maximum over the axes `Over` (an empty axis is an error). The gradient goes to the
     /// elements equal to the maximum, shared evenly among ties (as PyTorch's `amax`).
-    pub fn max_over<X: Axis>(&self) -> Result<Var<T, Difference<A, (X,)>>>
+    pub fn max_over<Over: AxisSet>(&self) -> Result<Var<T, Difference<A, Over>>>
     where
-        A: Reducible<(X,)>,
+        A: Reducible<Over>,
     {
         let x = self.value().clone();
-        let value = x.max_over::<(X,)>()?;
+        let value = x.max_over::<Over>()?;
         let max = value.clone();
         Ok(self.record_unary(value, move |dz| {
             let at_max = (&x).equal(&max).cast::<T>().eval()?;
-            let ties = at_max.sum::<(X,)>()?;
+            let ties = at_max.sum::<Over>()?;
             (&at_max * &dz / &ties).eval()
         }))
     }

@@ -31,21 +31,24 @@ use crate::protocol::Device;
 use crate::storage::Storage;
 use crate::tensor::{FlatParts, Tensor};
 
+#[cfg(feature = "test-hooks")]
 thread_local! {
     /// Operands packed (copied) on this thread because their strides did not allow a GEMM
     /// view; tests use it to check that views which allow one are not copied.
     static PACKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// The number of operands contractions called from this thread have packed (copied).
-#[doc(hidden)]
+/// The number of operands contractions called from this thread have packed (copied): tests
+/// check with it that views which allow a GEMM view are not copied (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 pub fn packed_operands() -> usize {
     PACKED.with(std::cell::Cell::get)
 }
 
-/// `dot(x, y)`: contracts the axes `x` and `y` pair (DESIGN.md §2: first each `Dual<A>` on one
-/// side with `A` on the other, then every other axis both have); the result has `x`'s
-/// remaining axes, then `y`'s. Computed when called.
+/// `dot(x, y)`: contracts the axes `x` and `y` pair (the pairing rule of
+/// `axes::doc::semantics`: first each `Dual<A>` on one side with `A` on the other, then every
+/// other axis both have); the result has `x`'s remaining axes, then `y`'s. Computed when
+/// called.
 ///
 /// `dot` contracts *every* axis the operands share, as NumPy's `tensordot` over all common
 /// axes does — not as `x @ w` does for batched operands. For attention's

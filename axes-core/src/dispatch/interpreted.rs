@@ -10,11 +10,10 @@ use std::any::TypeId;
 use super::Fresh;
 
 use crate::element::{Element, Elements};
-use crate::engine::cpu::run_host;
-use crate::engine::exec::{self, Assign, Sink};
-use crate::engine::interp::{self, Block};
+use crate::engine::exec::{self, Assign, Combine};
+use crate::engine::interp::{self, Values};
 use crate::engine::leaf::LeafEval;
-use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan, Space};
+use crate::engine::plan::{Destination, IterSpace, LeafLayout, Leaves, Plan};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::{Ir, OpWeights, ReduceOp};
@@ -58,9 +57,13 @@ struct Results<'d, T> {
 }
 
 /// Runs `expr` over `space` into `dest`.
-fn run<T: Element>(expr: &Described<'_>, space: &Space<'_>, dest: Results<'_, T>) -> Result<()> {
+fn run<T: Element>(
+    expr: &Described<'_>,
+    space: &IterSpace<'_>,
+    dest: Results<'_, T>,
+) -> Result<()> {
     // The interpreter reads no padding: padded leaves are written out first.
-    let written: Vec<Option<(Block, Layout)>> = (expr.layouts.iter())
+    let written: Vec<Option<(Values, Layout)>> = (expr.layouts.iter())
         .zip(&expr.buffers)
         .map(|(leaf, buffer)| match buffer.data {
             BufferRef::Host(bytes) if leaf.layout.is_padded() => {
@@ -85,20 +88,20 @@ fn run<T: Element>(expr: &Described<'_>, space: &Space<'_>, dest: Results<'_, T>
             };
             let mut strides = vec![0; space.rank];
             space.write_strides(leaf.ids, layout.strides(), &mut strides);
-            Ok(interp::Source {
+            Ok(interp::StridedSource {
                 data,
                 offset: layout.offset(),
                 strides,
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut sinks = [interp::Sink {
+    let mut sinks = [interp::StridedSink {
         data: T::elements_mut(dest.data),
         offset: dest.offset,
         strides: dest.strides,
         combine: dest.combine,
     }];
-    run_host(
+    interp::compile_and_run(
         &expr.ir,
         &[expr.root],
         space.lens(),
@@ -111,7 +114,7 @@ fn run<T: Element>(expr: &Described<'_>, space: &Space<'_>, dest: Results<'_, T>
 /// A padded leaf's elements written out row-major over its whole lengths, padding included,
 /// by the loop nest compiled for one leaf of its element type (compiled once, not per
 /// expression).
-fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layout)> {
+fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Values, Layout)> {
     fn typed<T: Element>(leaf: &LeafLayout<'_>, data: &[T]) -> Result<(HostVec<T>, Layout)> {
         let mut leaves = Leaves::new();
         leaves.push(LeafLayout {
@@ -137,26 +140,26 @@ fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Block, Layo
         Ok((out, layout))
     }
     Ok(match data {
-        Elements::F32(d) => typed(leaf, d).map(|(v, l)| (Block::F32(v), l))?,
-        Elements::F64(d) => typed(leaf, d).map(|(v, l)| (Block::F64(v), l))?,
-        Elements::F16(d) => typed(leaf, d).map(|(v, l)| (Block::F16(v), l))?,
-        Elements::BF16(d) => typed(leaf, d).map(|(v, l)| (Block::BF16(v), l))?,
-        Elements::I32(d) => typed(leaf, d).map(|(v, l)| (Block::I32(v), l))?,
-        Elements::I64(d) => typed(leaf, d).map(|(v, l)| (Block::I64(v), l))?,
-        Elements::U8(d) => typed(leaf, d).map(|(v, l)| (Block::U8(v), l))?,
-        Elements::Bool(d) => typed(leaf, d).map(|(v, l)| (Block::Bool(v), l))?,
+        Elements::F32(d) => typed(leaf, d).map(|(v, l)| (Values::F32(v), l))?,
+        Elements::F64(d) => typed(leaf, d).map(|(v, l)| (Values::F64(v), l))?,
+        Elements::F16(d) => typed(leaf, d).map(|(v, l)| (Values::F16(v), l))?,
+        Elements::BF16(d) => typed(leaf, d).map(|(v, l)| (Values::BF16(v), l))?,
+        Elements::I32(d) => typed(leaf, d).map(|(v, l)| (Values::I32(v), l))?,
+        Elements::I64(d) => typed(leaf, d).map(|(v, l)| (Values::I64(v), l))?,
+        Elements::U8(d) => typed(leaf, d).map(|(v, l)| (Values::U8(v), l))?,
+        Elements::Bool(d) => typed(leaf, d).map(|(v, l)| (Values::Bool(v), l))?,
     })
 }
 
 /// How results combine into the destination: by the sink's reduction, by a sum where axes
 /// are reduced under a plain assignment (as on a device), else written over.
-fn combining<T: Element, S: Sink<T>>(sink: S, reduced: &[TypeId]) -> Option<ReduceOp> {
-    sink.device_kind()
+fn combining<T: Element, S: Combine<T>>(sink: S, reduced: &[TypeId]) -> Option<ReduceOp> {
+    sink.reduce_op()
         .or((!reduced.is_empty()).then_some(ReduceOp::Sum))
 }
 
 /// Row-major strides over the first `kept` axes of `space`, 0 on the rest.
-fn row_major_over(space: &Space<'_>, kept: usize) -> Vec<isize> {
+fn row_major_over(space: &IterSpace<'_>, kept: usize) -> Vec<isize> {
     let mut strides = vec![0; space.rank];
     let row_major = Layout::row_major(&space.lens()[..kept]);
     strides[..kept].copy_from_slice(row_major.strides());
@@ -164,12 +167,12 @@ fn row_major_over(space: &Space<'_>, kept: usize) -> Vec<isize> {
 }
 
 /// [`super::evaluate_parts`] on the interpreter.
-pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
+pub(super) fn parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     fresh: Fresh<'_, E::Elem, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let expr = described(expr);
-    let space = Space::new(fresh.out, fresh.names, fresh.reduced, None, &expr.layouts)?;
+    let space = IterSpace::new(fresh.out, fresh.names, fresh.reduced, None, &expr.layouts)?;
     let kept = fresh.out.len();
     let layout = Layout::row_major(&space.lens()[..kept]);
     let mut data = fresh.buffer(&layout)?;
@@ -184,23 +187,27 @@ pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
 }
 
 /// [`super::evaluate_all`] on the interpreter.
-pub(super) fn all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+pub(super) fn all<E: Expr, S: Combine<E::Elem>>(
+    expr: &E,
+    sink: S,
+    init: E::Elem,
+) -> Result<E::Elem> {
     let all = E::Axes::IDS;
     let expr = described(expr);
-    let space = Space::new(&[], &Vec::new, all, None, &expr.layouts)?;
+    let space = IterSpace::new(&[], &Vec::new, all, None, &expr.layouts)?;
     let mut total = [init];
     let dest = Results {
         data: &mut total,
         offset: 0,
         strides: vec![0; space.rank],
-        combine: Some(sink.device_kind().unwrap_or(ReduceOp::Sum)),
+        combine: Some(sink.reduce_op().unwrap_or(ReduceOp::Sum)),
     };
     run(&expr, &space, dest)?;
     Ok(total[0])
 }
 
 /// [`super::evaluate_into`] on the interpreter, for a target with an injective layout.
-pub(super) fn into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+pub(super) fn into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
     reduced: &[TypeId],
@@ -208,7 +215,7 @@ pub(super) fn into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
 ) -> Result<()> {
     let expr = described(expr);
     let layout = *target.layout();
-    let space = Space::new(
+    let space = IterSpace::new(
         A::IDS,
         &A::names,
         reduced,

@@ -121,7 +121,7 @@ pub(crate) fn scattered<T: Num, Ix: Element>(
     axes: &GatherAxes,
     source_lens: &[usize],
 ) -> Result<(Storage<T>, Layout)> {
-    if grad.0.device().is_cpu() && indices.0.device().is_cpu() {
+    if grad.0.device().is_host() && indices.0.device().is_host() {
         return scattered_on_host(grad, indices, axes, source_lens);
     }
     // Iteration axes: the source's (kept), then the result's axes from the indices only
@@ -253,7 +253,7 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
         let axis = <A as HasAxis<X>>::POS;
         let lens = Self::concat_lengths::<X>(parts)?;
         let device = common_device(parts.iter().map(|p| p.device()))?;
-        let Some(device) = device.filter(|d| !d.is_cpu()) else {
+        let Some(device) = device.filter(|d| !d.is_host()) else {
             return Self::concat_on_host::<X>(parts, &lens);
         };
         // One copy job per part, into its stretch of a buffer on the device.
@@ -305,7 +305,7 @@ impl<T: Num, A: AxisSet> Tensor<T, A> {
     {
         let lens = self.gather_lengths::<X, I, Ix>(indices)?;
         let device = common_device([self.device(), indices.device()])?;
-        if device.is_none_or(|d| d.is_cpu()) {
+        if device.is_none_or(|d| d.is_host()) {
             return self.gather_on_host::<X, I, Ix>(indices, &lens);
         }
         let len = self.len_of::<X>();

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::borrow::Cow;
 
 use crate::element::{DType, Element};
-use crate::engine::plan::{LeafLayout, Leaves, Space};
+use crate::engine::plan::{IterSpace, LeafLayout, Leaves};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp};
@@ -35,7 +35,7 @@ pub(crate) fn run_expr<E: Expr>(
     expr.operands(&mut layouts);
     let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
-    let work = Work {
+    let work = JobAxes {
         kept,
         names,
         reduced,
@@ -50,7 +50,7 @@ pub(crate) fn run_expr<E: Expr>(
 pub(crate) fn run_expr_into<E: Expr>(
     expr: &E,
     backend: &'static dyn Backend,
-    work: &Work<'_>,
+    work: &JobAxes<'_>,
     target: JobTarget<'_>,
 ) -> Result<()> {
     let mut layouts = Leaves::new();
@@ -62,8 +62,10 @@ pub(crate) fn run_expr_into<E: Expr>(
     })
 }
 
-/// What a device job computes besides its expression: see [`run_expr`].
-pub(crate) struct Work<'w> {
+/// The axes of a device job: those it keeps (`names` for messages) and those it reduces by
+/// `reduce`, and the destination's strides over the kept axes where it writes into one; see
+/// [`run_expr`].
+pub(crate) struct JobAxes<'w> {
     pub(crate) kept: &'w [TypeId],
     pub(crate) names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
     pub(crate) reduced: &'w [TypeId],
@@ -77,7 +79,7 @@ pub(crate) fn run_ir<T: Element>(
     layouts: &[LeafLayout<'_>],
     buffers: &[LeafBuffer<'_>],
     backend: &'static dyn Backend,
-    work: &Work<'_>,
+    work: &JobAxes<'_>,
 ) -> Result<(Storage<T>, Layout)> {
     with_job::<T, _>(ir, layouts, buffers, backend, work, |job, count| {
         let memory = backend.run(job)?;
@@ -95,10 +97,10 @@ fn with_job<T: Element, R>(
     layouts: &[LeafLayout<'_>],
     buffers: &[LeafBuffer<'_>],
     backend: &'static dyn Backend,
-    work: &Work<'_>,
+    work: &JobAxes<'_>,
     run: impl FnOnce(&Job<'_>, usize) -> Result<R>,
 ) -> Result<R> {
-    let Work {
+    let JobAxes {
         kept,
         names,
         reduced,
@@ -111,12 +113,12 @@ fn with_job<T: Element, R>(
                 what: format!(
                     "a padded view on {}: kernels do not read padding; write it out with \
                      `.contiguous()` first",
-                    Device::Accelerator(backend)
+                    Device::Backend(backend)
                 ),
             });
         }
     }
-    let space = Space::new(kept, names, reduced, dest, layouts)?;
+    let space = IterSpace::new(kept, names, reduced, dest, layouts)?;
     let lens = space.lens();
     let count = lens[..kept.len()]
         .iter()
@@ -125,11 +127,11 @@ fn with_job<T: Element, R>(
             lengths: format!("{:?}", &lens[..kept.len()]),
         })?;
     // Host leaves go to the device for this job.
-    let device = Device::Accelerator(backend);
+    let device = Device::Backend(backend);
     let staged = (buffers.iter())
         .map(|buffer| match buffer.data {
             BufferRef::Host(bytes) => backend.upload(bytes).map(Staged::Uploaded),
-            BufferRef::Device(owner, memory) if Device::Accelerator(owner) == device => {
+            BufferRef::Device(owner, memory) if Device::Backend(owner) == device => {
                 Ok(Staged::Resident(memory))
             }
             BufferRef::Device(..) => Err(Error::DeviceMismatch {
@@ -257,7 +259,7 @@ pub(crate) fn device_storage<T: Element>(
         return Err(Error::Unsupported {
             what: format!(
                 "{} returned {} bytes for {count} elements of {}",
-                Device::Accelerator(backend),
+                Device::Backend(backend),
                 memory.bytes(),
                 T::DTYPE.name()
             ),
@@ -282,7 +284,7 @@ pub(crate) fn combine<T: Element, A: AxisSet>(
         t.operands(&mut layouts);
         t.buffers(&mut buffers);
     }
-    let work = Work {
+    let work = JobAxes {
         kept: A::IDS,
         names: &A::names,
         reduced: &[],

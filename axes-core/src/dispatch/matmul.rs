@@ -1,5 +1,5 @@
 //! Matrix products where their operands live: host memory to the CPU's GEMM (`gemm` for
-//! floats), an accelerator to its backend as a [`MatmulJob`].
+//! floats), a backend's device to its backend as a [`MatmulJob`].
 
 use crate::dispatch::{common_device, device_storage};
 use crate::element::Element;
@@ -34,7 +34,7 @@ pub(crate) fn matmul<T: Num>(
             lengths: format!("{batch} products of {m}×{n}"),
         })?;
     let device = common_device([lhs.storage.device(), rhs.storage.device()])?;
-    if let Some(Device::Accelerator(backend)) = device {
+    if let Some(Device::Backend(backend)) = device {
         let memory = if count == 0 {
             backend.upload(&[])?
         } else {
@@ -88,7 +88,7 @@ fn on_device<'a, T: Element>(
         .device_memory()
         .ok_or_else(|| Error::DeviceMismatch {
             left: operand.storage.device().to_string(),
-            right: Device::Accelerator(backend).to_string(),
+            right: Device::Backend(backend).to_string(),
         })?;
     Ok(MatrixSide {
         memory,

@@ -1,12 +1,12 @@
 //! Where work runs: the tensor-level half of the device protocol. An expression runs where
 //! its operands are (the one device they share): in host memory by the CPU loop engine, on
-//! an accelerator as a [`Job`](crate::protocol::Job) lowered here. Tensors move between
+//! a backend's device as a [`Job`](crate::protocol::Job) lowered here. Tensors move between
 //! devices by [`Tensor::to`].
 //!
-//! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or an
-//! accelerator a backend runs (`axes-backends`: CUDA, and OpenCL on any GPU or on the CPU).
+//! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or a
+//! [`Device::Backend`] (`axes-backends`: CUDA, and OpenCL on any GPU or on the CPU).
 //! Every tensor knows its device ([`Tensor::device`]); [`Tensor::to`] copies it to another.
-//! Expressions, reductions, assignments and `dot` over tensors on one accelerator run there,
+//! Expressions, reductions, assignments and `dot` over tensors on one backend's device run there,
 //! as generated kernels, and their results stay there: the same user code, nothing changed
 //! but the device. Operands on different devices are an error that names both.
 //!
@@ -39,7 +39,7 @@ mod transfer;
 mod widened;
 
 pub(crate) use join::{gather_axes, index_range, out_of_range, scattered, unpadded};
-pub(crate) use lower::{Work, combine, device_storage, run_expr, run_expr_into};
+pub(crate) use lower::{JobAxes, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
     Input, Output, assembled, copied_into, filled, passes_or_job, placed, run_output, run_outputs,
@@ -51,7 +51,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use crate::element::Element;
-use crate::engine::exec::{self, Flat, Sink};
+use crate::engine::exec::{self, Combine, FlatTarget};
 use crate::engine::plan::{Destination, LeafLayout, Leaves, Plan, same_items};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -65,7 +65,7 @@ use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
 /// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
 /// Runs on the device the leaves are on (host memory: the CPU engine).
-pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
+pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     reduced: &[TypeId],
     sink: S,
@@ -81,7 +81,7 @@ pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Sink<E::Elem>>(
 
 /// [`evaluate`] for the result axes `out` (type ids) named by `names`: the fresh buffer and
 /// its row-major layout.
-pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
+pub(crate) fn evaluate_parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     out: &[TypeId],
     names: &dyn Fn() -> Vec<Cow<'static, str>>,
@@ -89,8 +89,8 @@ pub(crate) fn evaluate_parts<E: Expr, S: Sink<E::Elem>>(
     sink: S,
     init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    if let Some(backend) = accelerator(expr, None)? {
-        let kind = sink.device_kind().unwrap_or(ReduceOp::Sum);
+    if let Some(backend) = backend_of(expr, None)? {
+        let kind = sink.reduce_op().unwrap_or(ReduceOp::Sum);
         return run_expr(expr, backend, out, names, reduced, kind, None);
     }
     let fresh = Fresh {
@@ -113,9 +113,9 @@ struct Fresh<'w, T, S> {
     init: T,
 }
 
-impl<'w, T: Element, S: Sink<T>> Fresh<'w, T, S> {
+impl<'w, T: Element, S: Combine<T>> Fresh<'w, T, S> {
     /// The same result asked of elements `U` combined by `sink` from `init`.
-    fn with_sink<U: Element, R: Sink<U>>(&self, sink: R, init: U) -> Fresh<'w, U, R> {
+    fn with_sink<U: Element, R: Combine<U>>(&self, sink: R, init: U) -> Fresh<'w, U, R> {
         Fresh {
             out: self.out,
             names: self.names,
@@ -155,7 +155,7 @@ pub const MAX_FUSED_DEPTH: usize = 64;
 /// compile the loop nest for every expression.
 struct OnTheCpu<E, S>(PhantomData<(E, S)>);
 
-impl<E: Expr, S: Sink<E::Elem>> OnTheCpu<E, S> {
+impl<E: Expr, S: Combine<E::Elem>> OnTheCpu<E, S> {
     const FUSED: bool = E::DEPTH <= MAX_FUSED_DEPTH || E::FUSED_ONLY;
     const PARTS: PartsFn<E, S> = if widened::applies::<E::Elem, S>() {
         widened::parts::<E, S>
@@ -183,7 +183,7 @@ type IntoFn<E, A, S> = fn(&E, &mut Tensor<<E as Expr>::Elem, A>, &[TypeId], S) -
 /// The same for writing into a tensor with axes `A`.
 struct IntoOnTheCpu<E, A, S>(PhantomData<(E, A, S)>);
 
-impl<E: Expr, A: AxisSet, S: Sink<E::Elem>> IntoOnTheCpu<E, A, S> {
+impl<E: Expr, A: AxisSet, S: Combine<E::Elem>> IntoOnTheCpu<E, A, S> {
     const INTO: IntoFn<E, A, S> = if widened::applies::<E::Elem, S>() {
         widened::into::<E, A, S>
     } else {
@@ -198,13 +198,13 @@ impl<E: Expr, A: AxisSet, S: Sink<E::Elem>> IntoOnTheCpu<E, A, S> {
 }
 
 /// [`evaluate_parts`] in host memory, by the loop nest compiled for `E`.
-fn fused_parts<E: Expr, S: Sink<E::Elem>>(
+fn fused_parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     fresh: Fresh<'_, E::Elem, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    let to = Flat::Along { offset: 0 };
+    let to = FlatTarget::Along { offset: 0 };
     if let Some(count) = flat_alone::<E>(&leaves, fresh.out, to)
         && fresh.reduced.is_empty()
     {
@@ -234,13 +234,13 @@ fn fused_parts<E: Expr, S: Sink<E::Elem>>(
 /// Reduces every axis of `expr` with `sink` from `init` into one value. On the CPU it
 /// runs into a local, with no result buffer (a sum of a few hundred elements costs less
 /// than making a tensor for its result); on a device, as [`evaluate`] then one read.
-pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
+pub(crate) fn evaluate_all<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     sink: S,
     init: E::Elem,
 ) -> Result<E::Elem> {
     let all = E::Axes::IDS;
-    if accelerator(expr, None)?.is_some() {
+    if backend_of(expr, None)?.is_some() {
         let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink, init)?;
         return Ok(total.storage().host()?[0]);
     }
@@ -248,15 +248,15 @@ pub(crate) fn evaluate_all<E: Expr, S: Sink<E::Elem>>(
 }
 
 /// [`evaluate_all`] in host memory, by the loop nest compiled for `E`.
-fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+fn fused_all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
     let all = E::Axes::IDS;
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let mut total = [init];
     // Any axis order: every axis is reduced.
     let order = leaves.first().map_or(&[][..], |leaf| leaf.ids);
-    if let Some(count) = flat_alone::<E>(&leaves, order, Flat::IntoOne) {
-        run_flat(expr, &mut total, Flat::IntoOne, count, sink)?;
+    if let Some(count) = flat_alone::<E>(&leaves, order, FlatTarget::IntoOne) {
+        run_flat(expr, &mut total, FlatTarget::IntoOne, count, sink)?;
         return Ok(total[0]);
     }
     let mut plan = Plan::empty();
@@ -277,9 +277,9 @@ fn fused_all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Res
 
 /// The number of iterations where the leaves of `E` evaluate flat on this thread into a
 /// destination with the axes `out` in that order (see [`Plan::flat_count`] and
-/// [`Flat::runs_alone`]): every leaf dense with the axes `out` in that order.
+/// [`FlatTarget::runs_alone`]): every leaf dense with the axes `out` in that order.
 #[inline]
-fn flat_alone<E: Expr>(leaves: &[LeafLayout<'_>], out: &[TypeId], to: Flat) -> Option<usize> {
+fn flat_alone<E: Expr>(leaves: &[LeafLayout<'_>], out: &[TypeId], to: FlatTarget) -> Option<usize> {
     let count = Plan::flat_count(leaves)?;
     let in_order = same_items(leaves[0].ids, out);
     (in_order && to.runs_alone::<E::Elem>(count, leaves.len(), E::WEIGHTS)).then_some(count)
@@ -287,10 +287,10 @@ fn flat_alone<E: Expr>(leaves: &[LeafLayout<'_>], out: &[TypeId], to: Flat) -> O
 
 /// Runs `expr` flat over `count` iterations into `dest` on this thread ([`exec::run_flat`]).
 #[inline]
-fn run_flat<E: Expr, S: Sink<E::Elem>>(
+fn run_flat<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     dest: &mut [E::Elem],
-    to: Flat,
+    to: FlatTarget,
     count: usize,
     sink: S,
 ) -> Result<()> {
@@ -305,20 +305,20 @@ fn run_flat<E: Expr, S: Sink<E::Elem>>(
 /// `target`'s buffer has no other handle — by the CPU engine in host memory, by the backend
 /// on a device; otherwise (and on a device when combining) into a copy or a fresh buffer that
 /// replaces `target`'s.
-pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
     reduced: &[TypeId],
     sink: S,
 ) -> Result<()> {
-    if let Some(backend) = accelerator(expr, Some(target.device()))? {
-        let kind = sink.device_kind();
+    if let Some(backend) = backend_of(expr, Some(target.device()))? {
+        let kind = sink.reduce_op();
         let layout = *target.layout();
         if kind.is_none() && layout.is_injective() {
             // Overwriting a buffer no other handle shares (so no operand reads it): in place.
             if let Some(memory) = target.storage_mut().unique_memory() {
                 let lens = layout.lens();
-                let work = Work {
+                let work = JobAxes {
                     kept: A::IDS,
                     names: &A::names,
                     reduced,
@@ -345,7 +345,7 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
         let (storage, layout) = match kind {
             Some(kind) if S::REDUCES => {
                 let fresh = Tensor::<E::Elem, A>::new_unchecked(storage, layout);
-                let mine = target.to(&Device::Accelerator(backend))?;
+                let mine = target.to(&Device::Backend(backend))?;
                 combine(&mine, &fresh, backend, kind)?
             }
             _ => (storage, layout),
@@ -361,7 +361,7 @@ pub(crate) fn evaluate_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
 
 /// [`evaluate_into`] in host memory, into a target with an injective layout, by the loop
 /// nest compiled for `E`.
-fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+fn fused_into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
     reduced: &[TypeId],
@@ -370,12 +370,12 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
     let layout = target.layout();
-    if let Some(count) = flat_alone::<E>(&leaves, A::IDS, Flat::Along { offset: 0 })
+    if let Some(count) = flat_alone::<E>(&leaves, A::IDS, FlatTarget::Along { offset: 0 })
         && reduced.is_empty()
         && layout.is_dense()
         && same_items(layout.lens(), leaves[0].layout.lens())
     {
-        let to = Flat::Along {
+        let to = FlatTarget::Along {
             offset: layout.offset(),
         };
         let data = target.storage_mut().make_mut();
@@ -398,10 +398,10 @@ fn fused_into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
     Ok(())
 }
 
-/// The accelerator that `expr`'s tensor leaves and `dest` (when given) are on, `None` where
+/// The backend whose device `expr`'s tensor leaves and `dest` (when given) are on, `None` where
 /// they are all in host memory, or an error naming two devices that differ. Answers at once
 /// in a process that never made a device buffer.
-pub(crate) fn accelerator<E: Expr>(
+pub(crate) fn backend_of<E: Expr>(
     expr: &E,
     dest: Option<Device>,
 ) -> Result<Option<&'static dyn Backend>> {
@@ -415,7 +415,7 @@ pub(crate) fn accelerator<E: Expr>(
             .chain(buffers.iter().map(LeafBuffer::device)),
     )?;
     Ok(match device {
-        Some(Device::Accelerator(backend)) => Some(backend),
+        Some(Device::Backend(backend)) => Some(backend),
         _ => None,
     })
 }
@@ -447,7 +447,7 @@ pub(crate) fn run_on<E: Expr, R: AxisSet>(
     over: &[TypeId],
     reduce: ReduceOp,
 ) -> Result<Tensor<E::Elem, R>> {
-    let Device::Accelerator(backend) = *device else {
+    let Device::Backend(backend) = *device else {
         return Err(Error::Unsupported {
             what: "`*_on(&Device::Cpu)`: evaluate on the CPU with `eval`, `sum`, …".into(),
         });

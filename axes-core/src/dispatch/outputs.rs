@@ -1,11 +1,10 @@
 //! Jobs with several results, from buffers: where autodiff's fused forward and backward steps
 //! and its loss run. Each call goes to the device its buffers share — host memory to the CPU
-//! engine's one-pass interpreter (results written in place into their starting buffers), an
-//! accelerator to its backend as a [`MultiJob`].
+//! engine's one-pass interpreter (results written in place into their starting buffers), a
+//! backend's device to its backend as a [`MultiJob`].
 
 use crate::element::{DType, Element, Elements};
-use crate::engine::cpu::run_host;
-use crate::engine::interp::{Sink, Source};
+use crate::engine::interp::{self, StridedSink, StridedSource};
 use crate::error::{Error, Result};
 use crate::ir::ops::identity_of;
 use crate::ir::{Ir, ReduceOp};
@@ -178,7 +177,7 @@ pub(crate) fn run_outputs<T: Num>(
     );
     match common_device(devices)? {
         None | Some(Device::Cpu) => on_host(ir, lens, inputs, outputs),
-        Some(Device::Accelerator(backend)) => on_device(backend, ir, lens, inputs, outputs),
+        Some(Device::Backend(backend)) => on_device(backend, ir, lens, inputs, outputs),
     }
 }
 
@@ -191,7 +190,7 @@ fn on_device<T: Num>(
     inputs: &[Input<'_>],
     outputs: Vec<Output<T>>,
 ) -> Result<Vec<(Storage<T>, Layout)>> {
-    let device = Device::Accelerator(backend);
+    let device = Device::Backend(backend);
     let leaves = (inputs.iter())
         .map(|input| match input.data {
             InputData::Device(_, dtype, memory) => Ok(JobLeaf {
@@ -312,8 +311,8 @@ fn on_device<T: Num>(
     Ok(results)
 }
 
-/// Runs an update given in two forms, `passes` where `device` is the CPU and `job` on an
-/// accelerator, each handed `context`. An optimizer's update is a few fused passes of the
+/// Runs an update given in two forms, `passes` where `device` is the CPU and `job` on a
+/// backend's device, each handed `context`. An optimizer's update is a few fused passes of the
 /// typed engine over the parameter arena, or one multi-result job: in host memory the passes
 /// are faster (the interpreter copies every operand through its registers; one job made the
 /// training-step bench's Adam step about 0.6 ms slower), on a device the job is one launch
@@ -326,7 +325,7 @@ pub(crate) fn passes_or_job<C, R>(
 ) -> Result<R> {
     match device {
         Device::Cpu => passes(context),
-        Device::Accelerator(_) => job(context),
+        Device::Backend(_) => job(context),
     }
 }
 
@@ -413,7 +412,7 @@ fn on_host<T: Num>(
     }
     let sources = (inputs.iter())
         .map(|input| match input.data {
-            InputData::Host(data) => Ok(Source {
+            InputData::Host(data) => Ok(StridedSource {
                 data,
                 offset: input.offset,
                 strides: input.strides.clone(),
@@ -421,15 +420,15 @@ fn on_host<T: Num>(
             InputData::Device(device, ..) => Err(mismatch(device, Device::Cpu)),
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut sinks: Vec<Sink<'_>> = (results.iter_mut().zip(combines))
-        .map(|((storage, layout), (strides, combine))| Sink {
+    let mut sinks: Vec<StridedSink<'_>> = (results.iter_mut().zip(combines))
+        .map(|((storage, layout), (strides, combine))| StridedSink {
             offset: layout.offset(),
             data: T::elements_mut(storage.make_mut()),
             strides,
             combine,
         })
         .collect();
-    run_host(ir, &roots, lens, T::DTYPE, &sources, &mut sinks)?;
+    interp::compile_and_run(ir, &roots, lens, T::DTYPE, &sources, &mut sinks)?;
     drop(sinks);
     for (k, (buffer, layout)) in copies {
         let (fresh, fresh_layout) = &results[k];
@@ -471,7 +470,7 @@ pub(crate) fn assembled<T: Num>(
         end = to.offset() + to.element_count().unwrap_or(0);
         starts_after && row_major(to) && from.lens() == to.lens() && !from.is_padded() && end <= len
     });
-    if device.is_cpu() && in_order {
+    if device.is_host() && in_order {
         let mut values = storage::with_capacity(len)?;
         for (storage, from, to) in parts {
             let data = storage.host()?;
@@ -493,12 +492,12 @@ pub(crate) fn assembled<T: Num>(
     Ok(flat)
 }
 
-/// A buffer of `count` copies of `value` on `device` (on an accelerator, written by a job
+/// A buffer of `count` copies of `value` on `device` (on a backend's device, written by a job
 /// unless `value` is a `bool` or does not survive the IR's `f64` constants: then uploaded).
 pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Result<Storage<T>> {
     match device {
         Device::Cpu => Ok(Storage::from_host_vec(storage::filled(count, value)?)),
-        Device::Accelerator(backend)
+        Device::Backend(backend)
             if T::DTYPE != DType::Bool && T::from_f64(value.to_f64()) == value =>
         {
             let mut ir = Ir::default();
@@ -519,11 +518,11 @@ pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Resu
                 .run_multi(&job)?
                 .pop()
                 .ok_or_else(|| Error::Unsupported {
-                    what: format!("{} returned no result", Device::Accelerator(backend)),
+                    what: format!("{} returned no result", Device::Backend(backend)),
                 })?;
             device_storage(backend, memory, count)
         }
-        Device::Accelerator(_) => placed(storage::filled(count, value)?, device),
+        Device::Backend(_) => placed(storage::filled(count, value)?, device),
     }
 }
 
@@ -545,7 +544,7 @@ pub(crate) fn written_out<T: Num>(
 pub(crate) fn placed<T: Element>(values: HostVec<T>, device: Device) -> Result<Storage<T>> {
     match device {
         Device::Cpu => Ok(Storage::from_host_vec(values)),
-        Device::Accelerator(backend) => {
+        Device::Backend(backend) => {
             let memory = backend.upload(crate::protocol::as_bytes(&values))?;
             device_storage(backend, memory, values.len())
         }

@@ -44,13 +44,13 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         if here == *device {
             return Ok(self.clone());
         }
-        let host = if here.is_cpu() {
+        let host = if here.is_host() {
             self.clone()
         } else {
             let values = self.storage().host()?.to_vec();
             self.with_storage(Storage::new(values))
         };
-        let Device::Accelerator(backend) = *device else {
+        let Device::Backend(backend) = *device else {
             return Ok(host);
         };
         let layout = host.layout();
@@ -77,7 +77,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             Device::Cpu => Ok(Storage::from_host_vec(
                 self.read_in(&self.layout().permuted(order))?,
             )),
-            Device::Accelerator(backend) => {
+            Device::Backend(backend) => {
                 let kept: Vec<TypeId> = order.iter().map(|&a| A::IDS[a]).collect();
                 let names = || {
                     let all = A::names();
@@ -120,10 +120,10 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     /// ```
     pub fn contiguous(&self) -> Result<Self> {
         let device = self.device();
-        if !device.is_cpu() && self.layout().is_padded() {
+        if !device.is_host() && self.layout().is_padded() {
             return self.to(&Device::Cpu)?.contiguous()?.to(&device);
         }
-        if let Device::Accelerator(..) = device {
+        if let Device::Backend(..) = device {
             let (storage, layout) =
                 evaluate_parts(self, A::IDS, &A::names, &[], Assign, T::zero())?;
             return Ok(self.with_parts(storage, layout));

@@ -8,7 +8,7 @@ use std::any::TypeId;
 
 use super::{Fresh, IntoOnTheCpu, OnTheCpu};
 use crate::element::{DType, Element};
-use crate::engine::exec::{Reduce, Sink};
+use crate::engine::exec::{Combine, Reduce};
 use crate::error::Result;
 use crate::expr::{Cast, Expr};
 use crate::ir::ReduceOp;
@@ -19,13 +19,13 @@ use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// Whether reducing `T` with `S` combines in f32: a half type, combined by rounding.
-pub(super) const fn applies<T: Element, S: Sink<T>>() -> bool {
+pub(super) const fn applies<T: Element, S: Combine<T>>() -> bool {
     S::ROUNDS && matches!(T::DTYPE, DType::F16 | DType::BF16)
 }
 
 /// [`super::evaluate_parts`] in host memory for a half type: reduced in f32 where axes are
 /// reduced.
-pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
+pub(super) fn parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
     fresh: Fresh<'_, E::Elem, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
@@ -34,7 +34,7 @@ pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
     }
     let wide = Cast::<&E, f32>::new(expr);
     let init = fresh.init.to_f64() as f32;
-    let (sums, layout) = match fresh.sink.device_kind() {
+    let (sums, layout) = match fresh.sink.reduce_op() {
         Some(ReduceOp::Prod) => {
             (OnTheCpu::<_, Reduce<ProdOp>>::PARTS)(&wide, fresh.with_sink(Reduce(ProdOp), init))?
         }
@@ -45,10 +45,14 @@ pub(super) fn parts<E: Expr, S: Sink<E::Elem>>(
 }
 
 /// [`super::evaluate_all`] in host memory for a half type: reduced in f32.
-pub(super) fn all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+pub(super) fn all<E: Expr, S: Combine<E::Elem>>(
+    expr: &E,
+    sink: S,
+    init: E::Elem,
+) -> Result<E::Elem> {
     let wide = Cast::<&E, f32>::new(expr);
     let init = init.to_f64() as f32;
-    let total = match sink.device_kind() {
+    let total = match sink.reduce_op() {
         Some(ReduceOp::Prod) => (OnTheCpu::<_, Reduce<ProdOp>>::ALL)(&wide, Reduce(ProdOp), init)?,
         _ => (OnTheCpu::<_, Reduce<SumOp>>::ALL)(&wide, Reduce(SumOp), init)?,
     };
@@ -57,7 +61,7 @@ pub(super) fn all<E: Expr, S: Sink<E::Elem>>(expr: &E, sink: S, init: E::Elem) -
 
 /// [`super::evaluate_into`] in host memory for a half type: where axes are reduced, their
 /// result is reduced in f32 into a fresh tensor, rounded once, then combined into `target`.
-pub(super) fn into<E: Expr, A: AxisSet, S: Sink<E::Elem>>(
+pub(super) fn into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
     reduced: &[TypeId],

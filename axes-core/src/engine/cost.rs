@@ -8,21 +8,8 @@
 //! speed-up faster; the split pays when `work / speedup + hand-off < work`. The constants
 //! are measurements of a 2-core host (recorded in `benches/NOTES.md`): a hand-off of
 //! 15–19 µs with the pool awake (`fused` bench, "pool hand-off"), each path's
-//! one- and two-thread times by size (`fused` "split by size" and "W7 l2 by size", the
-//! interpreter on a deep expression, the products of `contract`).
-//!
-//! ```
-//! # extern crate axes_core as axes;
-//! use axes::engine::cost::{COMPILED, element_wise_ns};
-//! use axes::ir::OpWeights;
-//! // `a*x + b*y` over 2^16 f32 (three streams, three cheap ops): stays on one thread.
-//! let light = OpWeights { simple: 3, ..OpWeights::NONE };
-//! assert!(!COMPILED.pays(element_wise_ns(1 << 16, 12, light)));
-//! // With two transcendental functions per element, 2^17 pays.
-//! let heavy = OpWeights { transcendental: 2, ..light };
-//! assert!(COMPILED.pays(element_wise_ns(1 << 17, 12, heavy)));
-//! assert!(!COMPILED.pays(element_wise_ns(1 << 18, 12, light)));
-//! ```
+//! one- and two-thread times by size (`fused`: element-wise assignments and the squared
+//! distance's sum by size; the interpreter on a deep expression; the products of `contract`).
 
 use crate::ir::OpWeights;
 
@@ -38,8 +25,8 @@ const PS_SIMPLE: f64 = 10.0;
 /// Picoseconds per element of a division or square root.
 const PS_DIVISION: f64 = 40.0;
 
-/// Picoseconds per element of a transcendental function (`exp`, `tanh`, ...: W6's two took
-/// 0.5 ns an element beyond its memory traffic).
+/// Picoseconds per element of a transcendental function (`exp`, `tanh`, ...: the two of
+/// `tanh(x)·y + exp(x)` took 0.5 ns an element beyond its memory traffic).
 const PS_TRANSCENDENTAL: f64 = 250.0;
 
 /// Picoseconds per element and instruction of the IR interpreter (a 140-instruction program
@@ -69,7 +56,7 @@ impl Split {
 /// Loop nests compiled for an expression, and their reductions: twice as fast on two threads
 /// (from 2^20 elements both `a*x + b*y` and `tanh(x) y + exp(-x)` ran in 0.54–0.64 of one
 /// thread's time) after a hand-off of ≈ 25 µs (19 µs measured with the pool awake, 40–55 µs
-/// asleep; W7's sum over 2^18 elements, 24 µs, was 1.17× slower split, `a*x + b*y` over
+/// asleep; `Σ(x − y)²` over 2^18 elements, 24 µs, was 1.17× slower split, `a*x + b*y` over
 /// 2^18, 36 µs, 1.14×).
 pub const COMPILED: Split = Split {
     handoff_ns: 25_000.0,
@@ -133,6 +120,22 @@ mod tests {
         assert!(INTERPRETED.pays(interpreted_ns(16384, 140)));
         assert!(!PRODUCTS.pays(products_ns(1 << 21)));
         assert!(PRODUCTS.pays(products_ns(1 << 22)));
+    }
+
+    #[test]
+    fn transcendental_functions_split_sooner() {
+        // `a*x + b*y` over 2^16 f32 (three streams, three cheap ops) stays on one thread; with
+        // two transcendental functions per element, 2^17 pays.
+        let light = OpWeights {
+            simple: 3,
+            ..OpWeights::NONE
+        };
+        assert!(!COMPILED.pays(element_wise_ns(1 << 16, 12, light)));
+        let heavy = OpWeights {
+            transcendental: 2,
+            ..light
+        };
+        assert!(COMPILED.pays(element_wise_ns(1 << 17, 12, heavy)));
     }
 
     #[test]

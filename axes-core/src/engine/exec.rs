@@ -34,8 +34,8 @@ const LANES: usize = 16;
 /// Assignments whose destination spans at least this many bytes write it with streaming
 /// (non-temporal) stores on x86-64: a result this large leaves the caches before anything
 /// reads it again, and streaming stores skip reading each destination line before
-/// overwriting it, a quarter of the memory traffic of `a*x + b*y` (measured against the
-/// `triad streaming` peer of the `fused` benchmark's W3: `benches/NOTES.md`).
+/// overwriting it, a quarter of the memory traffic of `a*x + b*y` (the streaming triad of
+/// the `fused` benchmark is the peer: `benches/NOTES.md`).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Elements evaluated into a stack buffer before they are streamed to the destination.
@@ -81,7 +81,7 @@ pub unsafe trait ChunkEval {
 }
 
 /// How results reach the destination.
-pub trait Sink<T: Element>: Copy + Send + Sync {
+pub trait Combine<T: Element>: Copy + Send + Sync {
     /// Value the destination starts from in a reduction (unused for assignment).
     fn identity(self) -> T;
     /// Combines two partial results.
@@ -92,14 +92,14 @@ pub trait Sink<T: Element>: Copy + Send + Sync {
     /// then combine in f32 (`dispatch::widened`), as a long half-precision sum stalls.
     const ROUNDS: bool;
     /// How a device combines results (`None`: they overwrite).
-    fn device_kind(self) -> Option<ReduceOp>;
+    fn reduce_op(self) -> Option<ReduceOp>;
 }
 
 /// Writes each result over the destination element.
 #[derive(Clone, Copy)]
 pub struct Assign;
 
-impl<T: Element> Sink<T> for Assign {
+impl<T: Element> Combine<T> for Assign {
     fn identity(self) -> T {
         T::zero()
     }
@@ -109,7 +109,7 @@ impl<T: Element> Sink<T> for Assign {
     }
     const REDUCES: bool = false;
     const ROUNDS: bool = false;
-    fn device_kind(self) -> Option<ReduceOp> {
+    fn reduce_op(self) -> Option<ReduceOp> {
         None
     }
 }
@@ -118,7 +118,7 @@ impl<T: Element> Sink<T> for Assign {
 #[derive(Clone, Copy)]
 pub struct Reduce<Op>(pub Op);
 
-impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
+impl<T: Element, Op: ReduceFn<T>> Combine<T> for Reduce<Op> {
     fn identity(self) -> T {
         Op::identity()
     }
@@ -128,7 +128,7 @@ impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
     }
     const REDUCES: bool = true;
     const ROUNDS: bool = matches!(Op::OP, ReduceOp::Sum | ReduceOp::Prod);
-    fn device_kind(self) -> Option<ReduceOp> {
+    fn reduce_op(self) -> Option<ReduceOp> {
         Some(Op::OP)
     }
 }
@@ -136,9 +136,8 @@ impl<T: Element, Op: ReduceFn<T>> Sink<T> for Reduce<Op> {
 /// The destination buffer, shared by tasks that write disjoint elements.
 ///
 /// Whether it is written with streaming stores travels beside it as a separate argument:
-/// with a third field the struct no longer fits two registers, is passed through memory to
-/// the per-ISA task functions, and LLVM stopped vectorising the write loop (W5 ran 3.5×
-/// slower; `benches/NOTES.md`).
+/// `Dest` stays two words, because a third field passes it through memory and the write
+/// loop stops vectorising (`benches/NOTES.md` has the figures).
 #[derive(Clone, Copy)]
 struct Dest<T> {
     ptr: *mut T,
@@ -172,7 +171,7 @@ pub fn run<T, E, S>(
 where
     T: Element,
     E: ChunkEval<Out = T>,
-    S: Sink<T>,
+    S: Combine<T>,
 {
     let divided = AtomicBool::new(false);
     let task = |dest: Dest<T>, streaming: bool, lo: usize, hi: usize| {
@@ -192,7 +191,7 @@ type Task<'a, T> = dyn Fn(Dest<T>, bool, usize, usize) + Sync + 'a;
 /// Splits `plan` into tasks and runs them, on the pool where it pays. Not generic over the
 /// expression (`task` is): the scheduling code is compiled once per element type and sink,
 /// not once per expression.
-fn run_tasks<T: Element, S: Sink<T>>(
+fn run_tasks<T: Element, S: Combine<T>>(
     plan: &Plan,
     dest: &mut [T],
     sink: S,
@@ -287,7 +286,7 @@ fn split_pays<T>(count: usize, streams: usize, ops: OpWeights) -> bool {
 
 /// Where the results of a flat evaluation go (see [`Plan::flat`]).
 #[derive(Clone, Copy, Debug)]
-pub enum Flat {
+pub enum FlatTarget {
     /// All of them combined into the destination's first element.
     IntoOne,
     /// Result `i` to the destination's element `offset + i`.
@@ -297,22 +296,22 @@ pub enum Flat {
     },
 }
 
-impl Flat {
+impl FlatTarget {
     /// Whether [`run`] would run a flat evaluation of `count` iterations over `leaves`
     /// leaves as one task on the calling thread, so that [`run_flat`] gives the same
     /// results: a reduction below two of its fixed blocks, an assignment whose work does
     /// not pay for a split.
     pub fn runs_alone<T>(self, count: usize, leaves: usize, ops: OpWeights) -> bool {
         match self {
-            Flat::IntoOne => count < 2 * BLOCK_MIN_ELEMENTS,
-            Flat::Along { .. } => !split_pays::<T>(count, leaves + 1, ops),
+            FlatTarget::IntoOne => count < 2 * BLOCK_MIN_ELEMENTS,
+            FlatTarget::Along { .. } => !split_pays::<T>(count, leaves + 1, ops),
         }
     }
 }
 
 /// Runs a flat evaluation of `count` iterations (every leaf dense, read along one axis from
 /// its own offset: [`Plan::flat_count`]) on this thread into `dest` — what [`run`] does for
-/// such a plan when it [runs alone](Flat::runs_alone), without a plan's set-up: a small
+/// such a plan when it [runs alone](FlatTarget::runs_alone), without a plan's set-up: a small
 /// call's fixed cost.
 ///
 /// An integer division by zero is [`Error::DivisionByZero`], with `dest` partly written.
@@ -321,7 +320,7 @@ impl Flat {
 /// If `dest` is too short for `to` (a bug in the caller).
 pub fn run_flat<T, E, S>(
     dest: &mut [T],
-    to: Flat,
+    to: FlatTarget,
     count: usize,
     sink: S,
     eval: &mut E,
@@ -329,11 +328,11 @@ pub fn run_flat<T, E, S>(
 where
     T: Element,
     E: ChunkEval<Out = T>,
-    S: Sink<T>,
+    S: Combine<T>,
 {
     let needed = match to {
-        Flat::IntoOne => 1,
-        Flat::Along { offset } => offset.saturating_add(count),
+        FlatTarget::IntoOne => 1,
+        FlatTarget::Along { offset } => offset.saturating_add(count),
     };
     assert!(
         needed <= dest.len(),
@@ -346,7 +345,7 @@ where
     let size = std::mem::size_of::<T>();
     let streaming = cfg!(target_arch = "x86_64")
         && !S::REDUCES
-        && matches!(to, Flat::Along { .. })
+        && matches!(to, FlatTarget::Along { .. })
         && size > 0
         && 16 % size == 0
         && count.saturating_mul(size) >= STREAM_MIN_BYTES;
@@ -354,8 +353,8 @@ where
     on_widest_simd(
         #[inline(always)]
         || match to {
-            Flat::IntoOne => reduce_row(dest, sink, eval, &[], 0, count, 0, LONG_CHUNK),
-            Flat::Along { offset } => {
+            FlatTarget::IntoOne => reduce_row(dest, sink, eval, &[], 0, count, 0, LONG_CHUNK),
+            FlatTarget::Along { offset } => {
                 for (start, n) in pieces(0..count, LONG_CHUNK) {
                     let first = (offset + start) as isize;
                     write_chunk(dest, streaming, sink, eval, &[], start, n, first, 1);
@@ -412,7 +411,7 @@ fn with_avx2<F: FnOnce()>(body: F) {
 /// Whether `plan`'s destination is written with streaming stores: a plain assignment (no
 /// combining), contiguous along the innermost axis, of at least [`STREAM_MIN_BYTES`], with
 /// elements that tile 16-byte stores.
-fn streams<T: Element, S: Sink<T>>(plan: &Plan) -> bool {
+fn streams<T: Element, S: Combine<T>>(plan: &Plan) -> bool {
     let size = std::mem::size_of::<T>();
     cfg!(target_arch = "x86_64")
         && !S::REDUCES
@@ -437,7 +436,7 @@ fn run_task<T, E, S>(
 ) where
     T: Element,
     E: ChunkEval<Out = T>,
-    S: Sink<T>,
+    S: Combine<T>,
 {
     take_division_by_zero();
     run_task_on_cpu(plan, dest, streaming, sink, make_eval, lo, hi);
@@ -458,7 +457,7 @@ fn run_task_on_cpu<T, E, S>(
 ) where
     T: Element,
     E: ChunkEval<Out = T>,
-    S: Sink<T>,
+    S: Combine<T>,
 {
     let mut eval = make_eval();
     on_widest_simd(
@@ -481,19 +480,19 @@ pub const TILE_ROWS: usize = 128;
 /// Tile width in tiled loops: a tile of [`TILE_ROWS`] by up to this many elements of the
 /// innermost axis (its rows are then computed [`CHUNK`](super::CHUNK) elements at a time).
 /// Wide tiles let the operands read in place, and the destination, run along whole rows
-/// like a plain loop; only the transposed operand is read in short runs (tile shapes
-/// measured on W3: `benches/NOTES.md`).
-pub const TILE_CHUNK: usize = 4096;
+/// like a plain loop; only the transposed operand is read in short runs (tile shapes measured
+/// on the transposed add `x[h,w] + y[w,h]`: `benches/NOTES.md`).
+pub const TILE_WIDTH: usize = 4096;
 
 /// Tiles narrower than this many elements ask for each row's next chunk ahead: the hardware
-/// prefetcher does not follow such short rows (`benches/NOTES.md`, W3); on wider ones the
+/// prefetcher does not follow such short rows (`benches/NOTES.md`, the transposed add); on wider ones the
 /// requests only crowd the memory system's queues.
 const PREFETCHED_ROWS_BELOW: usize = 1024;
 
 /// Evaluates one chunk and writes or combines it into the destination starting at `first`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn write_chunk<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
+fn write_chunk<T: Element, E: ChunkEval<Out = T>, S: Combine<T>>(
     dest: Dest<T>,
     streaming: bool,
     sink: S,
@@ -584,7 +583,7 @@ fn pieces(range: Range<usize>, len: usize) -> impl Iterator<Item = (usize, usize
 /// chain of adds held a 1,024-element sum to its latency).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
+fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Combine<T>>(
     dest: Dest<T>,
     sink: S,
     eval: &mut E,
@@ -649,7 +648,7 @@ fn reduce_row<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
 /// inlined: where LLVM saw the lanes folded as a tree, it vectorised the loop that fills
 /// them two lanes wide instead of sixteen.
 #[inline(never)]
-fn fold_lanes<T: Element, S: Sink<T>>(sink: S, mut lanes: [T; LANES]) -> T {
+fn fold_lanes<T: Element, S: Combine<T>>(sink: S, mut lanes: [T; LANES]) -> T {
     let mut width = LANES / 2;
     while width > 0 {
         for l in 0..width {
@@ -661,7 +660,7 @@ fn fold_lanes<T: Element, S: Sink<T>>(sink: S, mut lanes: [T; LANES]) -> T {
 }
 
 #[inline(always)]
-fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
+fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Combine<T>>(
     plan: &Plan,
     dest: Dest<T>,
     streaming: bool,
@@ -721,7 +720,7 @@ fn run_task_body<T: Element, E: ChunkEval<Out = T>, S: Sink<T>>(
             let (mid_lo, mid_hi) = range(mid);
             for (block, rows) in pieces(mid_lo..mid_hi, TILE_ROWS) {
                 let block_end = block + rows;
-                for (tile_start, width) in pieces(inner_lo..inner_hi, TILE_CHUNK) {
+                for (tile_start, width) in pieces(inner_lo..inner_hi, TILE_WIDTH) {
                     eval.prepare_tile(&index[..mid], block..block_end, tile_start, width);
                     let short_rows = width < PREFETCHED_ROWS_BELOW;
                     for m in block..block_end {
@@ -813,7 +812,7 @@ mod tests {
             let make = || LeafEval::new(&data, offset, &plan, 0);
             run(&plan, &mut planned, Reduce(SumOp), &make, OpWeights::NONE).unwrap();
             let mut flat = [0.5f32];
-            let to = Flat::IntoOne;
+            let to = FlatTarget::IntoOne;
             assert!(to.runs_alone::<f32>(n, 1, OpWeights::NONE));
             run_flat(&mut flat, to, n, Reduce(SumOp), &mut flat_eval()).unwrap();
             assert_eq!(flat[0].to_bits(), planned[0].to_bits(), "sum of {n}");
@@ -826,12 +825,12 @@ mod tests {
             let make = || LeafEval::new(&data, offset, &plan, 0);
             run(&plan, &mut planned, Reduce(SumOp), &make, OpWeights::NONE).unwrap();
             let mut flat = vec![1f32; n + 2];
-            let to = Flat::Along { offset: 2 };
+            let to = FlatTarget::Along { offset: 2 };
             assert!(to.runs_alone::<f32>(n, 1, OpWeights::NONE));
             run_flat(&mut flat, to, n, Reduce(SumOp), &mut flat_eval()).unwrap();
             assert_eq!(flat, planned, "{n} added at an offset");
         }
-        assert!(!Flat::IntoOne.runs_alone::<f32>(1 << 17, 1, OpWeights::NONE));
+        assert!(!FlatTarget::IntoOne.runs_alone::<f32>(1 << 17, 1, OpWeights::NONE));
     }
 
     #[test]
@@ -840,7 +839,7 @@ mod tests {
         let data = [1f32; 8];
         let plan = Plan::flat_evaluators();
         let mut dest = [0f32; 8];
-        let to = Flat::Along { offset: 1 };
+        let to = FlatTarget::Along { offset: 1 };
         let _ = run_flat(
             &mut dest,
             to,

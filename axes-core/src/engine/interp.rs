@@ -18,11 +18,12 @@ use half::{bf16, f16};
 
 use crate::element::{DType, Element, Elements, ElementsMut};
 use crate::error::{Error, Result};
+use crate::ir::ops::identity_of;
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, Domain, Ir, IrNode, ReduceFn, ReduceOp, UnaryOp};
 use crate::layout::within;
 use crate::num::{Num, take_division_by_zero};
-use crate::storage::HostVec;
+use crate::storage::{self, HostVec};
 
 use super::{cost, threads};
 
@@ -270,14 +271,14 @@ fn check_domain(name: &str, domain: Domain, ty: DType) -> Result<()> {
 
 /// One operand read by the interpreter: a buffer and, for each iteration axis, a stride
 /// (0 where the operand is broadcast).
-pub(crate) struct Source<'a> {
+pub(crate) struct StridedSource<'a> {
     pub(crate) data: Elements<'a>,
     pub(crate) offset: usize,
     pub(crate) strides: Vec<isize>,
 }
 
 /// One result written by the interpreter.
-pub(crate) struct Sink<'a> {
+pub(crate) struct StridedSink<'a> {
     pub(crate) data: ElementsMut<'a>,
     pub(crate) offset: usize,
     pub(crate) strides: Vec<isize>,
@@ -288,7 +289,7 @@ pub(crate) struct Sink<'a> {
 
 /// Owned elements of a run-time type: one instruction's block of values here, a buffer of
 /// the CPU backend there.
-pub(crate) enum Block {
+pub(crate) enum Values {
     F32(HostVec<f32>),
     F64(HostVec<f64>),
     F16(HostVec<f16>),
@@ -299,33 +300,81 @@ pub(crate) enum Block {
     Bool(HostVec<bool>),
 }
 
-impl Block {
+impl Values {
     pub(crate) fn dtype(&self) -> DType {
         match self {
-            Block::F32(_) => DType::F32,
-            Block::F64(_) => DType::F64,
-            Block::F16(_) => DType::F16,
-            Block::BF16(_) => DType::BF16,
-            Block::I32(_) => DType::I32,
-            Block::I64(_) => DType::I64,
-            Block::U8(_) => DType::U8,
-            Block::Bool(_) => DType::Bool,
+            Values::F32(_) => DType::F32,
+            Values::F64(_) => DType::F64,
+            Values::F16(_) => DType::F16,
+            Values::BF16(_) => DType::BF16,
+            Values::I32(_) => DType::I32,
+            Values::I64(_) => DType::I64,
+            Values::U8(_) => DType::U8,
+            Values::Bool(_) => DType::Bool,
         }
     }
 
     /// `len` zeros (`false`) of type `ty`.
-    pub(crate) fn new(ty: DType, len: usize) -> Block {
+    pub(crate) fn new(ty: DType, len: usize) -> Values {
         match ty {
-            DType::F32 => Block::F32(std::iter::repeat_n(0.0, len).collect()),
-            DType::F64 => Block::F64(std::iter::repeat_n(0.0, len).collect()),
-            DType::F16 => Block::F16(std::iter::repeat_n(f16::ZERO, len).collect()),
-            DType::BF16 => Block::BF16(std::iter::repeat_n(bf16::ZERO, len).collect()),
-            DType::I32 => Block::I32(std::iter::repeat_n(0, len).collect()),
-            DType::I64 => Block::I64(std::iter::repeat_n(0, len).collect()),
-            DType::U8 => Block::U8(std::iter::repeat_n(0, len).collect()),
-            DType::Bool => Block::Bool(std::iter::repeat_n(false, len).collect()),
+            DType::F32 => Values::F32(std::iter::repeat_n(0.0, len).collect()),
+            DType::F64 => Values::F64(std::iter::repeat_n(0.0, len).collect()),
+            DType::F16 => Values::F16(std::iter::repeat_n(f16::ZERO, len).collect()),
+            DType::BF16 => Values::BF16(std::iter::repeat_n(bf16::ZERO, len).collect()),
+            DType::I32 => Values::I32(std::iter::repeat_n(0, len).collect()),
+            DType::I64 => Values::I64(std::iter::repeat_n(0, len).collect()),
+            DType::U8 => Values::U8(std::iter::repeat_n(0, len).collect()),
+            DType::Bool => Values::Bool(std::iter::repeat_n(false, len).collect()),
         }
     }
+}
+
+impl Values {
+    /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
+    /// An error when the host has no room for them.
+    pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Result<Values> {
+        fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Result<HostVec<T>> {
+            storage::filled(
+                count,
+                reduce.map_or(T::zero(), |op| identity_of(op.identity())),
+            )
+        }
+        Ok(match dtype {
+            DType::F32 => Values::F32(typed(count, reduce)?),
+            DType::F64 => Values::F64(typed(count, reduce)?),
+            DType::F16 => Values::F16(typed(count, reduce)?),
+            DType::BF16 => Values::BF16(typed(count, reduce)?),
+            DType::I32 => Values::I32(typed(count, reduce)?),
+            DType::I64 => Values::I64(typed(count, reduce)?),
+            DType::U8 => Values::U8(typed(count, reduce)?),
+            DType::Bool => Values::Bool(storage::filled(count, false)?),
+        })
+    }
+
+    #[inline(always)]
+    pub(crate) fn elements(&self) -> Elements<'_> {
+        with_values!(self, v => Element::elements(v))
+    }
+
+    pub(crate) fn elements_mut(&mut self) -> ElementsMut<'_> {
+        with_values!(self, v => Element::elements_mut(v))
+    }
+}
+
+/// Computes the nodes `roots` of `ir` (results of type `out`) over the iteration axes `lens`
+/// in one pass: root `r` goes into `sinks[r]`, which hold their starting values. What the CPU
+/// backend runs, for its own buffers, and autodiff for tensors in host memory.
+pub(crate) fn compile_and_run(
+    ir: &Ir,
+    roots: &[usize],
+    lens: &[usize],
+    out: DType,
+    sources: &[StridedSource<'_>],
+    sinks: &mut [StridedSink<'_>],
+) -> Result<()> {
+    let leaf_types: Vec<DType> = sources.iter().map(|s| s.data.dtype()).collect();
+    let program = Program::compile(ir, roots, &leaf_types, out)?;
+    run(&program, lens, sources, sinks)
 }
 
 /// The blocks of one run, taken from this thread's spare blocks and given back after it:
@@ -333,14 +382,14 @@ impl Block {
 /// time (many small buffers between the large ones) made the allocator return and re-fault
 /// pages on every step.
 struct Registers {
-    blocks: Vec<Block>,
+    blocks: Vec<Values>,
 }
 
 /// Spare blocks kept per thread, at most this many.
 const SPARE_BLOCKS: usize = 64;
 
 thread_local! {
-    static SPARE: std::cell::RefCell<Vec<Block>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE: std::cell::RefCell<Vec<Values>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Registers {
@@ -351,7 +400,7 @@ impl Registers {
                 .iter()
                 .map(|&ty| match spare.iter().rposition(|b| b.dtype() == ty) {
                     Some(at) => spare.swap_remove(at),
-                    None => Block::new(ty, BLOCK),
+                    None => Values::new(ty, BLOCK),
                 })
                 .collect(),
         })
@@ -368,21 +417,21 @@ impl Drop for Registers {
 }
 
 /// `$body` with `$v` bound to the vector of whichever type `$block` holds.
-macro_rules! with_block {
+macro_rules! with_values {
     ($block:expr, $v:ident => $body:expr) => {
         match $block {
-            $crate::engine::interp::Block::F32($v) => $body,
-            $crate::engine::interp::Block::F64($v) => $body,
-            $crate::engine::interp::Block::F16($v) => $body,
-            $crate::engine::interp::Block::BF16($v) => $body,
-            $crate::engine::interp::Block::I32($v) => $body,
-            $crate::engine::interp::Block::I64($v) => $body,
-            $crate::engine::interp::Block::U8($v) => $body,
-            $crate::engine::interp::Block::Bool($v) => $body,
+            $crate::engine::interp::Values::F32($v) => $body,
+            $crate::engine::interp::Values::F64($v) => $body,
+            $crate::engine::interp::Values::F16($v) => $body,
+            $crate::engine::interp::Values::BF16($v) => $body,
+            $crate::engine::interp::Values::I32($v) => $body,
+            $crate::engine::interp::Values::I64($v) => $body,
+            $crate::engine::interp::Values::U8($v) => $body,
+            $crate::engine::interp::Values::Bool($v) => $body,
         }
     };
 }
-pub(crate) use with_block;
+pub(crate) use with_values;
 
 /// `$body` with `$v` bound to the slice of whichever type `$elements` holds.
 macro_rules! with_elements {
@@ -408,8 +457,8 @@ macro_rules! with_elements {
 pub(crate) fn run(
     program: &Program,
     lens: &[usize],
-    sources: &[Source<'_>],
-    sinks: &mut [Sink<'_>],
+    sources: &[StridedSource<'_>],
+    sinks: &mut [StridedSink<'_>],
 ) -> Result<()> {
     assert_eq!(sinks.len(), program.roots.len(), "one sink per root");
     for (inst, ty) in program.insts.iter().zip(&program.types) {
@@ -461,16 +510,16 @@ pub(crate) fn run(
     if sinks.iter().any(|sink| sums_in_half(sink, lens)) {
         return run_widened(program, lens, sources, sinks);
     }
-    let space = Space::canonical(lens, sources, sinks);
-    let sources: Vec<Source<'_>> = (sources.iter().zip(space.source_strides))
-        .map(|(s, strides)| Source {
+    let space = CanonicalSpace::canonical(lens, sources, sinks);
+    let sources: Vec<StridedSource<'_>> = (sources.iter().zip(space.source_strides))
+        .map(|(s, strides)| StridedSource {
             data: s.data,
             offset: s.offset,
             strides,
         })
         .collect();
-    let sinks: Vec<Sink<'_>> = (sinks.iter_mut().zip(space.sink_strides))
-        .map(|(s, strides)| Sink {
+    let sinks: Vec<StridedSink<'_>> = (sinks.iter_mut().zip(space.sink_strides))
+        .map(|(s, strides)| StridedSink {
             data: s.data.reborrow(),
             offset: s.offset,
             strides,
@@ -485,7 +534,7 @@ pub(crate) fn run(
 
 /// Whether `sink` sums or multiplies f16 or bf16 values over an axis of `lens`: such a sink
 /// combines in f32 ([`run_widened`]), since a long sum in the half type stalls.
-fn sums_in_half(sink: &Sink<'_>, lens: &[usize]) -> bool {
+fn sums_in_half(sink: &StridedSink<'_>, lens: &[usize]) -> bool {
     matches!(sink.combine, Some(ReduceOp::Sum | ReduceOp::Prod))
         && matches!(sink.data.dtype(), DType::F16 | DType::BF16)
         && (lens.iter().zip(&sink.strides)).any(|(&len, &stride)| stride == 0 && len > 1)
@@ -497,8 +546,8 @@ fn sums_in_half(sink: &Sink<'_>, lens: &[usize]) -> bool {
 fn run_widened(
     program: &Program,
     lens: &[usize],
-    sources: &[Source<'_>],
-    sinks: &mut [Sink<'_>],
+    sources: &[StridedSource<'_>],
+    sinks: &mut [StridedSink<'_>],
 ) -> Result<()> {
     let summed: Vec<bool> = sinks.iter().map(|sink| sums_in_half(sink, lens)).collect();
     let program = program.in_f32(&summed);
@@ -522,15 +571,15 @@ fn run_widened(
         };
         wide.push(Some((span, start)));
     }
-    let mut widened: Vec<Sink<'_>> = (sinks.iter_mut().zip(&mut wide))
+    let mut widened: Vec<StridedSink<'_>> = (sinks.iter_mut().zip(&mut wide))
         .map(|(sink, wide)| match wide {
-            Some((span, start)) => Sink {
+            Some((span, start)) => StridedSink {
                 data: ElementsMut::F32(span),
                 offset: sink.offset - *start,
                 strides: sink.strides.clone(),
                 combine: sink.combine,
             },
-            None => Sink {
+            None => StridedSink {
                 data: sink.data.reborrow(),
                 offset: sink.offset,
                 strides: sink.strides.clone(),
@@ -560,14 +609,18 @@ fn run_widened(
 /// (largest outermost, summed over every operand), and axes merged where every operand
 /// steps over the inner one exactly into the outer one. Only lengths and strides decide it,
 /// so a run over the same layouts always takes the same order (and adds in the same order).
-struct Space {
+struct CanonicalSpace {
     lens: Vec<usize>,
     source_strides: Vec<Vec<isize>>,
     sink_strides: Vec<Vec<isize>>,
 }
 
-impl Space {
-    fn canonical(lens: &[usize], sources: &[Source<'_>], sinks: &[Sink<'_>]) -> Space {
+impl CanonicalSpace {
+    fn canonical(
+        lens: &[usize],
+        sources: &[StridedSource<'_>],
+        sinks: &[StridedSink<'_>],
+    ) -> CanonicalSpace {
         let strides =
             || (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
         let weight = |a: usize| -> u128 { strides().map(|s| s[a].unsigned_abs() as u128).sum() };
@@ -594,7 +647,7 @@ impl Space {
                 .map(|(run, _)| s[*run.last().expect("runs are not empty")])
                 .collect()
         };
-        Space {
+        CanonicalSpace {
             lens: merged.iter().map(|&(_, len)| len).collect(),
             source_strides: sources.iter().map(|s| pick(&s.strides)).collect(),
             sink_strides: sinks.iter().map(|s| pick(&s.strides)).collect(),
@@ -639,8 +692,8 @@ const PART_MIN_ELEMENTS: usize = 1 << 16;
 fn run_split(
     program: &Program,
     lens: &[usize],
-    sources: &[Source<'_>],
-    sinks: Vec<Sink<'_>>,
+    sources: &[StridedSource<'_>],
+    sinks: Vec<StridedSink<'_>>,
 ) -> Result<bool> {
     let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
     // Decided by the work alone, not the thread count: a split into partial results sums in
@@ -692,28 +745,28 @@ fn run_split(
     // Part `p` runs positions `bounds[p]..bounds[p + 1]` of the outermost axis.
     let bounds: Vec<usize> = (0..=parts).map(|p| lens[0] * p / parts).collect();
     // One partial result per part for each sink combined from partials.
-    let mut partials: Vec<Vec<Block>> = (0..parts)
+    let mut partials: Vec<Vec<Values>> = (0..parts)
         .map(|_| {
             (sinks.iter().zip(&splits))
                 .filter(|(_, split)| matches!(split, SinkSplit::Partials))
                 .map(|(sink, _)| {
                     let len = partial_len(&lens[1..], &sink.strides[1..]);
-                    Block::filled(sink.data.dtype(), len, sink.combine)
+                    Values::filled(sink.data.dtype(), len, sink.combine)
                 })
                 .collect::<Result<_>>()
         })
         .collect::<Result<_>>()?;
     let mut part_partials: Vec<_> = partials.iter_mut().map(|p| p.iter_mut()).collect();
-    let mut part_sinks: Vec<Vec<Sink<'_>>> = (0..parts).map(|_| Vec::new()).collect();
+    let mut part_sinks: Vec<Vec<StridedSink<'_>>> = (0..parts).map(|_| Vec::new()).collect();
     // The sinks combined from partials, each with the strides of its partials.
-    let mut combined: Vec<(Sink<'_>, Vec<isize>)> = Vec::new();
+    let mut combined: Vec<(StridedSink<'_>, Vec<isize>)> = Vec::new();
     for (sink, split) in sinks.into_iter().zip(&splits) {
         if let SinkSplit::Partials = split {
             let strides = partial_strides(&lens[1..], &sink.strides[1..]);
             let part_strides: Vec<isize> = [0].into_iter().chain(strides.clone()).collect();
             for (sinks, blocks) in part_sinks.iter_mut().zip(&mut part_partials) {
                 let block = blocks.next().expect("a partial result per part");
-                sinks.push(Sink {
+                sinks.push(StridedSink {
                     data: block.elements_mut(),
                     offset: 0,
                     strides: part_strides.clone(),
@@ -743,7 +796,7 @@ fn run_split(
                 std::mem::replace(&mut rest, ElementsMut::Bool(&mut []))
             };
             let first = sink.offset as isize + bounds[p] as isize * stride;
-            sinks.push(Sink {
+            sinks.push(StridedSink {
                 data,
                 offset: (first - region(p) as isize) as usize,
                 strides: sink.strides.clone(),
@@ -752,11 +805,11 @@ fn run_split(
         }
     }
     let divided = AtomicBool::new(false);
-    let run_part = |p: usize, mut sinks: Vec<Sink<'_>>| {
+    let run_part = |p: usize, mut sinks: Vec<StridedSink<'_>>| {
         let mut part_lens = lens.to_vec();
         part_lens[0] = bounds[p + 1] - bounds[p];
-        let sources: Vec<Source<'_>> = (sources.iter())
-            .map(|s| Source {
+        let sources: Vec<StridedSource<'_>> = (sources.iter())
+            .map(|s| StridedSource {
                 data: s.data,
                 offset: (s.offset as isize + bounds[p] as isize * s.strides[0]) as usize,
                 strides: s.strides.clone(),
@@ -791,12 +844,12 @@ fn run_split(
     for (k, (sink, strides)) in combined.iter_mut().enumerate() {
         let rest = &lens[1..];
         for blocks in &partials {
-            let source = Source {
+            let source = StridedSource {
                 data: blocks[k].elements(),
                 offset: 0,
                 strides: strides.clone(),
             };
-            let mut target = [Sink {
+            let mut target = [StridedSink {
                 data: sink.data.reborrow(),
                 offset: sink.offset,
                 strides: sink.strides[1..].to_vec(),
@@ -887,15 +940,15 @@ impl Isa {
 /// row of the innermost axis starts in each.
 struct Run<'r, 's, 'd> {
     program: &'r Program,
-    sources: &'r [Source<'s>],
+    sources: &'r [StridedSource<'s>],
     source_base: Vec<isize>,
-    sinks: &'r mut [Sink<'d>],
+    sinks: &'r mut [StridedSink<'d>],
     sink_base: Vec<isize>,
 }
 
 /// Runs every instruction of the program on the block of `n` elements at `start` of the
 /// current row and writes (or combines) its results into the sinks, compiled for `isa`.
-fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::detect` found AVX-512F (and with it AVX2 and FMA) on this CPU.
@@ -909,20 +962,20 @@ fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: u
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-fn run_block_avx512(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+fn run_block_avx512(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
     run_block_body(run, blocks, start, n);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn run_block_avx2(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+fn run_block_avx2(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
     run_block_body(run, blocks, start, n);
 }
 
 /// [`run_block`]'s body: the arithmetic and the writes are inlined, so they take the
 /// caller's instructions.
 #[inline(always)]
-fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize, n: usize) {
+fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
     let (program, sources, source_base) = (run.program, run.sources, &run.source_base[..]);
     for (i, inst) in program.insts.iter().enumerate() {
         let (done, rest) = blocks.split_at_mut(i);
@@ -946,7 +999,7 @@ fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize,
                     );
                 }
             }
-            Inst::Const(v) => with_block!(out, o => fill(&mut o[..n], v)),
+            Inst::Const(v) => with_values!(out, o => fill(&mut o[..n], v)),
             Inst::Unary(op, a) => unary(op, out, arg!(a), n),
             Inst::Binary(op, a, b) => binary(op, out, arg!(a), arg!(b), n),
             Inst::Compare(op, a, b) => compare(op, out, arg!(a), arg!(b), n),
@@ -970,8 +1023,8 @@ fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Block], start: usize,
 fn operand<'b>(
     program: &Program,
     j: usize,
-    done: &'b [Block],
-    sources: &'b [Source<'_>],
+    done: &'b [Values],
+    sources: &'b [StridedSource<'_>],
     source_base: &[isize],
     start: usize,
     n: usize,
@@ -991,8 +1044,8 @@ fn run_checked(
     isa: Isa,
     program: &Program,
     lens: &[usize],
-    sources: &[Source<'_>],
-    sinks: &mut [Sink<'_>],
+    sources: &[StridedSource<'_>],
+    sinks: &mut [StridedSink<'_>],
 ) {
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
@@ -1043,7 +1096,7 @@ fn fill<T: Element>(out: &mut [T], v: f64) {
 }
 
 /// `out[j] = data[first + j * stride]` for `j < n`; `run` checked the positions and types.
-fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: usize) {
+fn gather(out: &mut Values, data: Elements<'_>, first: isize, stride: isize, n: usize) {
     fn typed<T: Element>(out: &mut [T], data: &[T], first: isize, stride: isize) {
         let first = first as usize;
         match stride {
@@ -1057,54 +1110,54 @@ fn gather(out: &mut Block, data: Elements<'_>, first: isize, stride: isize, n: u
         }
     }
     match (out, data) {
-        (Block::F32(o), Elements::F32(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::F64(o), Elements::F64(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::F16(o), Elements::F16(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::BF16(o), Elements::BF16(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::I32(o), Elements::I32(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::I64(o), Elements::I64(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::U8(o), Elements::U8(d)) => typed(&mut o[..n], d, first, stride),
-        (Block::Bool(o), Elements::Bool(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::F32(o), Elements::F32(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::F64(o), Elements::F64(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::F16(o), Elements::F16(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::BF16(o), Elements::BF16(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::I32(o), Elements::I32(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::I64(o), Elements::I64(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::U8(o), Elements::U8(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::Bool(o), Elements::Bool(d)) => typed(&mut o[..n], d, first, stride),
         _ => unreachable!("`run` checked each source's type"),
     }
 }
 
 #[inline(always)]
-fn unary(op: UnaryOp, out: &mut Block, a: Elements<'_>, n: usize) {
+fn unary(op: UnaryOp, out: &mut Values, a: Elements<'_>, n: usize) {
     match (out, a) {
-        (Block::F32(o), Elements::F32(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
-        (Block::F64(o), Elements::F64(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
-        (Block::F16(o), Elements::F16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
-        (Block::BF16(o), Elements::BF16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
-        (Block::I32(o), Elements::I32(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
-        (Block::I64(o), Elements::I64(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
-        (Block::U8(o), Elements::U8(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
+        (Values::F32(o), Elements::F32(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Values::F64(o), Elements::F64(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Values::F16(o), Elements::F16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Values::BF16(o), Elements::BF16(x)) => expect_ran(op.apply_all(&mut o[..n], &x[..n])),
+        (Values::I32(o), Elements::I32(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
+        (Values::I64(o), Elements::I64(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
+        (Values::U8(o), Elements::U8(x)) => expect_ran(op.apply_all_int(&mut o[..n], &x[..n])),
         _ => unreachable!("the compiler typed the operation"),
     }
 }
 
 #[inline(always)]
-fn binary(op: BinaryOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {
+fn binary(op: BinaryOp, out: &mut Values, a: Elements<'_>, b: Elements<'_>, n: usize) {
     match (out, a, b) {
-        (Block::F32(o), Elements::F32(x), Elements::F32(y)) => {
+        (Values::F32(o), Elements::F32(x), Elements::F32(y)) => {
             expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::F64(o), Elements::F64(x), Elements::F64(y)) => {
+        (Values::F64(o), Elements::F64(x), Elements::F64(y)) => {
             expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::F16(o), Elements::F16(x), Elements::F16(y)) => {
+        (Values::F16(o), Elements::F16(x), Elements::F16(y)) => {
             expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
+        (Values::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
             expect_ran(op.apply_all(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::I32(o), Elements::I32(x), Elements::I32(y)) => {
+        (Values::I32(o), Elements::I32(x), Elements::I32(y)) => {
             expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::I64(o), Elements::I64(x), Elements::I64(y)) => {
+        (Values::I64(o), Elements::I64(x), Elements::I64(y)) => {
             expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
-        (Block::U8(o), Elements::U8(x), Elements::U8(y)) => {
+        (Values::U8(o), Elements::U8(x), Elements::U8(y)) => {
             expect_ran(op.apply_all_int(&mut o[..n], &x[..n], &y[..n]))
         }
         _ => unreachable!("the compiler typed the operation"),
@@ -1118,11 +1171,11 @@ fn expect_ran(ran: bool) {
     assert!(ran, "an op on elements outside its domain");
 }
 
-fn compare(op: CompareOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: usize) {
+fn compare(op: CompareOp, out: &mut Values, a: Elements<'_>, b: Elements<'_>, n: usize) {
     fn typed<T: Element>(op: CompareOp, out: &mut [bool], a: &[T], b: &[T]) {
         op.apply_all(out, a, b);
     }
-    let Block::Bool(o) = out else {
+    let Values::Bool(o) = out else {
         unreachable!("a comparison gives bool")
     };
     let o = &mut o[..n];
@@ -1139,7 +1192,7 @@ fn compare(op: CompareOp, out: &mut Block, a: Elements<'_>, b: Elements<'_>, n: 
     }
 }
 
-fn select(out: &mut Block, c: Elements<'_>, a: Elements<'_>, b: Elements<'_>, n: usize) {
+fn select(out: &mut Values, c: Elements<'_>, a: Elements<'_>, b: Elements<'_>, n: usize) {
     fn typed<T: Element>(out: &mut [T], c: Elements<'_>, a: &[T], b: &[T]) {
         fn each<C: Element, T: Element>(out: &mut [T], c: &[C], a: &[T], b: &[T]) {
             for (((o, &c), &x), &y) in out.iter_mut().zip(c).zip(a).zip(b) {
@@ -1149,33 +1202,35 @@ fn select(out: &mut Block, c: Elements<'_>, a: Elements<'_>, b: Elements<'_>, n:
         with_elements!(c, v => each(out, v, a, b))
     }
     match (out, a, b) {
-        (Block::F32(o), Elements::F32(x), Elements::F32(y)) => {
+        (Values::F32(o), Elements::F32(x), Elements::F32(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::F64(o), Elements::F64(x), Elements::F64(y)) => {
+        (Values::F64(o), Elements::F64(x), Elements::F64(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::F16(o), Elements::F16(x), Elements::F16(y)) => {
+        (Values::F16(o), Elements::F16(x), Elements::F16(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
+        (Values::BF16(o), Elements::BF16(x), Elements::BF16(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::I32(o), Elements::I32(x), Elements::I32(y)) => {
+        (Values::I32(o), Elements::I32(x), Elements::I32(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::I64(o), Elements::I64(x), Elements::I64(y)) => {
+        (Values::I64(o), Elements::I64(x), Elements::I64(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
-        (Block::U8(o), Elements::U8(x), Elements::U8(y)) => typed(&mut o[..n], c, &x[..n], &y[..n]),
-        (Block::Bool(o), Elements::Bool(x), Elements::Bool(y)) => {
+        (Values::U8(o), Elements::U8(x), Elements::U8(y)) => {
+            typed(&mut o[..n], c, &x[..n], &y[..n])
+        }
+        (Values::Bool(o), Elements::Bool(x), Elements::Bool(y)) => {
             typed(&mut o[..n], c, &x[..n], &y[..n])
         }
         _ => unreachable!("the compiler typed the selection"),
     }
 }
 
-fn cast(out: &mut Block, a: Elements<'_>, n: usize) {
+fn cast(out: &mut Values, a: Elements<'_>, n: usize) {
     fn typed<U: Element>(out: &mut [U], a: Elements<'_>) {
         fn each<T: Element, U: Element>(out: &mut [U], a: &[T]) {
             for (o, &x) in out.iter_mut().zip(a) {
@@ -1184,12 +1239,12 @@ fn cast(out: &mut Block, a: Elements<'_>, n: usize) {
         }
         with_elements!(a, v => each(out, v))
     }
-    with_block!(out, o => typed(&mut o[..n], a))
+    with_values!(out, o => typed(&mut o[..n], a))
 }
 
 /// Writes or combines the first `n` values of `block` at `first + j * stride`.
 #[inline(always)]
-fn scatter(sink: &mut Sink<'_>, first: isize, stride: isize, block: Elements<'_>, n: usize) {
+fn scatter(sink: &mut StridedSink<'_>, first: isize, stride: isize, block: Elements<'_>, n: usize) {
     #[inline(always)]
     fn overwrite<T: Element>(data: &mut [T], first: isize, stride: isize, values: &[T]) {
         debug_assert!(
@@ -1300,14 +1355,14 @@ mod tests {
             Program::compile(&ir, &[root], &[DType::I32, DType::I64], DType::I64).unwrap();
         let (xs, ys) = ([1i32, 5, -3], [4i64, 2, -7]);
         let sources = || {
-            [Elements::I32(&xs), Elements::I64(&ys)].map(|data| Source {
+            [Elements::I32(&xs), Elements::I64(&ys)].map(|data| StridedSource {
                 data,
                 offset: 0,
                 strides: vec![1],
             })
         };
         let mut out = [0i64; 3];
-        let sink = Sink {
+        let sink = StridedSink {
             data: ElementsMut::I64(&mut out),
             offset: 0,
             strides: vec![1],
@@ -1317,7 +1372,7 @@ mod tests {
         assert_eq!(out, [1, 4, -14]);
         // A maximum over the one axis: stride 0 into one element that starts at the identity.
         let mut best = [i64::MIN];
-        let sink = Sink {
+        let sink = StridedSink {
             data: ElementsMut::I64(&mut best),
             offset: 0,
             strides: vec![0],
@@ -1424,8 +1479,8 @@ mod tests {
             }
             for threads in [1, 2, 3] {
                 super::threads::set_threads(threads).unwrap();
-                let sources: Vec<Source<'_>> = (inputs.iter())
-                    .map(|(values, offset, strides)| Source {
+                let sources: Vec<StridedSource<'_>> = (inputs.iter())
+                    .map(|(values, offset, strides)| StridedSource {
                         data: Elements::F64(values),
                         offset: *offset,
                         strides: strides.clone(),
@@ -1434,13 +1489,13 @@ mod tests {
                 let mut written = vec![f64::NAN; written_len];
                 let mut sum = start.clone();
                 let mut sinks = [
-                    Sink {
+                    StridedSink {
                         data: ElementsMut::F64(&mut written),
                         offset: written_offset,
                         strides: written_strides.clone(),
                         combine: None,
                     },
-                    Sink {
+                    StridedSink {
                         data: ElementsMut::F64(&mut sum),
                         offset: 0,
                         strides: sum_strides.clone(),
@@ -1529,7 +1584,7 @@ mod tests {
         let ones = vec![bf16::ONE; rows * cols];
         let source = row_major_source(Elements::BF16(&ones), cols);
         let mut data = vec![bf16::from_f32(8.0); 10];
-        let mut sinks = [Sink {
+        let mut sinks = [StridedSink {
             data: ElementsMut::BF16(&mut data),
             offset: 6,
             strides: vec![0, -2],
@@ -1559,7 +1614,7 @@ mod tests {
                 vec![f64::MIN; cols],
             );
             let source = row_major_source(Elements::F64(xs), cols);
-            let over_rows = |data, combine| Sink {
+            let over_rows = |data, combine| StridedSink {
                 data,
                 offset: 0,
                 strides: vec![0, 1],
@@ -1610,7 +1665,7 @@ mod tests {
             let (mut values, mut sums) = (vec![0f32; rows * cols], vec![0f32; rows]);
             let mut sinks = [
                 row_major_sink(ElementsMut::F32(&mut values), cols),
-                Sink {
+                StridedSink {
                     data: ElementsMut::F32(&mut sums),
                     offset: 0,
                     strides: vec![1, 0],
@@ -1633,8 +1688,8 @@ mod tests {
     }
 
     /// A source over `rows × cols` elements stored row-major.
-    fn row_major_source(data: Elements<'_>, cols: usize) -> Source<'_> {
-        Source {
+    fn row_major_source(data: Elements<'_>, cols: usize) -> StridedSource<'_> {
+        StridedSource {
             data,
             offset: 0,
             strides: vec![cols as isize, 1],
@@ -1642,8 +1697,8 @@ mod tests {
     }
 
     /// A sink written over `rows × cols` elements stored row-major.
-    fn row_major_sink(data: ElementsMut<'_>, cols: usize) -> Sink<'_> {
-        Sink {
+    fn row_major_sink(data: ElementsMut<'_>, cols: usize) -> StridedSink<'_> {
+        StridedSink {
             data,
             offset: 0,
             strides: vec![cols as isize, 1],
@@ -1670,12 +1725,12 @@ mod tests {
         // Runs the program on one source over `len` elements into one f32.
         let run_on = |source: Elements<'_>, len: usize| {
             let mut out = [0f32];
-            let source = Source {
+            let source = StridedSource {
                 data: source,
                 offset: 0,
                 strides: vec![1],
             };
-            let sink = Sink {
+            let sink = StridedSink {
                 data: ElementsMut::F32(&mut out),
                 offset: 0,
                 strides: vec![1],

@@ -13,7 +13,7 @@ use crate::element::Element;
 use crate::storage::HostVec;
 
 /// Loads the chunks of one tensor: a pointer into the tensor where the chunk is contiguous,
-/// else the chunk gathered into a stack buffer.
+/// else the chunk gathered into a scratch buffer of its own (allocated at the first gather).
 pub struct LeafEval<'a, T: Element> {
     data: &'a [T],
     access: &'a Access,

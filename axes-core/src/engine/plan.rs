@@ -111,7 +111,7 @@ pub const LONG_CHUNK: usize = 8192;
 /// see it: its axes (the result's kept axes, then the reduced ones) with their lengths, taken
 /// from the operands (a shared axis must agree; an axis no operand has takes the
 /// destination's length, else 1), checked against the destination's when there is one.
-pub(crate) struct Space<'s> {
+pub(crate) struct IterSpace<'s> {
     kept: &'s [TypeId],
     reduced: &'s [TypeId],
     /// The number of axes.
@@ -120,7 +120,7 @@ pub(crate) struct Space<'s> {
     pub(crate) lens: [usize; MAX_RANK],
 }
 
-impl<'s> Space<'s> {
+impl<'s> IterSpace<'s> {
     /// The space of `kept` (the result's axes, named by `kept_names`) then `reduced`, over
     /// `leaves`, into a destination of the lengths `dest` (in `kept`'s order) when given.
     #[inline]
@@ -130,22 +130,22 @@ impl<'s> Space<'s> {
         reduced: &'s [TypeId],
         dest: Option<&[usize]>,
         leaves: &[LeafLayout<'_>],
-    ) -> Result<Space<'s>> {
-        let mut space = Space::over(kept, reduced)?;
+    ) -> Result<IterSpace<'s>> {
+        let mut space = IterSpace::over(kept, reduced)?;
         space.measure(kept_names, dest, leaves)?;
         Ok(space)
     }
 
-    /// The axes `kept` then `reduced`, their lengths not known yet ([`Space::measure`]).
+    /// The axes `kept` then `reduced`, their lengths not known yet ([`IterSpace::measure`]).
     #[inline]
-    pub(crate) fn over(kept: &'s [TypeId], reduced: &'s [TypeId]) -> Result<Space<'s>> {
+    pub(crate) fn over(kept: &'s [TypeId], reduced: &'s [TypeId]) -> Result<IterSpace<'s>> {
         let rank = kept.len() + reduced.len();
         if rank > MAX_RANK {
             return Err(Error::Unsupported {
                 what: format!("{rank} axes in one evaluation (at most {MAX_RANK})"),
             });
         }
-        Ok(Space {
+        Ok(IterSpace {
             kept,
             reduced,
             rank,
@@ -153,7 +153,7 @@ impl<'s> Space<'s> {
         })
     }
 
-    /// Takes the lengths from `leaves` and `dest` (see [`Space::new`]).
+    /// Takes the lengths from `leaves` and `dest` (see [`IterSpace::new`]).
     #[inline]
     pub(crate) fn measure(
         &mut self,
@@ -316,7 +316,7 @@ impl Plan {
             Destination::Existing(layout) => Some(layout.lens()),
             Destination::Fresh(_) => None,
         };
-        let mut space = Space::over(out, reduced)?;
+        let mut space = IterSpace::over(out, reduced)?;
         space.measure(out_names, dest_lens, leaves)?;
         let (rank, lens) = (space.rank, space.lens());
         let dest_layout: &Layout = match dest {
@@ -442,7 +442,7 @@ impl Plan {
 
     /// Appends the access of an operand with axes `ids` laid out by `layout` to the space
     /// `space` (an axis the operand lacks has stride 0).
-    fn add_operand(&mut self, space: &Space<'_>, layout: &Layout, ids: &[TypeId]) {
+    fn add_operand(&mut self, space: &IterSpace<'_>, layout: &Layout, ids: &[TypeId]) {
         self.access.push(Access {
             offset: layout.offset() as isize,
             strides: [0; MAX_RANK],
@@ -453,7 +453,7 @@ impl Plan {
     }
 
     /// Appends the padding of an operand, as [`Plan::add_operand`] its access.
-    fn add_padding(&mut self, space: &Space<'_>, layout: &Layout, ids: &[TypeId]) {
+    fn add_padding(&mut self, space: &IterSpace<'_>, layout: &Layout, ids: &[TypeId]) {
         let mut padding = Padding::default();
         padding.stored[..self.rank].copy_from_slice(&self.lens[..self.rank]);
         for (axis, id) in ids.iter().enumerate() {

@@ -36,7 +36,8 @@ fn prefetch_lines<const HINT: i32>(first: *const i8, bytes: usize) {
 
 /// How far ahead of the columns it transposes [`transpose_4byte_avx2`] asks for source
 /// columns, in bytes of columns (into L2): enough requests in flight to keep the memory busy
-/// while each column is only a few lines (distances measured on W3: `benches/NOTES.md`).
+/// while each column is only a few lines (distances measured on the transposed add:
+/// `benches/NOTES.md`).
 #[cfg(target_arch = "x86_64")]
 const TRANSPOSE_PREFETCH_BYTES: usize = 256 << 10;
 

@@ -4,7 +4,7 @@
 use super::reduce;
 use crate::dispatch::{self, evaluate};
 use crate::element::Element;
-use crate::engine::exec::{Assign, Sink};
+use crate::engine::exec::{Assign, Combine};
 use crate::error::Result;
 use crate::expr::{Cast, Expr, IntoExpr, Reduced, Reducible};
 use crate::layout::Layout;
@@ -87,7 +87,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// Evaluates `expr` and combines it into this tensor with `sink`.
-    pub(crate) fn run_into<E: Expr<Elem = T>, S: Sink<T>>(
+    pub(crate) fn run_into<E: Expr<Elem = T>, S: Combine<T>>(
         &mut self,
         expr: &E,
         sink: S,

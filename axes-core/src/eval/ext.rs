@@ -84,7 +84,7 @@ pub trait ExprExt: Expr {
         ))
     }
 
-    crate::for_each_unary_op!(crate::unary_method_rows, expr_unary_method);
+    crate::ir::ops::for_each_unary_op!(crate::ir::ops::unary_method_rows, expr_unary_method);
 
     /// xⁿ
     fn powi<'t>(self, n: i32) -> Lazy<'t, Unary<Self::Elem, NodeOf<'t, Self>, Powi>>
@@ -120,8 +120,8 @@ pub trait ExprExt: Expr {
         self.unary(Powf(p))
     }
 
-    crate::for_each_binary_op!(crate::binary_method_rows, expr_binary_method);
-    crate::for_each_compare_op!(crate::compare_method_rows, expr_binary_method);
+    crate::ir::ops::for_each_binary_op!(crate::ir::ops::binary_method_rows, expr_binary_method);
+    crate::ir::ops::for_each_compare_op!(crate::ir::ops::compare_method_rows, expr_binary_method);
 
     /// `self * b + c`
     #[allow(clippy::type_complexity)]

@@ -9,7 +9,7 @@ use crate::axis::Axis;
 use crate::dispatch::{Input, Output, evaluate, evaluate_all, evaluate_parts, placed, run_output};
 use crate::element::{DType, Element};
 use crate::engine::exec::Reduce;
-use crate::engine::plan::{Leaves, Space};
+use crate::engine::plan::{IterSpace, Leaves};
 use crate::error::{Error, Result};
 use crate::expr::{Cast, Expr, Reduced, Reducible, Scalar, select};
 use crate::ir::binary;
@@ -85,7 +85,7 @@ where
 fn lengths_of<E: Expr>(expr: &E, ids: &[TypeId]) -> Result<Vec<usize>> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    let space = Space::new(E::Axes::IDS, &E::Axes::names, &[], None, &leaves)?;
+    let space = IterSpace::new(E::Axes::IDS, &E::Axes::names, &[], None, &leaves)?;
     Ok(ids
         .iter()
         .map(|id| space.position(id).map_or(1, |a| space.lens()[a]))
@@ -247,36 +247,40 @@ where
     divide(&squares, count)
 }
 
-/// Softmax over axis `Over`: e^x / Σ e^x along `Over`, shifted by the maximum so it never
-/// overflows. Generic over any axis list that has `Over`.
-///
-/// ```
-/// # extern crate axes_core as axes;
-/// use axes::prelude::*;
-/// #[derive(Axis)] struct Batch;
-/// #[derive(Axis)] struct Class;
-/// let logits = Tensor::<f64, (Batch, Class)>::from_vec((Batch.len(1), Class.len(3)), vec![1000., 1000., 1000.])?;
-/// let p = softmax::<_, _, Class>(&logits)?;
-/// assert!(p.to_vec().iter().all(|&v| (v - 1.0 / 3.0).abs() < 1e-12));
-/// # Ok::<(), axes::Error>(())
-/// ```
-pub fn softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(
-    x: &Tensor<T, A>,
-) -> Result<Tensor<T, A>> {
-    let over = [TypeId::of::<Over>()];
-    let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
-    let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
-    ((x - &m).exp() / &sums).eval()
-}
+impl<T: Float, A: AxisSet> Tensor<T, A> {
+    /// The softmax along the axis `X`: `e^x / Σ e^x`, shifted by the maximum so it never
+    /// overflows. Called as on a variable ([`Var::softmax`](crate::autodiff::Var::softmax)).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] struct Class;
+    /// let logits = Tensor::<f64, (Batch, Class)>::from_vec((Batch.len(1), Class.len(3)), vec![1000., 1000., 1000.])?;
+    /// let p = logits.softmax::<Class>()?;
+    /// assert!(p.to_vec().iter().all(|&v| (v - 1.0 / 3.0).abs() < 1e-12));
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn softmax<X: Axis>(&self) -> Result<Tensor<T, A>>
+    where
+        A: HasAxis<X>,
+    {
+        let over = [TypeId::of::<X>()];
+        let m = finite_or_zero(&reduce_keep(&self, &over, max_sink())?)?;
+        let sums = reduce_keep(&(self - &m).exp(), &over, sum_sink())?;
+        ((self - &m).exp() / &sums).eval()
+    }
 
-/// Log-softmax over axis `Over`: x - ln Σ e^x along `Over`, computed stably.
-pub fn log_softmax<T: Float, A: AxisSet + HasAxis<Over>, Over: Axis>(
-    x: &Tensor<T, A>,
-) -> Result<Tensor<T, A>> {
-    let over = [TypeId::of::<Over>()];
-    let m = finite_or_zero(&reduce_keep(&x, &over, max_sink())?)?;
-    let sums = reduce_keep(&(x - &m).exp(), &over, sum_sink())?;
-    (x - &m - sums.ln()).eval()
+    /// The log-softmax along the axis `X`: `x - ln Σ e^x`, computed stably.
+    pub fn log_softmax<X: Axis>(&self) -> Result<Tensor<T, A>>
+    where
+        A: HasAxis<X>,
+    {
+        let over = [TypeId::of::<X>()];
+        let m = finite_or_zero(&reduce_keep(&self, &over, max_sink())?)?;
+        let sums = reduce_keep(&(self - &m).exp(), &over, sum_sink())?;
+        (self - &m - sums.ln()).eval()
+    }
 }
 
 /// The position of the largest element along axis `X` (the first one on ties; the first NaN

@@ -26,7 +26,7 @@ macro_rules! tensor_unary_method {
     };
 }
 
-crate::for_each_unary_op!(crate::unary_method_rows, tensor_unary_method);
+crate::ir::ops::for_each_unary_op!(crate::ir::ops::unary_method_rows, tensor_unary_method);
 
 macro_rules! reductions {
     ($($(#[$doc:meta])* $name:ident $(where T: $float:ident)?;)*) => {

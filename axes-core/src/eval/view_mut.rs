@@ -158,7 +158,7 @@ impl<'a, T: Element, A: AxisSet, B: AxisSet> ViewMut<'a, T, A, B> {
         Reduced<E::Expr, Over>: SameAxes<B>,
     {
         let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
-        if self.parent.device().is_cpu() {
+        if self.parent.device().is_host() {
             return self.write(|view| evaluate_into(&expr, view, Over::IDS, reduce::sum_sink()));
         }
         // A device combines into a fresh buffer: the new values are computed in a copy of the

@@ -7,7 +7,7 @@
 //!   IR, the interpreter, the kernel generator and autodiff match on;
 //! - the typed zero-sized ops in [`unary`], [`binary`] and [`reduce`] that the CPU loop
 //!   engine inlines;
-//! - through [`for_each_unary_op!`](crate::for_each_unary_op) and its siblings, the methods
+//! - through `for_each_unary_op!` and its siblings, the methods
 //!   of expressions, tensors and autodiff variables (`x.exp()`, `v.tanh()`).
 //!
 //! So adding an element-wise op is adding one row; a `match` that does not handle it stops
@@ -252,8 +252,6 @@ pub trait ReduceFn<T>: Copy + Send + Sync {
 ///
 /// The table is a macro so that each layer can generate its part from it: pass the name of
 /// a macro that takes the rows.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! for_each_unary_op {
     ($($callback:ident)::+ $(, $($extra:tt)*)?) => {
         $($callback)::+! { [$($($extra)*)?]
@@ -381,12 +379,11 @@ macro_rules! for_each_unary_op {
         }
     };
 }
+pub(crate) use for_each_unary_op;
 
 /// The table of element-wise functions of two arguments (rows as in
-/// [`for_each_unary_op!`](crate::for_each_unary_op); the derivative rule returns the
+/// `for_each_unary_op!`; the derivative rule returns the
 /// adjoints of both arguments). The arithmetic rows have no method: they are operators.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! for_each_binary_op {
     ($($callback:ident)::+ $(, $($extra:tt)*)?) => {
         $($callback)::+! { [$($($extra)*)?]
@@ -485,11 +482,10 @@ macro_rules! for_each_binary_op {
         }
     };
 }
+pub(crate) use for_each_binary_op;
 
 /// The table of comparisons: `Variant (method) "name": |a, b| scalar, kernel "C operator";`.
 /// Their results are `bool`; no gradient flows through them.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! for_each_compare_op {
     ($($callback:ident)::+ $(, $($extra:tt)*)?) => {
         $($callback)::+! { [$($($extra)*)?]
@@ -508,6 +504,7 @@ macro_rules! for_each_compare_op {
         }
     };
 }
+pub(crate) use for_each_compare_op;
 
 macro_rules! define_unary_ops {
     ([] $(
@@ -517,7 +514,7 @@ macro_rules! define_unary_ops {
             d |$d:ident, $dx:ident, $y:ident, $g:ident| $derivative:expr;
     )*) => {
         /// An element-wise function of one argument (the rows of
-        /// [`for_each_unary_op!`](crate::for_each_unary_op)).
+        /// `for_each_unary_op!`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum UnaryOp {
             $($(#[$doc])* $op,)*
@@ -628,7 +625,7 @@ macro_rules! define_binary_ops {
             d |$d:ident, $da:ident, $db:ident, $y:ident, $g:ident| $derivative:expr;
     )*) => {
         /// An element-wise function of two arguments (the rows of
-        /// [`for_each_binary_op!`](crate::for_each_binary_op)).
+        /// `for_each_binary_op!`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
             $($(#[$doc])* $op,)*
@@ -750,7 +747,7 @@ macro_rules! define_compare_ops {
         $op:ident ($method:ident) $name:literal: |$a:ident, $b:ident| $scalar:expr, kernel $kernel:literal;
     )*) => {
         /// A comparison of two elements, giving `bool` (the rows of
-        /// [`for_each_compare_op!`](crate::for_each_compare_op)).
+        /// `for_each_compare_op!`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum CompareOp {
             $($(#[$doc])* $op,)*
@@ -812,11 +809,9 @@ macro_rules! define_compare_ops {
     };
 }
 
-/// Turns the rows of [`for_each_unary_op!`](crate::for_each_unary_op) into one call of the
+/// Turns the rows of `for_each_unary_op!` into one call of the
 /// macro `target` per row, `target! { [attributes] Variant [method] Domain }`, for the
 /// layers that give each op a method.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! unary_method_rows {
     ([$target:ident] $(
         $(#[$doc:meta])*
@@ -827,11 +822,10 @@ macro_rules! unary_method_rows {
         $( $target! { [$(#[$doc])*] $op [$($method)?] $domain } )*
     };
 }
+pub(crate) use unary_method_rows;
 
-/// [`unary_method_rows!`](crate::unary_method_rows) for the rows of
-/// [`for_each_binary_op!`](crate::for_each_binary_op).
-#[macro_export]
-#[doc(hidden)]
+/// `unary_method_rows!` for the rows of
+/// `for_each_binary_op!`.
 macro_rules! binary_method_rows {
     ([$target:ident] $(
         $(#[$doc:meta])*
@@ -842,11 +836,10 @@ macro_rules! binary_method_rows {
         $( $target! { [$(#[$doc])*] $op [$($method)?] $domain } )*
     };
 }
+pub(crate) use binary_method_rows;
 
-/// [`unary_method_rows!`](crate::unary_method_rows) for the rows of
-/// [`for_each_compare_op!`](crate::for_each_compare_op).
-#[macro_export]
-#[doc(hidden)]
+/// `unary_method_rows!` for the rows of
+/// `for_each_compare_op!`.
 macro_rules! compare_method_rows {
     ([$target:ident] $(
         $(#[$doc:meta])*
@@ -855,6 +848,7 @@ macro_rules! compare_method_rows {
         $( $target! { [$(#[$doc])*] $op [$method] Element } )*
     };
 }
+pub(crate) use compare_method_rows;
 
 /// `Some($body)` for a row of domain `$domain` over elements of kind `$kind` (`Float` or
 /// `Int`) where the row accepts them, else `None`: a row's scalar function compiles only for

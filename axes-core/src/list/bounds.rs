@@ -5,7 +5,7 @@
 //! | operation | bound on the axes `A` |
 //! |---|---|
 //! | `x.sum::<Over>()`, `mean`, `max_over`, `var`, ... (and `x - &mean` after them) | `A: Reducible<Over>` |
-//! | `x.len_of::<X>()`, `softmax::<_, _, X>`, `argmax`, `x.slice::<X>(..)` | `A: HasAxis<X>` |
+//! | `x.len_of::<X>()`, `x.softmax::<X>()`, `argmax`, `x.slice::<X>(..)` | `A: HasAxis<X>` |
 //! | `&x + &y`, `&x * &y` with `y` over `R` | `A: ElementwiseWith<R>` |
 //! | the same, keeping the axes `A` (every axis of `R` is in `A`) | `A: Includes<R>` |
 //! | `dot(&x, &y)` with `y` over `R` | `A: DotWith<R>` |

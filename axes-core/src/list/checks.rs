@@ -6,7 +6,7 @@
 
 use typenum::{B0, B1};
 
-use super::ops::{AnyIn, Append, BroadcastWith, Has, MapTranspose};
+use super::ops::{BroadcastWith, Has};
 use super::{AxisList, Cons, Find, MAX_RANK, Nil, PositionsIn};
 use crate::axis::Axis;
 
@@ -165,29 +165,3 @@ pub trait CountEq<Other, L, R> {}
 impl<L, R> CountEq<Nil, L, R> for Nil {}
 
 impl<H, T: CountEq<U, L, R>, G, U, L, R> CountEq<Cons<G, U>, L, R> for Cons<H, T> {}
-
-/// Lists that `dot` pairs at least one axis of: an axis both have, or an axis `A` on one side
-/// and `Dual<A>` on the other.
-pub trait ContractsWith<R: AxisList>: AxisList {}
-
-/// `R`'s axes and their transposes: the axes of `R` an axis of another list can pair with.
-type PairableIn<R> =
-    <<R as AxisList>::List as Append<<<R as AxisList>::List as MapTranspose>::Out>>::Out;
-
-impl<L: AxisList, R: AxisList> ContractsWith<R> for L
-where
-    R::List: MapTranspose + Append<<R::List as MapTranspose>::Out>,
-    L::List: AnyIn<PairableIn<R>>,
-    <L::List as AnyIn<PairableIn<R>>>::Out: SharedAxis<L, R>,
-{
-}
-
-/// Witness that `dot` of `L` and `R` contracts some axis.
-#[diagnostic::on_unimplemented(
-    message = "`dot` of `{L}` and `{R}` would contract no axis",
-    label = "no axis here is also in `{R}`",
-    note = "`dot` contracts the axes both operands have; for an outer product write `outer(&x, &y)` (for variables, `&x * &y`)"
-)]
-pub trait SharedAxis<L, R> {}
-
-impl<L, R> SharedAxis<L, R> for B1 {}

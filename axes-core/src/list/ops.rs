@@ -5,7 +5,6 @@
 
 use typenum::{B0, B1, Bit};
 
-use super::checks::ContractsWith;
 use super::{AxisList, AxisSet, Cons, Nil, ToTuple};
 use crate::axis::Axis;
 use crate::axis::id::IdEq;
@@ -268,9 +267,9 @@ type RightOrUnion<L, R> = <LInR<L, R> as Choose<LOf<R>, UnionList<L, R>>>::Out;
 type BroadcastList<L, R> = <RInL<L, R> as Choose<LOf<L>, RightOrUnion<L, R>>>::Out;
 
 tuple_op!(@
-    /// The axes of an elementwise result (DESIGN.md §2): with the same set, `L`'s order; when
-    /// one operand's set contains the other's, that operand's order (`L` first); otherwise
-    /// `L`'s axes then `R`'s axes not in `L`.
+    /// The axes of an elementwise result (the ordering rules of `axes::doc::semantics`): with
+    /// the same set, `L`'s order; when one operand's set contains the other's, that operand's
+    /// order (`L` first); otherwise `L`'s axes then `R`'s axes not in `L`.
     ///
     /// (Its result is only checked to be a list here: `AxisSet` builds on this trait.)
     BroadcastWith, Broadcast, AxisList => BroadcastList<L, R>,
@@ -320,9 +319,9 @@ pub type Transposed<L> = <L as TransposeAxes>::Output;
 /// `L`'s axes not paired by `dot` with `R` in its first step (a `Dual<A>` meeting `A`).
 type DualUnpaired<L, R> = Difference<L, Transposed<R>>;
 
-/// The axes of `dot(x, y)` for `x` over `L` and `y` over `R` (DESIGN.md §2): dual pairs
-/// first (`Dual<A>` on one side with `A` on the other), then every other axis both have; the
-/// result is `L`'s remaining axes then `R`'s.
+/// The axes of `dot(x, y)` for `x` over `L` and `y` over `R` (the pairing rule of
+/// `axes::doc::semantics`): dual pairs first (`Dual<A>` on one side with `A` on the other),
+/// then every other axis both have; the result is `L`'s remaining axes then `R`'s.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -363,3 +362,29 @@ where
 
 /// The axes of `dot(x, y)`.
 pub type DotAxes<L, R> = <L as DotWith<R>>::Output;
+
+/// Lists that `dot` pairs at least one axis of: an axis both have, or an axis `A` on one side
+/// and `Dual<A>` on the other.
+pub trait ContractsWith<R: AxisList>: AxisList {}
+
+/// `R`'s axes and their transposes: the axes of `R` an axis of another list can pair with.
+type PairableIn<R> =
+    <<R as AxisList>::List as Append<<<R as AxisList>::List as MapTranspose>::Out>>::Out;
+
+impl<L: AxisList, R: AxisList> ContractsWith<R> for L
+where
+    R::List: MapTranspose + Append<<R::List as MapTranspose>::Out>,
+    L::List: AnyIn<PairableIn<R>>,
+    <L::List as AnyIn<PairableIn<R>>>::Out: SharedAxis<L, R>,
+{
+}
+
+/// Witness that `dot` of `L` and `R` contracts some axis.
+#[diagnostic::on_unimplemented(
+    message = "`dot` of `{L}` and `{R}` would contract no axis",
+    label = "no axis here is also in `{R}`",
+    note = "`dot` contracts the axes both operands have; for an outer product write `outer(&x, &y)` (for variables, `&x * &y`)"
+)]
+pub trait SharedAxis<L, R> {}
+
+impl<L, R> SharedAxis<L, R> for B1 {}

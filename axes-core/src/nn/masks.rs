@@ -20,7 +20,7 @@ use crate::tensor::Tensor;
 /// let inf = f32::NEG_INFINITY;
 /// assert_eq!(mask.to_vec(), [0., inf, inf, 0., 0., inf, 0., 0., 0.]);
 /// // the softmax over Key of masked scores puts no weight on later positions
-/// let p = softmax::<_, _, Key>(&(&mask + 1.0).eval()?)?;
+/// let p = (&mask + 1.0).eval()?.softmax::<Key>()?;
 /// assert_eq!(p.to_vec()[..3], [1., 0., 0.]);
 /// # Ok::<(), axes::Error>(())
 /// ```

@@ -6,14 +6,15 @@ use super::{Backend, DeviceCounters};
 
 /// Where a tensor's elements live and where expressions over it run.
 ///
-/// Cheap to copy. Two accelerator devices are equal when they are the same backend instance
+/// Cheap to copy. Two backend devices are equal when they are the same backend instance
 /// (backends keep one per physical device).
 #[derive(Clone, Copy)]
 pub enum Device {
     /// Host memory; the CPU engine runs.
     Cpu,
-    /// A device run by a backend (made by `axes_backends`, e.g. `Cuda::device(0)`).
-    Accelerator(&'static dyn Backend),
+    /// A device run by a backend through the device protocol: a GPU (made by `axes_backends`,
+    /// e.g. `Cuda::device(0)`), or the CPU backend that tests the protocol on the host.
+    Backend(&'static dyn Backend),
 }
 
 /// What kind of device, and which one: for matching and messages.
@@ -32,12 +33,13 @@ impl Device {
     pub fn kind(&self) -> DeviceKind {
         match self {
             Device::Cpu => DeviceKind::Cpu,
-            Device::Accelerator(backend) => backend.kind(),
+            Device::Backend(backend) => backend.kind(),
         }
     }
 
-    /// Whether this is the host.
-    pub fn is_cpu(&self) -> bool {
+    /// Whether this is host memory run by the CPU engine ([`Device::Cpu`]); false for every
+    /// backend's device, the CPU backend's included.
+    pub fn is_host(&self) -> bool {
         matches!(self, Device::Cpu)
     }
 
@@ -61,7 +63,7 @@ impl Device {
     pub fn counters(&self) -> Option<DeviceCounters> {
         match self {
             Device::Cpu => Some(super::meter::HOST_METER.counters()),
-            Device::Accelerator(backend) => backend.counters(),
+            Device::Backend(backend) => backend.counters(),
         }
     }
 
@@ -70,7 +72,7 @@ impl Device {
     pub fn synchronize(&self) -> crate::error::Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Accelerator(backend) => backend.synchronize(),
+            Device::Backend(backend) => backend.synchronize(),
         }
     }
 
@@ -78,7 +80,7 @@ impl Device {
     pub fn reset_peak(&self) {
         match self {
             Device::Cpu => super::meter::HOST_METER.reset_peak(),
-            Device::Accelerator(backend) => {
+            Device::Backend(backend) => {
                 if let Some(meter) = backend.meter() {
                     meter.reset_peak();
                 }
@@ -91,7 +93,7 @@ impl PartialEq for Device {
     fn eq(&self, other: &Device) -> bool {
         match (self, other) {
             (Device::Cpu, Device::Cpu) => true,
-            (Device::Accelerator(a), Device::Accelerator(b)) => std::ptr::addr_eq(*a, *b),
+            (Device::Backend(a), Device::Backend(b)) => std::ptr::addr_eq(*a, *b),
             _ => false,
         }
     }
@@ -104,7 +106,7 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Device::Cpu => f.write_str("cpu"),
-            Device::Accelerator(backend) => match backend.kind() {
+            Device::Backend(backend) => match backend.kind() {
                 DeviceKind::Cuda(n) => write!(f, "cuda:{n} ({})", backend.name()),
                 DeviceKind::OpenCl(n) => write!(f, "opencl:{n} ({})", backend.name()),
                 DeviceKind::Cpu => write!(f, "cpu ({})", backend.name()),

@@ -130,7 +130,7 @@ impl std::fmt::Debug for BufferRef<'_> {
             BufferRef::Device(backend, memory) => write!(
                 f,
                 "Device({}, {memory:?})",
-                crate::protocol::Device::Accelerator(*backend)
+                crate::protocol::Device::Backend(*backend)
             ),
         }
     }
@@ -141,7 +141,7 @@ impl LeafBuffer<'_> {
     pub fn device(&self) -> crate::protocol::Device {
         match self.data {
             BufferRef::Host(_) => crate::protocol::Device::Cpu,
-            BufferRef::Device(backend, _) => crate::protocol::Device::Accelerator(backend),
+            BufferRef::Device(backend, _) => crate::protocol::Device::Backend(backend),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::mem::{ManuallyDrop, MaybeUninit, size_of};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
-use super::pool;
+use super::pool::{self, RawBlock};
 use crate::error::Result;
 
 /// The alignment of the library's host buffers: a cache line, and an AVX-512 vector.
@@ -48,14 +48,6 @@ pub struct HostVec<T> {
 unsafe impl<T: Send> Send for HostVec<T> {}
 // SAFETY: as above: `&HostVec<T>` gives only `&[T]`.
 unsafe impl<T: Sync> Sync for HostVec<T> {}
-
-/// The memory of a [`HostVec`] that nothing owns any more, for the pool.
-pub(super) struct RawBlock {
-    pub ptr: NonNull<u8>,
-    pub layout: Layout,
-    /// How many bytes from the start hold elements written by the last owner.
-    pub initialised: usize,
-}
 
 impl<T: Copy> HostVec<T> {
     /// Elements have a size, and an alignment below [`HOST_ALIGN`] (so the alignment a
@@ -250,7 +242,7 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// Asks the kernel to back the whole 2 MiB pages inside the `bytes` bytes from `start` with
 /// transparent huge pages (where the system leaves that to the program: `madvise` mode): a
 /// loop over a large buffer then takes one TLB entry per 2 MiB instead of per 4 KiB, which
-/// matters most to operands read across rows (W3 in `benches/NOTES.md`). Only pages wholly
+/// matters most to operands read across rows (the transposed add in `benches/NOTES.md`). Only pages wholly
 /// inside the buffer are asked for, so no memory outside it is committed; `AXES_HUGE_PAGES=0`
 /// turns it off. A refusal changes nothing but speed, so it is ignored.
 fn advise_huge_pages(start: *mut u8, bytes: usize) {
@@ -361,7 +353,12 @@ impl<T> Drop for HostVec<T> {
             layout,
             initialised: self.len * size_of::<T>(),
         };
-        pool::give_back(block);
+        // An adopted `Vec`'s memory (another alignment) is freed: no request would take it.
+        if layout.align() == HOST_ALIGN {
+            pool::give_back(block);
+        } else {
+            pool::free(block);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Joining and splitting along a named axis: concat, stack, split, iteration over an axis,
-//! and gather by an index tensor.
+//! Stacking, splitting and iterating along a named axis (views where they can be). Concat
+//! and gather run where the tensors are, so they live in `dispatch/join.rs`.
 
 use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};

@@ -13,17 +13,16 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use super::{Cuda, CudaArg, compile_ptx, nvrtc_available};
+use crate::cpu::CPU_BACKEND;
 use crate::global_size;
 use crate::plan::{Destination, JobPlan};
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
-use axes_core::CPU_BACKEND;
+use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
 use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob};
-use axes_kernels::{
-    CType, Dialect, Kernel, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul, reduction,
-};
+use axes_kernels::{CType, Dialect, Kernel, REDUCE_GROUP, Spec, elementwise, matmul, reduction};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -330,7 +329,7 @@ fn every_kernel_of_a_training_step_compiles_for_cuda() {
     static RECORDING: Recording = Recording {
         kernels: Mutex::new(Vec::new()),
     };
-    let device = axes_core::Device::Accelerator(&RECORDING);
+    let device = axes_core::Device::Backend(&RECORDING);
     let (b, p, h, c) = (Batch.len(32), Pixel.len(64), Hidden.len(48), Class.len(10));
     let x = Tensor::<f32, (Pixel, Batch)>::random_uniform((p, b), 0.0, 1.0, 1).unwrap();
     let y = Tensor::<i64, (Batch,)>::from_fn(b, |i| (i.of::<Batch>() % 10) as i64).unwrap();

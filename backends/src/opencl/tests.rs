@@ -10,9 +10,9 @@ use crate::global_size;
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
+use axes_core::ir::ReduceOp;
 use axes_kernels::{
-    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, ReduceOp, Spec, elementwise, matmul,
-    reduction,
+    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, Spec, elementwise, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -195,8 +195,8 @@ pub fn reductions(device: &Device) {
         check!("var over I", |x, p, y| x.var::<(I,)>());
         check!("std over B", |x, p, y| p.std::<(B,)>());
         check!("logsumexp over I", |x, p, y| x.logsumexp::<(I,)>());
-        check!("softmax over I", |x, p, y| softmax::<_, _, I>(x));
-        check!("log_softmax over B", |x, p, y| log_softmax::<_, _, B>(p));
+        check!("softmax over I", |x, p, y| x.softmax::<I>());
+        check!("log_softmax over B", |x, p, y| p.log_softmax::<B>());
         // Positions as f64, for `agree`.
         let position = |t: Tensor<i64, (B,)>| t.cast::<f64>().eval().unwrap();
         on_both!(device, cpu, dev, "argmax over I", 0.0, |x, p, y| position(
@@ -339,7 +339,7 @@ pub fn contractions(device: &Device) {
                 .unwrap();
         let (w_cpu, w_dev) = (w.clone(), w.to(device).unwrap());
         let pick = |x: &Tensor<f32, (B, I)>| {
-            if x.device().is_cpu() {
+            if x.device().is_host() {
                 w_cpu.clone()
             } else {
                 w_dev.clone()
@@ -374,7 +374,7 @@ pub fn contractions(device: &Device) {
         let (sq_cpu, sq_dev) = (sq.clone(), sq.to(device).unwrap());
         on_both!(device, cpu, dev, "dot dual", 1e-12, |x, p, y| {
             let xd: Tensor<f64, (B, I)> = x.cast::<f64>().eval().unwrap();
-            let sq = if x.device().is_cpu() {
+            let sq = if x.device().is_host() {
                 &sq_cpu
             } else {
                 &sq_dev
@@ -858,7 +858,7 @@ pub fn gradients(device: &Device) -> usize {
             // a score per example: J contracted, B kept as a batch axis
             let scores = autodiff::dot_over::<(J,), _, _, _, _, _>(&h, &keys).unwrap();
             // the largest logit, and the mean log-probability, of each example
-            let peak = h.max_over::<J>().unwrap();
+            let peak = h.max_over::<(J,)>().unwrap();
             let log_p = h.log_softmax::<J>().unwrap();
             // views of a variable: J reversed, padded, reordered
             let edge = h.slice::<J>(.., -1).unwrap().pad::<J>(1, 2).unwrap();

@@ -3,12 +3,14 @@
 //! (inside the crate) and the integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+use axes_core::DType;
 use axes_core::ir::{BinaryOp, CompareOp, Ir, IrNode, UnaryOp};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-/// A random expression over `leaves` leaves, with values kept finite: logarithms, roots and
-/// divisors see `|x| + 0.5`, exponents a sine.
+/// A random expression over `leaves` leaves, its ops drawn from every float row of the op
+/// table, with values kept finite: logarithms, roots and divisors see `|x| + 0.5`, exponents
+/// a sine.
 pub fn random_ir(rng: &mut ChaCha8Rng, leaves: usize, depth: usize) -> Ir {
     let mut ir = Ir::default();
     node(rng, &mut ir, leaves, depth);
@@ -32,75 +34,41 @@ fn node(rng: &mut ChaCha8Rng, ir: &mut Ir, leaves: usize, depth: usize) -> usize
     match rng.random_range(0..4) {
         0 | 1 => {
             let x = node(rng, ir, leaves, depth - 1);
-            const SAFE: [UnaryOp; 11] = [
-                UnaryOp::Neg,
-                UnaryOp::Abs,
-                UnaryOp::Square,
-                UnaryOp::Signum,
-                UnaryOp::Relu,
-                UnaryOp::Tanh,
-                UnaryOp::Sigmoid,
-                UnaryOp::Sin,
-                UnaryOp::Cos,
-                UnaryOp::Floor,
-                UnaryOp::Gelu,
-            ];
-            match rng.random_range(0..16) {
-                k @ 0..11 => ir.push(IrNode::Unary(SAFE[k], x)),
-                11 => {
-                    let p = positive(ir, x);
-                    ir.push(IrNode::Unary(UnaryOp::Ln, p))
-                }
-                12 => {
-                    let p = positive(ir, x);
-                    ir.push(IrNode::Unary(UnaryOp::Sqrt, p))
-                }
-                13 => {
-                    let p = positive(ir, x);
-                    ir.push(IrNode::Unary(UnaryOp::Rsqrt, p))
-                }
-                14 => {
-                    let s = ir.push(IrNode::Unary(UnaryOp::Sin, x));
-                    ir.push(IrNode::Unary(UnaryOp::Exp, s))
-                }
-                _ => {
-                    let p = positive(ir, x);
-                    ir.push(IrNode::Unary(UnaryOp::Recip, p))
-                }
-            }
+            let ops: Vec<UnaryOp> = (UnaryOp::ALL.iter().copied())
+                .filter(|op| op.domain().accepts(DType::F64))
+                .collect();
+            let op = ops[rng.random_range(0..ops.len())];
+            let x = match op {
+                // Where the op is defined and finite: ln, roots and reciprocals see
+                // `|x| + 0.5`, exponentials a sine. Every other op takes any finite value.
+                UnaryOp::Ln | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => positive(ir, x),
+                UnaryOp::Exp => ir.push(IrNode::Unary(UnaryOp::Sin, x)),
+                _ => x,
+            };
+            ir.push(IrNode::Unary(op, x))
         }
         2 => {
             let x = node(rng, ir, leaves, depth - 1);
             let y = node(rng, ir, leaves, depth - 1);
-            match rng.random_range(0..7) {
-                0 => ir.push(IrNode::Binary(BinaryOp::Add, x, y)),
-                1 => ir.push(IrNode::Binary(BinaryOp::Sub, x, y)),
-                2 => ir.push(IrNode::Binary(BinaryOp::Mul, x, y)),
-                3 => {
-                    let p = positive(ir, y);
-                    ir.push(IrNode::Binary(BinaryOp::Div, x, p))
-                }
-                4 => ir.push(IrNode::Binary(BinaryOp::Max, x, y)),
-                5 => ir.push(IrNode::Binary(BinaryOp::Min, x, y)),
-                _ => {
-                    let p = positive(ir, x);
-                    let e = ir.push(IrNode::Unary(UnaryOp::Sin, y));
-                    ir.push(IrNode::Binary(BinaryOp::Pow, p, e))
-                }
-            }
+            let ops: Vec<BinaryOp> = (BinaryOp::ALL.iter().copied())
+                .filter(|op| op.domain().accepts(DType::F64))
+                .collect();
+            let op = ops[rng.random_range(0..ops.len())];
+            let (x, y) = match op {
+                // Divisors see `|y| + 0.5`; powers a positive base and an exponent in [-1, 1].
+                BinaryOp::Div | BinaryOp::Rem => (x, positive(ir, y)),
+                BinaryOp::Pow => (positive(ir, x), ir.push(IrNode::Unary(UnaryOp::Sin, y))),
+                _ => (x, y),
+            };
+            ir.push(IrNode::Binary(op, x, y))
         }
         _ => {
             let a = node(rng, ir, leaves, depth - 1);
             let b = node(rng, ir, leaves, depth - 1);
             let x = node(rng, ir, leaves, depth - 1);
             let y = node(rng, ir, leaves, depth - 1);
-            const CMP: [CompareOp; 4] = [
-                CompareOp::Greater,
-                CompareOp::GreaterEqual,
-                CompareOp::Less,
-                CompareOp::LessEqual,
-            ];
-            let c = ir.push(IrNode::Compare(CMP[rng.random_range(0..4)], a, b));
+            let cmp = CompareOp::ALL[rng.random_range(0..CompareOp::ALL.len())];
+            let c = ir.push(IrNode::Compare(cmp, a, b));
             ir.push(IrNode::Select(c, x, y))
         }
     }

@@ -6,7 +6,7 @@ use crate::autodiff::{self, Var};
 use crate::axis::{Axis, Len};
 use crate::contract::{dot, dot_over};
 use crate::error::Result;
-use crate::eval::{ExprExt, softmax};
+use crate::eval::ExprExt;
 use crate::expr::Scalar;
 use crate::ir::BinaryOp;
 use crate::list::{AxisSet, Includes};
@@ -178,7 +178,7 @@ impl MultiHeadAttention {
         let scores = (&scores * Scalar(T::from_f64(self.scale)) + &self.mask(x)?)
             .eval()?
             .axes_with_order::<Scores>();
-        let weights = softmax::<_, _, Key>(&extra(scores)?)?;
+        let weights = extra(scores)?.softmax::<Key>()?;
         let mixed = dot_over::<(Key,), _, _, _>(&weights, &v)?;
         let out =
             (&dot(&mixed, &params.tensor(&self.out)?)? + &params.tensor(&self.out_bias)?).eval()?;
