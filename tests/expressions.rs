@@ -200,6 +200,7 @@ fn unary_ops_against_std() {
             rx.map(|v| 0.5 * v * (1.0 + ((2.0 / PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh()))
         );
         check!(x.sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
+        check!(x.silu(), rx.map(|v| v / (1.0 + (-v).exp())));
         check!(x.sin(), rx.map(f64::sin));
         check!(x.cos(), rx.map(f64::cos));
         check!((&pos + 1.0).recip(), rpos.map(|v| 1.0 / (v + 1.0)));

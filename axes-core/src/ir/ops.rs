@@ -175,6 +175,7 @@ impl OpWeights {
             | UnaryOp::Tanh
             | UnaryOp::Sigmoid
             | UnaryOp::Gelu
+            | UnaryOp::Silu
             | UnaryOp::Sin
             | UnaryOp::Cos => OpWeights::TRANSCENDENTAL,
             UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => OpWeights::DIVISION,
@@ -362,6 +363,18 @@ macro_rules! for_each_unary_op {
                     let hxs = d.mul(hx, sech2);
                     let right = d.mul(hxs, cdu);
                     let dx = d.add(left, right);
+                    Some(d.mul(g, dx))
+                };
+            /// SiLU (swish): `x σ(x) = x / (1 + e^-x)`
+            Silu (silu) "silu": Float, |x| x.mul(x.sigmoid()),
+                kernel "({x}) / ({1} + {exp}(-({x})))",
+                d |d, x, y, g| {
+                    // σ + x σ (1 - σ) = y + σ (1 - y)
+                    let s = d.unary(UnaryOp::Sigmoid, x);
+                    let one = d.c(1.0);
+                    let rest = d.sub(one, y);
+                    let sr = d.mul(s, rest);
+                    let dx = d.add(y, sr);
                     Some(d.mul(g, dx))
                 };
             /// ⌊x⌋
