@@ -35,6 +35,7 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 
+mod attention;
 mod fused;
 mod join;
 mod norm;

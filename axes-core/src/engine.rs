@@ -17,6 +17,7 @@
 //! — every leaf dense, in one axis order, too little work to split — skips the planner:
 //! [`exec::run_flat`] runs one loop over the elements ([`plan::Plan::flat_count`]).
 
+pub mod attention;
 pub mod cost;
 pub mod cpu;
 pub mod exec;

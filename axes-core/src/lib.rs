@@ -61,7 +61,7 @@ pub mod nn;
 pub mod optim;
 
 pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
-pub use contract::{dot, dot_on, dot_over, outer};
+pub use contract::{Attention, dot, dot_on, dot_over, outer};
 pub use element::{DType, Element};
 pub use engine::threads::{set_threads, threads};
 pub use error::{Error, Result};

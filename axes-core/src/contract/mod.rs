@@ -12,9 +12,12 @@
 //! The parts: which axes pair, and how (`roles`), the operands as matrices and where the
 //! product runs (`matrices`), and the gradients (`grads`).
 
+mod attention;
 mod grads;
 mod matrices;
 mod roles;
+
+pub use attention::{Attention, AttentionAxes, AttentionScores};
 
 pub(crate) use grads::{DotGrads, dot_grads, dot_over_grads};
 

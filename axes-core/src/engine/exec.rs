@@ -377,7 +377,7 @@ where
 /// Runs `body` compiled for the widest vector instructions this CPU has (AVX-512, AVX2 with
 /// FMA, else baseline x86-64): `body` is inlined into a function compiled for each.
 #[inline(always)]
-fn on_widest_simd<F: FnOnce()>(body: F) {
+pub(crate) fn on_widest_simd<F: FnOnce()>(body: F) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {

@@ -1,0 +1,529 @@
+//! Fused attention on the CPU: `softmax(scale · q·kᵀ + mask) · v` for every batch entry,
+//! without writing the query × key probabilities anywhere.
+//!
+//! The scheme is FlashAttention-2's. Queries go in blocks of [`BLOCK`] rows; keys and values
+//! stream through in blocks of [`BLOCK`] positions, packed (keys transposed) so that the inner
+//! loops run along contiguous rows; an online softmax keeps each query's running maximum and
+//! sum, rescaling its output row when the maximum grows. Only each query's log-sum-exp is kept
+//! for the backward pass, which first takes `D = rowsum(dO ∘ O)`, then recomputes the
+//! probabilities block by block from the log-sum-exp: one pass over key blocks writes the key
+//! and value gradients, another over query blocks the query gradients, so that every element
+//! of every result is summed by one task in one order (no float atomics, the same bits on any
+//! thread count). Under a causal mask (query `i` sees keys `0..=i`), key blocks wholly after a
+//! query block are skipped in every pass.
+//!
+//! Elements are computed in `T::Wide` (f32 for the half types). A query that sees no key (a
+//! fully masked row) gets a zero output and passes no gradient.
+
+use rayon::prelude::*;
+
+use super::{cost, exec, threads};
+use crate::element::Element;
+use crate::num::{Float, Num};
+
+/// Rows per query block and positions per key block.
+pub const BLOCK: usize = 64;
+
+/// Where an operand's elements are: `data[batch[b] + i·row + cols[c]]` is row `i` (a query or
+/// key position), column `c` (a width position) of batch entry `b`.
+#[derive(Clone, Copy)]
+pub struct Rows<'a, T> {
+    /// The operand's buffer.
+    pub data: &'a [T],
+    /// The offset of each batch entry's row 0, column 0.
+    pub batch: &'a [isize],
+    /// The step from one row to the next.
+    pub row: isize,
+    /// The offset of each column within a row.
+    pub cols: &'a [isize],
+}
+
+impl<T: Copy> Rows<'_, T> {
+    /// Element (`b`, `i`, `c`); the offsets were checked against the buffer by the caller, so
+    /// an index out of range is a bug (the slice's bounds check panics).
+    #[inline(always)]
+    fn at(&self, b: usize, i: usize, c: usize) -> T {
+        self.data[(self.batch[b] + i as isize * self.row + self.cols[c]) as usize]
+    }
+}
+
+/// An additive mask over the scores: `data[batch[b] + i·query + j·key]` is added to the score
+/// of query `i` and key `j` of batch entry `b` (−∞ hides the key).
+#[derive(Clone, Copy)]
+pub struct MaskRows<'a, T> {
+    /// The mask's buffer.
+    pub data: &'a [T],
+    /// The offset of each batch entry's (0, 0).
+    pub batch: &'a [isize],
+    /// The step along the queries.
+    pub query: isize,
+    /// The step along the keys.
+    pub key: isize,
+}
+
+/// Where a result's elements go: as [`Rows`], in a buffer of `len` elements written only
+/// through this description.
+pub struct RowsOut<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    batch: &'a [isize],
+    row: isize,
+    cols: &'a [isize],
+}
+
+// SAFETY: tasks on other threads write through the pointer only at the offsets of their own
+// rows (see `RowsOut::write`), so sharing it shares no element.
+unsafe impl<T: Send> Send for RowsOut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for RowsOut<'_, T> {}
+
+impl<'a, T: Copy> RowsOut<'a, T> {
+    /// Writes into `data` at the offsets `batch`, `row`, `cols`, which the caller guarantees
+    /// to be distinct for distinct (batch entry, row, column) and inside `data`.
+    pub fn new(data: &'a mut [T], batch: &'a [isize], row: isize, cols: &'a [isize]) -> Self {
+        RowsOut {
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
+            batch,
+            row,
+            cols,
+        }
+    }
+
+    /// Writes row `i` of batch entry `b`.
+    ///
+    /// Tasks call it for rows no other task writes, so no two writes touch one element.
+    fn write(&self, b: usize, i: usize, values: impl Iterator<Item = T>) {
+        let start = self.batch[b] + i as isize * self.row;
+        for (&col, value) in self.cols.iter().zip(values) {
+            let at = (start + col) as usize;
+            assert!(at < self.len, "a result's offsets stay inside its buffer");
+            // SAFETY: `at` is inside the buffer (checked above), the buffer is borrowed
+            // mutably for `'a`, and the element belongs to this row of this batch entry, which
+            // only the calling task writes (the offsets are distinct, `RowsOut::new`).
+            unsafe { self.ptr.add(at).write(value) };
+        }
+    }
+}
+
+/// The sizes of one attention call.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Batch entries (every batch axis's positions, together).
+    pub batch: usize,
+    /// Query positions.
+    pub queries: usize,
+    /// Key (and value) positions.
+    pub keys: usize,
+    /// The width queries and keys share (contracted).
+    pub width: usize,
+    /// The width of values and of the result.
+    pub value_width: usize,
+    /// The scores' scale.
+    pub scale: f64,
+    /// Whether query `i` sees only keys `0..=i`.
+    pub causal: bool,
+}
+
+impl Shape {
+    /// The keys of the key block that starts at `key0` that queries `q0..q1` may see: the
+    /// block's end, cut where the causal mask hides the rest (`None`: none of them).
+    fn visible_keys(&self, q1: usize, key0: usize) -> Option<usize> {
+        let end = (key0 + BLOCK).min(self.keys);
+        if !self.causal {
+            return Some(end);
+        }
+        (key0 < q1).then(|| end.min(q1))
+    }
+
+    /// Multiply-adds of one pass (each score, and each product with a value).
+    fn macs(&self) -> usize {
+        let pairs = self.queries * self.keys;
+        let pairs = if self.causal { pairs / 2 } else { pairs };
+        self.batch * pairs * (self.width + self.value_width)
+    }
+
+    /// Runs `task(b, block)` for every batch entry and block of `positions` positions, on the
+    /// pool where the work pays for it.
+    fn for_each_block(&self, positions: usize, passes: usize, task: impl Fn(usize, usize) + Sync) {
+        let blocks = positions.div_ceil(BLOCK);
+        let tasks = self.batch * blocks;
+        let run = |t: usize| exec::on_widest_simd(|| task(t / blocks, t % blocks));
+        if tasks > 1 && cost::PRODUCTS.pays(cost::products_ns(self.macs() * passes)) {
+            threads::install(|| (0..tasks).into_par_iter().for_each(run));
+        } else {
+            (0..tasks).for_each(run);
+        }
+    }
+}
+
+/// Scores of queries `q0..q1` against keys `k0..k1`, into `s` (rows of [`BLOCK`]):
+/// `qs` holds the queries scaled (rows of `width`), `kt` the keys transposed (rows of
+/// [`BLOCK`]). Masked and causally hidden scores are −∞.
+#[allow(clippy::too_many_arguments)]
+fn scores<T: Float>(
+    shape: &Shape,
+    b: usize,
+    (q0, q1): (usize, usize),
+    (k0, k1): (usize, usize),
+    qs: &[T::Wide],
+    kt: &[T::Wide],
+    mask: Option<&MaskRows<'_, T>>,
+    s: &mut [T::Wide],
+) {
+    let (d, nk) = (shape.width, k1 - k0);
+    let minus_inf = T::Wide::from_f64(f64::NEG_INFINITY);
+    for i in 0..q1 - q0 {
+        let row = &mut s[i * BLOCK..i * BLOCK + nk];
+        row.fill(T::Wide::zero());
+        for c in 0..d {
+            let a = qs[i * d + c];
+            for (r, &k) in row.iter_mut().zip(&kt[c * BLOCK..c * BLOCK + nk]) {
+                *r = r.add(a.mul(k));
+            }
+        }
+        if let Some(mask) = mask {
+            let start = mask.batch[b] + (q0 + i) as isize * mask.query;
+            for (j, r) in row.iter_mut().enumerate() {
+                let m = mask.data[(start + (k0 + j) as isize * mask.key) as usize];
+                *r = r.add(T::Wide::from_f64(m.to_f64()));
+            }
+        }
+        if shape.causal {
+            // Keys after query q0 + i are hidden.
+            let first_hidden = (q0 + i + 1).saturating_sub(k0).min(nk);
+            row[first_hidden..].fill(minus_inf);
+        }
+    }
+}
+
+/// Packs queries `q0..q1` of batch entry `b`, times `scale`, as rows of `width`.
+fn pack_rows<T: Float>(
+    x: &Rows<'_, T>,
+    b: usize,
+    (r0, r1): (usize, usize),
+    width: usize,
+    scale: T::Wide,
+    out: &mut [T::Wide],
+) {
+    for i in 0..r1 - r0 {
+        for c in 0..width {
+            out[i * width + c] = T::Wide::from_f64(x.at(b, r0 + i, c).to_f64()).mul(scale);
+        }
+    }
+}
+
+/// Packs rows `r0..r1` of batch entry `b` transposed: column `c` becomes a row of [`BLOCK`].
+fn pack_transposed<T: Float>(
+    x: &Rows<'_, T>,
+    b: usize,
+    (r0, r1): (usize, usize),
+    width: usize,
+    out: &mut [T::Wide],
+) {
+    for c in 0..width {
+        for j in 0..r1 - r0 {
+            out[c * BLOCK + j] = T::Wide::from_f64(x.at(b, r0 + j, c).to_f64());
+        }
+    }
+}
+
+/// The forward pass: the result into `out`, each query's log-sum-exp into `lse` (batch-major,
+/// +∞ for a query that sees no key, so that recomputed probabilities are 0 there).
+pub fn forward<T: Float>(
+    shape: &Shape,
+    q: Rows<'_, T>,
+    k: Rows<'_, T>,
+    v: Rows<'_, T>,
+    mask: Option<MaskRows<'_, T>>,
+    out: &RowsOut<'_, T>,
+    lse: &RowsOut<'_, T::Wide>,
+) {
+    let (d, dv) = (shape.width, shape.value_width);
+    let scale = T::Wide::from_f64(shape.scale);
+    let minus_inf = T::Wide::from_f64(f64::NEG_INFINITY);
+    shape.for_each_block(shape.queries, 1, |b, block| {
+        let q0 = block * BLOCK;
+        let q1 = (q0 + BLOCK).min(shape.queries);
+        let nq = q1 - q0;
+        let mut qs = vec![T::Wide::zero(); BLOCK * d];
+        let mut kt = vec![T::Wide::zero(); d * BLOCK];
+        let mut vb = vec![T::Wide::zero(); BLOCK * dv];
+        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+        let mut acc = vec![T::Wide::zero(); BLOCK * dv];
+        let mut max = [minus_inf; BLOCK];
+        let mut sum = [T::Wide::zero(); BLOCK];
+        pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
+        for k0 in (0..shape.keys).step_by(BLOCK) {
+            let Some(k1) = shape.visible_keys(q1, k0) else {
+                break;
+            };
+            let nk = k1 - k0;
+            pack_transposed(&k, b, (k0, k1), d, &mut kt);
+            pack_rows(&v, b, (k0, k1), dv, T::Wide::one(), &mut vb);
+            scores(
+                shape,
+                b,
+                (q0, q1),
+                (k0, k1),
+                &qs,
+                &kt,
+                mask.as_ref(),
+                &mut s,
+            );
+            for i in 0..nq {
+                let row = &mut s[i * BLOCK..i * BLOCK + nk];
+                let mut m = max[i];
+                for &x in row.iter() {
+                    if x > m {
+                        m = x;
+                    }
+                }
+                if m == minus_inf {
+                    continue; // nothing seen yet: the row stays empty
+                }
+                let rescale = max[i].sub(m).exp();
+                max[i] = m;
+                let mut total = T::Wide::zero();
+                for x in row.iter_mut() {
+                    *x = x.sub(m).exp();
+                    total = total.add(*x);
+                }
+                sum[i] = sum[i].mul(rescale).add(total);
+                let o = &mut acc[i * dv..(i + 1) * dv];
+                for x in o.iter_mut() {
+                    *x = x.mul(rescale);
+                }
+                for (j, &p) in row.iter().enumerate() {
+                    for (x, &y) in o.iter_mut().zip(&vb[j * dv..(j + 1) * dv]) {
+                        *x = x.add(p.mul(y));
+                    }
+                }
+            }
+        }
+        for i in 0..nq {
+            let (l, o) = (sum[i], &acc[i * dv..(i + 1) * dv]);
+            if l == T::Wide::zero() {
+                out.write(b, q0 + i, std::iter::repeat_n(T::zero(), dv));
+                lse.write(b, q0 + i, std::iter::once(T::Wide::from_f64(f64::INFINITY)));
+            } else {
+                let r = T::Wide::one().div(l);
+                out.write(b, q0 + i, o.iter().map(|&x| T::from_f64(x.mul(r).to_f64())));
+                lse.write(b, q0 + i, std::iter::once(max[i].add(l.ln())));
+            }
+        }
+    });
+}
+
+/// What the backward pass reads besides the operands: the result, its gradient and the
+/// forward's log-sum-exp (batch-major, one per query).
+pub struct Saved<'a, T: Float> {
+    /// The forward's result.
+    pub out: Rows<'a, T>,
+    /// The gradient of the result.
+    pub grad: Rows<'a, T>,
+    /// Each query's log-sum-exp.
+    pub lse: &'a [T::Wide],
+}
+
+/// Probabilities of queries `q0..q1` against keys `k0..k1` (in `s`, from its scores) and the
+/// scores' gradients `dS = P ∘ (dO·vᵀ − D)` (in `ds`).
+#[allow(clippy::too_many_arguments)]
+fn probabilities_and_gradients<T: Float>(
+    shape: &Shape,
+    b: usize,
+    (q0, q1): (usize, usize),
+    nk: usize,
+    lse: &[T::Wide],
+    delta: &[T::Wide],
+    dob: &[T::Wide],
+    vt: &[T::Wide],
+    s: &mut [T::Wide],
+    ds: &mut [T::Wide],
+) {
+    let dv = shape.value_width;
+    for i in 0..q1 - q0 {
+        let l = lse[b * shape.queries + q0 + i];
+        let p = &mut s[i * BLOCK..i * BLOCK + nk];
+        for x in p.iter_mut() {
+            *x = x.sub(l).exp();
+        }
+        let g = &mut ds[i * BLOCK..i * BLOCK + nk];
+        g.fill(T::Wide::zero());
+        for c in 0..dv {
+            let a = dob[i * dv + c];
+            for (r, &y) in g.iter_mut().zip(&vt[c * BLOCK..c * BLOCK + nk]) {
+                *r = r.add(a.mul(y));
+            }
+        }
+        let di = delta[i];
+        for (r, &pv) in g.iter_mut().zip(p.iter()) {
+            *r = pv.mul(r.sub(di));
+        }
+    }
+}
+
+/// `D = rowsum(dO ∘ O)` of queries `q0..q1`, and their output gradients packed as rows.
+fn delta_and_grad<T: Float>(
+    shape: &Shape,
+    saved: &Saved<'_, T>,
+    b: usize,
+    (q0, q1): (usize, usize),
+    delta: &mut [T::Wide],
+    dob: &mut [T::Wide],
+) {
+    let dv = shape.value_width;
+    pack_rows(&saved.grad, b, (q0, q1), dv, T::Wide::one(), dob);
+    for i in 0..q1 - q0 {
+        let mut total = T::Wide::zero();
+        for c in 0..dv {
+            let o = T::Wide::from_f64(saved.out.at(b, q0 + i, c).to_f64());
+            total = total.add(dob[i * dv + c].mul(o));
+        }
+        delta[i] = total;
+    }
+}
+
+/// The backward pass: the gradients of the queries, keys and values into `dq`, `dk`, `dv`.
+#[allow(clippy::too_many_arguments)]
+pub fn backward<T: Float>(
+    shape: &Shape,
+    q: Rows<'_, T>,
+    k: Rows<'_, T>,
+    v: Rows<'_, T>,
+    mask: Option<MaskRows<'_, T>>,
+    saved: &Saved<'_, T>,
+    dq: &RowsOut<'_, T>,
+    dk: &RowsOut<'_, T>,
+    dv_out: &RowsOut<'_, T>,
+) {
+    let (d, dv) = (shape.width, shape.value_width);
+    let scale = T::Wide::from_f64(shape.scale);
+    let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
+    // Keys and values: a task per key block, over the query blocks that see it.
+    shape.for_each_block(shape.keys, 2, |b, block| {
+        let k0 = block * BLOCK;
+        let k1 = (k0 + BLOCK).min(shape.keys);
+        let nk = k1 - k0;
+        let mut kt = vec![T::Wide::zero(); d * BLOCK];
+        let mut vt = vec![T::Wide::zero(); dv * BLOCK];
+        let mut qs = vec![T::Wide::zero(); BLOCK * d];
+        let mut dob = vec![T::Wide::zero(); BLOCK * dv];
+        let mut delta = [T::Wide::zero(); BLOCK];
+        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+        let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
+        let mut dkb = vec![T::Wide::zero(); BLOCK * d];
+        let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
+        pack_transposed(&k, b, (k0, k1), d, &mut kt);
+        pack_transposed(&v, b, (k0, k1), dv, &mut vt);
+        let first_block = if shape.causal { k0 / BLOCK } else { 0 };
+        for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
+            let q1 = (q0 + BLOCK).min(shape.queries);
+            pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
+            delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
+            scores(
+                shape,
+                b,
+                (q0, q1),
+                (k0, k1),
+                &qs,
+                &kt,
+                mask.as_ref(),
+                &mut s,
+            );
+            probabilities_and_gradients::<T>(
+                shape,
+                b,
+                (q0, q1),
+                nk,
+                saved.lse,
+                &delta,
+                &dob,
+                &vt,
+                &mut s,
+                &mut ds,
+            );
+            for i in 0..q1 - q0 {
+                for j in 0..nk {
+                    let (p, g) = (s[i * BLOCK + j], ds[i * BLOCK + j]);
+                    for (x, &y) in dvb[j * dv..(j + 1) * dv]
+                        .iter_mut()
+                        .zip(&dob[i * dv..(i + 1) * dv])
+                    {
+                        *x = x.add(p.mul(y));
+                    }
+                    for (x, &y) in dkb[j * d..(j + 1) * d]
+                        .iter_mut()
+                        .zip(&qs[i * d..(i + 1) * d])
+                    {
+                        *x = x.add(g.mul(y));
+                    }
+                }
+            }
+        }
+        for j in 0..nk {
+            dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
+            dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
+        }
+    });
+    // Queries: a task per query block, over the key blocks it sees.
+    shape.for_each_block(shape.queries, 2, |b, block| {
+        let q0 = block * BLOCK;
+        let q1 = (q0 + BLOCK).min(shape.queries);
+        let nq = q1 - q0;
+        let mut qs = vec![T::Wide::zero(); BLOCK * d];
+        let mut kt = vec![T::Wide::zero(); d * BLOCK];
+        let mut kb = vec![T::Wide::zero(); BLOCK * d];
+        let mut vt = vec![T::Wide::zero(); dv * BLOCK];
+        let mut dob = vec![T::Wide::zero(); BLOCK * dv];
+        let mut delta = [T::Wide::zero(); BLOCK];
+        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+        let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
+        let mut dqb = vec![T::Wide::zero(); BLOCK * d];
+        pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
+        delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
+        for k0 in (0..shape.keys).step_by(BLOCK) {
+            let Some(k1) = shape.visible_keys(q1, k0) else {
+                break;
+            };
+            let nk = k1 - k0;
+            pack_transposed(&k, b, (k0, k1), d, &mut kt);
+            pack_rows(&k, b, (k0, k1), d, scale, &mut kb);
+            pack_transposed(&v, b, (k0, k1), dv, &mut vt);
+            scores(
+                shape,
+                b,
+                (q0, q1),
+                (k0, k1),
+                &qs,
+                &kt,
+                mask.as_ref(),
+                &mut s,
+            );
+            probabilities_and_gradients::<T>(
+                shape,
+                b,
+                (q0, q1),
+                nk,
+                saved.lse,
+                &delta,
+                &dob,
+                &vt,
+                &mut s,
+                &mut ds,
+            );
+            for i in 0..nq {
+                let o = &mut dqb[i * d..(i + 1) * d];
+                for j in 0..nk {
+                    let g = ds[i * BLOCK + j];
+                    for (x, &y) in o.iter_mut().zip(&kb[j * d..(j + 1) * d]) {
+                        *x = x.add(g.mul(y));
+                    }
+                }
+            }
+        }
+        for i in 0..nq {
+            dq.write(b, q0 + i, dqb[i * d..(i + 1) * d].iter().map(narrow));
+        }
+    });
+}
