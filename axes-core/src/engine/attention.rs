@@ -2,9 +2,10 @@
 //! without writing the query × key probabilities anywhere.
 //!
 //! The scheme is FlashAttention-2's. Queries go in blocks of [`BLOCK`] rows; keys and values
-//! stream through in blocks of [`BLOCK`] positions, packed (keys transposed) so that the inner
-//! loops run along contiguous rows; an online softmax keeps each query's running maximum and
-//! sum, rescaling its output row when the maximum grows. Only each query's log-sum-exp is kept
+//! stream through in blocks of [`BLOCK`] positions, packed in `T::Wide`, and each block's
+//! products (scores, probabilities times values, and the backward's four) run on `gemm`; an
+//! online softmax keeps each query's running maximum and sum, rescaling its output row when
+//! the maximum grows. Only each query's log-sum-exp is kept
 //! for the backward pass, which first takes `D = rowsum(dO ∘ O)`, then recomputes the
 //! probabilities block by block from the log-sum-exp: one pass over key blocks writes the key
 //! and value gradients, another over query blocks the query gradients, so that every element
@@ -148,7 +149,12 @@ impl Shape {
     fn for_each_block(&self, positions: usize, passes: usize, task: impl Fn(usize, usize) + Sync) {
         let blocks = positions.div_ceil(BLOCK);
         let tasks = self.batch * blocks;
-        let run = |t: usize| exec::on_widest_simd(|| task(t / blocks, t % blocks));
+        let run = |t: usize| {
+            exec::on_widest_simd(
+                #[inline(always)]
+                || task(t / blocks, t % blocks),
+            )
+        };
         if tasks > 1 && cost::PRODUCTS.pays(cost::products_ns(self.macs() * passes)) {
             threads::install(|| (0..tasks).into_par_iter().for_each(run));
         } else {
@@ -157,10 +163,98 @@ impl Shape {
     }
 }
 
+/// A matrix of `rows × cols` elements of `data`, element (i, j) at `i·row + j·col`.
+#[derive(Clone, Copy)]
+struct Block<'a, W> {
+    data: &'a [W],
+    rows: usize,
+    cols: usize,
+    row: usize,
+    col: usize,
+}
+
+impl<'a, W> Block<'a, W> {
+    /// Rows of `cols` elements `stride` apart.
+    fn rows(data: &'a [W], rows: usize, cols: usize, stride: usize) -> Self {
+        Block {
+            data,
+            rows,
+            cols,
+            row: stride,
+            col: 1,
+        }
+    }
+
+    /// The transpose.
+    fn t(self) -> Self {
+        Block {
+            rows: self.cols,
+            cols: self.rows,
+            row: self.col,
+            col: self.row,
+            ..self
+        }
+    }
+
+    /// Whether every element lies inside `len` elements.
+    fn inside(rows: usize, cols: usize, row: usize, col: usize, len: usize) -> bool {
+        rows == 0 || cols == 0 || (rows - 1) * row + (cols - 1) * col < len
+    }
+}
+
+/// `dst (rows of dst_row) = [dst +] lhs · rhs`, by `gemm` on this thread (`W` is f32 or f64).
+#[inline(always)]
+fn product<W: Float>(
+    dst: &mut [W],
+    dst_row: usize,
+    accumulate: bool,
+    lhs: Block<'_, W>,
+    rhs: Block<'_, W>,
+) {
+    let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
+    let id = std::any::TypeId::of::<W>();
+    assert!(id == std::any::TypeId::of::<f32>() || id == std::any::TypeId::of::<f64>());
+    assert!(
+        rhs.rows == k
+            && Block::<W>::inside(m, k, lhs.row, lhs.col, lhs.data.len())
+            && Block::<W>::inside(k, n, rhs.row, rhs.col, rhs.data.len())
+            && Block::<W>::inside(m, n, dst_row, 1, dst.len()),
+        "a block product's operands lie in their buffers"
+    );
+    // SAFETY: W is f32 or f64 (asserted), which gemm supports; every element the three
+    // matrices reach lies in their slices (asserted over their whole extents, strides being
+    // non-negative); `dst` is borrowed mutably, so nothing else reads or writes it meanwhile,
+    // and it is initialised (gemm reads it only when `accumulate` asks).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_row as isize,
+            accumulate,
+            lhs.data.as_ptr(),
+            lhs.col as isize,
+            lhs.row as isize,
+            rhs.data.as_ptr(),
+            rhs.col as isize,
+            rhs.row as isize,
+            W::one(),
+            W::one(),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
+
 /// Scores of queries `q0..q1` against keys `k0..k1`, into `s` (rows of [`BLOCK`]):
 /// `qs` holds the queries scaled (rows of `width`), `kt` the keys transposed (rows of
 /// [`BLOCK`]). Masked and causally hidden scores are −∞.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn scores<T: Float>(
     shape: &Shape,
     b: usize,
@@ -171,17 +265,17 @@ fn scores<T: Float>(
     mask: Option<&MaskRows<'_, T>>,
     s: &mut [T::Wide],
 ) {
-    let (d, nk) = (shape.width, k1 - k0);
+    let (d, nq, nk) = (shape.width, q1 - q0, k1 - k0);
     let minus_inf = T::Wide::from_f64(f64::NEG_INFINITY);
-    for i in 0..q1 - q0 {
+    product(
+        s,
+        BLOCK,
+        false,
+        Block::rows(qs, nq, d, d),
+        Block::rows(kt, d, nk, BLOCK),
+    );
+    for i in 0..nq {
         let row = &mut s[i * BLOCK..i * BLOCK + nk];
-        row.fill(T::Wide::zero());
-        for c in 0..d {
-            let a = qs[i * d + c];
-            for (r, &k) in row.iter_mut().zip(&kt[c * BLOCK..c * BLOCK + nk]) {
-                *r = r.add(a.mul(k));
-            }
-        }
         if let Some(mask) = mask {
             let start = mask.batch[b] + (q0 + i) as isize * mask.query;
             for (j, r) in row.iter_mut().enumerate() {
@@ -198,6 +292,7 @@ fn scores<T: Float>(
 }
 
 /// Packs queries `q0..q1` of batch entry `b`, times `scale`, as rows of `width`.
+#[inline(always)]
 fn pack_rows<T: Float>(
     x: &Rows<'_, T>,
     b: usize,
@@ -214,6 +309,7 @@ fn pack_rows<T: Float>(
 }
 
 /// Packs rows `r0..r1` of batch entry `b` transposed: column `c` becomes a row of [`BLOCK`].
+#[inline(always)]
 fn pack_transposed<T: Float>(
     x: &Rows<'_, T>,
     b: usize,
@@ -242,77 +338,82 @@ pub fn forward<T: Float>(
     let (d, dv) = (shape.width, shape.value_width);
     let scale = T::Wide::from_f64(shape.scale);
     let minus_inf = T::Wide::from_f64(f64::NEG_INFINITY);
-    shape.for_each_block(shape.queries, 1, |b, block| {
-        let q0 = block * BLOCK;
-        let q1 = (q0 + BLOCK).min(shape.queries);
-        let nq = q1 - q0;
-        let mut qs = vec![T::Wide::zero(); BLOCK * d];
-        let mut kt = vec![T::Wide::zero(); d * BLOCK];
-        let mut vb = vec![T::Wide::zero(); BLOCK * dv];
-        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
-        let mut acc = vec![T::Wide::zero(); BLOCK * dv];
-        let mut max = [minus_inf; BLOCK];
-        let mut sum = [T::Wide::zero(); BLOCK];
-        pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
-        for k0 in (0..shape.keys).step_by(BLOCK) {
-            let Some(k1) = shape.visible_keys(q1, k0) else {
-                break;
-            };
-            let nk = k1 - k0;
-            pack_transposed(&k, b, (k0, k1), d, &mut kt);
-            pack_rows(&v, b, (k0, k1), dv, T::Wide::one(), &mut vb);
-            scores(
-                shape,
-                b,
-                (q0, q1),
-                (k0, k1),
-                &qs,
-                &kt,
-                mask.as_ref(),
-                &mut s,
-            );
+    shape.for_each_block(
+        shape.queries,
+        1,
+        #[inline(always)]
+        |b, block| {
+            let q0 = block * BLOCK;
+            let q1 = (q0 + BLOCK).min(shape.queries);
+            let nq = q1 - q0;
+            let mut qs = vec![T::Wide::zero(); BLOCK * d];
+            let mut kt = vec![T::Wide::zero(); d * BLOCK];
+            let mut vb = vec![T::Wide::zero(); BLOCK * dv];
+            let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut acc = vec![T::Wide::zero(); BLOCK * dv];
+            let mut max = [minus_inf; BLOCK];
+            let mut sum = [T::Wide::zero(); BLOCK];
+            pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
+            for k0 in (0..shape.keys).step_by(BLOCK) {
+                let Some(k1) = shape.visible_keys(q1, k0) else {
+                    break;
+                };
+                let nk = k1 - k0;
+                pack_transposed(&k, b, (k0, k1), d, &mut kt);
+                pack_rows(&v, b, (k0, k1), dv, T::Wide::one(), &mut vb);
+                scores(
+                    shape,
+                    b,
+                    (q0, q1),
+                    (k0, k1),
+                    &qs,
+                    &kt,
+                    mask.as_ref(),
+                    &mut s,
+                );
+                for i in 0..nq {
+                    let row = &mut s[i * BLOCK..i * BLOCK + nk];
+                    let mut m = max[i];
+                    for &x in row.iter() {
+                        if x > m {
+                            m = x;
+                        }
+                    }
+                    if m == minus_inf {
+                        continue; // nothing seen yet: the row stays empty
+                    }
+                    let rescale = max[i].sub(m).exp();
+                    max[i] = m;
+                    let mut total = T::Wide::zero();
+                    for x in row.iter_mut() {
+                        *x = x.sub(m).exp();
+                        total = total.add(*x);
+                    }
+                    sum[i] = sum[i].mul(rescale).add(total);
+                    let o = &mut acc[i * dv..(i + 1) * dv];
+                    for x in o.iter_mut() {
+                        *x = x.mul(rescale);
+                    }
+                    for (j, &p) in row.iter().enumerate() {
+                        for (x, &y) in o.iter_mut().zip(&vb[j * dv..(j + 1) * dv]) {
+                            *x = x.add(p.mul(y));
+                        }
+                    }
+                }
+            }
             for i in 0..nq {
-                let row = &mut s[i * BLOCK..i * BLOCK + nk];
-                let mut m = max[i];
-                for &x in row.iter() {
-                    if x > m {
-                        m = x;
-                    }
-                }
-                if m == minus_inf {
-                    continue; // nothing seen yet: the row stays empty
-                }
-                let rescale = max[i].sub(m).exp();
-                max[i] = m;
-                let mut total = T::Wide::zero();
-                for x in row.iter_mut() {
-                    *x = x.sub(m).exp();
-                    total = total.add(*x);
-                }
-                sum[i] = sum[i].mul(rescale).add(total);
-                let o = &mut acc[i * dv..(i + 1) * dv];
-                for x in o.iter_mut() {
-                    *x = x.mul(rescale);
-                }
-                for (j, &p) in row.iter().enumerate() {
-                    for (x, &y) in o.iter_mut().zip(&vb[j * dv..(j + 1) * dv]) {
-                        *x = x.add(p.mul(y));
-                    }
+                let (l, o) = (sum[i], &acc[i * dv..(i + 1) * dv]);
+                if l == T::Wide::zero() {
+                    out.write(b, q0 + i, std::iter::repeat_n(T::zero(), dv));
+                    lse.write(b, q0 + i, std::iter::once(T::Wide::from_f64(f64::INFINITY)));
+                } else {
+                    let r = T::Wide::one().div(l);
+                    out.write(b, q0 + i, o.iter().map(|&x| T::from_f64(x.mul(r).to_f64())));
+                    lse.write(b, q0 + i, std::iter::once(max[i].add(l.ln())));
                 }
             }
-        }
-        for i in 0..nq {
-            let (l, o) = (sum[i], &acc[i * dv..(i + 1) * dv]);
-            if l == T::Wide::zero() {
-                out.write(b, q0 + i, std::iter::repeat_n(T::zero(), dv));
-                lse.write(b, q0 + i, std::iter::once(T::Wide::from_f64(f64::INFINITY)));
-            } else {
-                let r = T::Wide::one().div(l);
-                out.write(b, q0 + i, o.iter().map(|&x| T::from_f64(x.mul(r).to_f64())));
-                lse.write(b, q0 + i, std::iter::once(max[i].add(l.ln())));
-            }
-        }
-    });
+        },
+    );
 }
 
 /// What the backward pass reads besides the operands: the result, its gradient and the
@@ -329,6 +430,7 @@ pub struct Saved<'a, T: Float> {
 /// Probabilities of queries `q0..q1` against keys `k0..k1` (in `s`, from its scores) and the
 /// scores' gradients `dS = P ∘ (dO·vᵀ − D)` (in `ds`).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn probabilities_and_gradients<T: Float>(
     shape: &Shape,
     b: usize,
@@ -341,21 +443,22 @@ fn probabilities_and_gradients<T: Float>(
     s: &mut [T::Wide],
     ds: &mut [T::Wide],
 ) {
-    let dv = shape.value_width;
-    for i in 0..q1 - q0 {
+    let (dv, nq) = (shape.value_width, q1 - q0);
+    // dP = dO · vᵀ
+    product(
+        ds,
+        BLOCK,
+        false,
+        Block::rows(dob, nq, dv, dv),
+        Block::rows(vt, dv, nk, BLOCK),
+    );
+    for i in 0..nq {
         let l = lse[b * shape.queries + q0 + i];
         let p = &mut s[i * BLOCK..i * BLOCK + nk];
         for x in p.iter_mut() {
             *x = x.sub(l).exp();
         }
         let g = &mut ds[i * BLOCK..i * BLOCK + nk];
-        g.fill(T::Wide::zero());
-        for c in 0..dv {
-            let a = dob[i * dv + c];
-            for (r, &y) in g.iter_mut().zip(&vt[c * BLOCK..c * BLOCK + nk]) {
-                *r = r.add(a.mul(y));
-            }
-        }
         let di = delta[i];
         for (r, &pv) in g.iter_mut().zip(p.iter()) {
             *r = pv.mul(r.sub(di));
@@ -364,6 +467,7 @@ fn probabilities_and_gradients<T: Float>(
 }
 
 /// `D = rowsum(dO ∘ O)` of queries `q0..q1`, and their output gradients packed as rows.
+#[inline(always)]
 fn delta_and_grad<T: Float>(
     shape: &Shape,
     saved: &Saved<'_, T>,
@@ -401,129 +505,137 @@ pub fn backward<T: Float>(
     let scale = T::Wide::from_f64(shape.scale);
     let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
     // Keys and values: a task per key block, over the query blocks that see it.
-    shape.for_each_block(shape.keys, 2, |b, block| {
-        let k0 = block * BLOCK;
-        let k1 = (k0 + BLOCK).min(shape.keys);
-        let nk = k1 - k0;
-        let mut kt = vec![T::Wide::zero(); d * BLOCK];
-        let mut vt = vec![T::Wide::zero(); dv * BLOCK];
-        let mut qs = vec![T::Wide::zero(); BLOCK * d];
-        let mut dob = vec![T::Wide::zero(); BLOCK * dv];
-        let mut delta = [T::Wide::zero(); BLOCK];
-        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
-        let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
-        let mut dkb = vec![T::Wide::zero(); BLOCK * d];
-        let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
-        pack_transposed(&k, b, (k0, k1), d, &mut kt);
-        pack_transposed(&v, b, (k0, k1), dv, &mut vt);
-        let first_block = if shape.causal { k0 / BLOCK } else { 0 };
-        for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
+    shape.for_each_block(
+        shape.keys,
+        2,
+        #[inline(always)]
+        |b, block| {
+            let k0 = block * BLOCK;
+            let k1 = (k0 + BLOCK).min(shape.keys);
+            let nk = k1 - k0;
+            let mut kt = vec![T::Wide::zero(); d * BLOCK];
+            let mut vt = vec![T::Wide::zero(); dv * BLOCK];
+            let mut qs = vec![T::Wide::zero(); BLOCK * d];
+            let mut dob = vec![T::Wide::zero(); BLOCK * dv];
+            let mut delta = [T::Wide::zero(); BLOCK];
+            let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut dkb = vec![T::Wide::zero(); BLOCK * d];
+            let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
+            pack_transposed(&k, b, (k0, k1), d, &mut kt);
+            pack_transposed(&v, b, (k0, k1), dv, &mut vt);
+            let first_block = if shape.causal { k0 / BLOCK } else { 0 };
+            for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
+                let q1 = (q0 + BLOCK).min(shape.queries);
+                pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
+                delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
+                scores(
+                    shape,
+                    b,
+                    (q0, q1),
+                    (k0, k1),
+                    &qs,
+                    &kt,
+                    mask.as_ref(),
+                    &mut s,
+                );
+                probabilities_and_gradients::<T>(
+                    shape,
+                    b,
+                    (q0, q1),
+                    nk,
+                    saved.lse,
+                    &delta,
+                    &dob,
+                    &vt,
+                    &mut s,
+                    &mut ds,
+                );
+                let nq = q1 - q0;
+                // dV += Pᵀ · dO, dK += dSᵀ · (scale · q)
+                product(
+                    &mut dvb,
+                    dv,
+                    true,
+                    Block::rows(&s, nq, nk, BLOCK).t(),
+                    Block::rows(&dob, nq, dv, dv),
+                );
+                product(
+                    &mut dkb,
+                    d,
+                    true,
+                    Block::rows(&ds, nq, nk, BLOCK).t(),
+                    Block::rows(&qs, nq, d, d),
+                );
+            }
+            for j in 0..nk {
+                dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
+                dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
+            }
+        },
+    );
+    // Queries: a task per query block, over the key blocks it sees.
+    shape.for_each_block(
+        shape.queries,
+        2,
+        #[inline(always)]
+        |b, block| {
+            let q0 = block * BLOCK;
             let q1 = (q0 + BLOCK).min(shape.queries);
+            let nq = q1 - q0;
+            let mut qs = vec![T::Wide::zero(); BLOCK * d];
+            let mut kt = vec![T::Wide::zero(); d * BLOCK];
+            let mut kb = vec![T::Wide::zero(); BLOCK * d];
+            let mut vt = vec![T::Wide::zero(); dv * BLOCK];
+            let mut dob = vec![T::Wide::zero(); BLOCK * dv];
+            let mut delta = [T::Wide::zero(); BLOCK];
+            let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut dqb = vec![T::Wide::zero(); BLOCK * d];
             pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
             delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
-            scores(
-                shape,
-                b,
-                (q0, q1),
-                (k0, k1),
-                &qs,
-                &kt,
-                mask.as_ref(),
-                &mut s,
-            );
-            probabilities_and_gradients::<T>(
-                shape,
-                b,
-                (q0, q1),
-                nk,
-                saved.lse,
-                &delta,
-                &dob,
-                &vt,
-                &mut s,
-                &mut ds,
-            );
-            for i in 0..q1 - q0 {
-                for j in 0..nk {
-                    let (p, g) = (s[i * BLOCK + j], ds[i * BLOCK + j]);
-                    for (x, &y) in dvb[j * dv..(j + 1) * dv]
-                        .iter_mut()
-                        .zip(&dob[i * dv..(i + 1) * dv])
-                    {
-                        *x = x.add(p.mul(y));
-                    }
-                    for (x, &y) in dkb[j * d..(j + 1) * d]
-                        .iter_mut()
-                        .zip(&qs[i * d..(i + 1) * d])
-                    {
-                        *x = x.add(g.mul(y));
-                    }
-                }
+            for k0 in (0..shape.keys).step_by(BLOCK) {
+                let Some(k1) = shape.visible_keys(q1, k0) else {
+                    break;
+                };
+                let nk = k1 - k0;
+                pack_transposed(&k, b, (k0, k1), d, &mut kt);
+                pack_rows(&k, b, (k0, k1), d, scale, &mut kb);
+                pack_transposed(&v, b, (k0, k1), dv, &mut vt);
+                scores(
+                    shape,
+                    b,
+                    (q0, q1),
+                    (k0, k1),
+                    &qs,
+                    &kt,
+                    mask.as_ref(),
+                    &mut s,
+                );
+                probabilities_and_gradients::<T>(
+                    shape,
+                    b,
+                    (q0, q1),
+                    nk,
+                    saved.lse,
+                    &delta,
+                    &dob,
+                    &vt,
+                    &mut s,
+                    &mut ds,
+                );
+                // dQ += dS · (scale · k)
+                product(
+                    &mut dqb,
+                    d,
+                    true,
+                    Block::rows(&ds, nq, nk, BLOCK),
+                    Block::rows(&kb, nk, d, d),
+                );
             }
-        }
-        for j in 0..nk {
-            dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
-            dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
-        }
-    });
-    // Queries: a task per query block, over the key blocks it sees.
-    shape.for_each_block(shape.queries, 2, |b, block| {
-        let q0 = block * BLOCK;
-        let q1 = (q0 + BLOCK).min(shape.queries);
-        let nq = q1 - q0;
-        let mut qs = vec![T::Wide::zero(); BLOCK * d];
-        let mut kt = vec![T::Wide::zero(); d * BLOCK];
-        let mut kb = vec![T::Wide::zero(); BLOCK * d];
-        let mut vt = vec![T::Wide::zero(); dv * BLOCK];
-        let mut dob = vec![T::Wide::zero(); BLOCK * dv];
-        let mut delta = [T::Wide::zero(); BLOCK];
-        let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
-        let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
-        let mut dqb = vec![T::Wide::zero(); BLOCK * d];
-        pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
-        delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
-        for k0 in (0..shape.keys).step_by(BLOCK) {
-            let Some(k1) = shape.visible_keys(q1, k0) else {
-                break;
-            };
-            let nk = k1 - k0;
-            pack_transposed(&k, b, (k0, k1), d, &mut kt);
-            pack_rows(&k, b, (k0, k1), d, scale, &mut kb);
-            pack_transposed(&v, b, (k0, k1), dv, &mut vt);
-            scores(
-                shape,
-                b,
-                (q0, q1),
-                (k0, k1),
-                &qs,
-                &kt,
-                mask.as_ref(),
-                &mut s,
-            );
-            probabilities_and_gradients::<T>(
-                shape,
-                b,
-                (q0, q1),
-                nk,
-                saved.lse,
-                &delta,
-                &dob,
-                &vt,
-                &mut s,
-                &mut ds,
-            );
             for i in 0..nq {
-                let o = &mut dqb[i * d..(i + 1) * d];
-                for j in 0..nk {
-                    let g = ds[i * BLOCK + j];
-                    for (x, &y) in o.iter_mut().zip(&kb[j * d..(j + 1) * d]) {
-                        *x = x.add(g.mul(y));
-                    }
-                }
+                dq.write(b, q0 + i, dqb[i * d..(i + 1) * d].iter().map(narrow));
             }
-        }
-        for i in 0..nq {
-            dq.write(b, q0 + i, dqb[i * d..(i + 1) * d].iter().map(narrow));
-        }
-    });
+        },
+    );
 }
