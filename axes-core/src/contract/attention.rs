@@ -122,6 +122,13 @@ impl<T: Float> Operand<T> {
     }
 }
 
+/// A call's plan, and its queries, keys, values and mask as the kernel reads them.
+struct Prepared<T: Float> {
+    plan: Plan,
+    operands: [Operand<T>; 3],
+    mask: Option<MaskOperand<T>>,
+}
+
 /// The axes of one call, by role, and their lengths.
 pub(crate) struct Plan {
     shape: Shape,
@@ -346,18 +353,16 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         (W,): AxisSet,
         M: AxisSet,
     {
-        let (q, k, v) = (readable(q)?, readable(k)?, readable(v)?);
-        let mask = mask.map(readable).transpose()?;
-        let plan = self.plan(&q, &k, &v, mask.as_ref())?;
+        let Prepared {
+            plan,
+            operands,
+            mask,
+        } = self.prepare(q, k, v, mask)?;
         let shape = plan.shape;
-        let operands = self.operands(&plan, &q, &k, &v)?;
-        let mask = mask
-            .as_ref()
-            .map(|m| mask_operand(&plan, m, TypeId::of::<Qx>(), TypeId::of::<Kx>()));
         // The result: row-major in its type's order.
         type Out<LQ, LK, LV, Kx, W> = AttentionAxes<LQ, LK, LV, Kx, W>;
         let out_ids = <Out<LQ, LK, LV, Kx, W> as crate::list::AxisList>::IDS;
-        let out_lens: Vec<usize> = out_ids.iter().map(|&id| plan.len_of(id, &q, &v)).collect();
+        let out_lens: Vec<usize> = out_ids.iter().map(|&id| plan.len_of(id, q, v)).collect();
         let layout = Layout::row_major(&out_lens);
         let count: usize = out_lens.iter().product();
         let mut data = storage::for_overwrite::<T>(count)?;
@@ -421,15 +426,13 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         (W,): AxisSet,
         M: AxisSet,
     {
-        let (q, k, v) = (readable(q)?, readable(k)?, readable(v)?);
+        let Prepared {
+            plan,
+            operands,
+            mask,
+        } = self.prepare(q, k, v, mask)?;
         let (out, grad) = (readable(out)?, readable(grad)?);
-        let mask = mask.map(readable).transpose()?;
-        let plan = self.plan(&q, &k, &v, mask.as_ref())?;
         let shape = plan.shape;
-        let operands = self.operands(&plan, &q, &k, &v)?;
-        let mask = mask
-            .as_ref()
-            .map(|m| mask_operand(&plan, m, TypeId::of::<Qx>(), TypeId::of::<Kx>()));
         let (qx, w) = (TypeId::of::<Qx>(), TypeId::of::<W>());
         let saved_operand = |x: &Tensor<T, AttentionAxes<LQ, LK, LV, Kx, W>>| {
             let d = describe(x);
@@ -486,10 +489,32 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         let width = [(w, d)];
         let kx = TypeId::of::<Kx>();
         Ok((
-            folded(&plan, &q, &dq, qx, &width)?,
-            folded(&plan, &k, &dk, kx, &width)?,
-            folded(&plan, &v, &dvs, kx, &plan.value_width)?,
+            folded(&plan, q, &dq, qx, &width)?,
+            folded(&plan, k, &dk, kx, &width)?,
+            folded(&plan, v, &dvs, kx, &plan.value_width)?,
         ))
+    }
+
+    /// The plan of a call and its operands as the kernel reads them.
+    fn prepare<T: Float, LQ: AxisSet, LK: AxisSet, LV: AxisSet, M: AxisSet>(
+        &self,
+        q: &Tensor<T, LQ>,
+        k: &Tensor<T, LK>,
+        v: &Tensor<T, LV>,
+        mask: Option<&Tensor<T, M>>,
+    ) -> Result<Prepared<T>> {
+        let (q, k, v) = (readable(q)?, readable(k)?, readable(v)?);
+        let mask = mask.map(readable).transpose()?;
+        let plan = self.plan(&q, &k, &v, mask.as_ref())?;
+        let operands = self.operands(&plan, &q, &k, &v)?;
+        let mask = mask
+            .as_ref()
+            .map(|m| mask_operand(&plan, m, TypeId::of::<Qx>(), TypeId::of::<Kx>()));
+        Ok(Prepared {
+            plan,
+            operands,
+            mask,
+        })
     }
 
     /// The queries, keys and values as the kernel reads them.

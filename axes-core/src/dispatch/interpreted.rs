@@ -225,7 +225,7 @@ pub(super) fn into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     let mut strides = vec![0; space.rank];
     space.write_strides(A::IDS, layout.strides(), &mut strides);
     let dest = Results {
-        data: target.storage_mut().make_mut(),
+        data: target.storage_mut().try_make_mut()?,
         offset: layout.offset(),
         strides,
         combine: combining(sink, reduced),

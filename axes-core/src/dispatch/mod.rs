@@ -378,7 +378,7 @@ fn fused_into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
         let to = FlatTarget::Along {
             offset: layout.offset(),
         };
-        let data = target.storage_mut().make_mut();
+        let data = target.storage_mut().try_make_mut()?;
         return run_flat(expr, data, to, count, sink);
     }
     let mut plan = Plan::empty();
@@ -389,7 +389,7 @@ fn fused_into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
         Destination::Existing(target.layout()),
         &leaves,
     )?;
-    let data = target.storage_mut().make_mut();
+    let data = target.storage_mut().try_make_mut()?;
     let make = || {
         let mut next = 0;
         expr.evaluator(&plan, &mut next)

@@ -421,13 +421,15 @@ fn on_host<T: Num>(
         })
         .collect::<Result<Vec<_>>>()?;
     let mut sinks: Vec<StridedSink<'_>> = (results.iter_mut().zip(combines))
-        .map(|((storage, layout), (strides, combine))| StridedSink {
-            offset: layout.offset(),
-            data: T::elements_mut(storage.make_mut()),
-            strides,
-            combine,
+        .map(|((storage, layout), (strides, combine))| {
+            Ok(StridedSink {
+                offset: layout.offset(),
+                data: T::elements_mut(storage.try_make_mut()?),
+                strides,
+                combine,
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     interp::compile_and_run(ir, &roots, lens, T::DTYPE, &sources, &mut sinks)?;
     drop(sinks);
     for (k, (buffer, layout)) in copies {

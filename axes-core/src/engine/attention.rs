@@ -427,64 +427,112 @@ pub struct Saved<'a, T: Float> {
     pub lse: &'a [T::Wide],
 }
 
-/// Probabilities of queries `q0..q1` against keys `k0..k1` (in `s`, from its scores) and the
-/// scores' gradients `dS = P ∘ (dO·vᵀ − D)` (in `ds`).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn probabilities_and_gradients<T: Float>(
-    shape: &Shape,
-    b: usize,
-    (q0, q1): (usize, usize),
-    nk: usize,
-    lse: &[T::Wide],
-    delta: &[T::Wide],
-    dob: &[T::Wide],
-    vt: &[T::Wide],
-    s: &mut [T::Wide],
-    ds: &mut [T::Wide],
-) {
-    let (dv, nq) = (shape.value_width, q1 - q0);
-    // dP = dO · vᵀ
-    product(
-        ds,
-        BLOCK,
-        false,
-        Block::rows(dob, nq, dv, dv),
-        Block::rows(vt, dv, nk, BLOCK),
-    );
-    for i in 0..nq {
-        let l = lse[b * shape.queries + q0 + i];
-        let p = &mut s[i * BLOCK..i * BLOCK + nk];
-        for x in p.iter_mut() {
-            *x = x.sub(l).exp();
-        }
-        let g = &mut ds[i * BLOCK..i * BLOCK + nk];
-        let di = delta[i];
-        for (r, &pv) in g.iter_mut().zip(p.iter()) {
-            *r = pv.mul(r.sub(di));
-        }
-    }
+/// One backward task's blocks: queries (scaled), keys and values (transposed), the output's
+/// gradient and `D = rowsum(dO ∘ O)` of a query block, and the recomputed probabilities and
+/// scores' gradients of a (query block, key block) pair.
+struct Workspace<W> {
+    qs: Vec<W>,
+    kt: Vec<W>,
+    vt: Vec<W>,
+    dob: Vec<W>,
+    delta: [W; BLOCK],
+    s: Vec<W>,
+    ds: Vec<W>,
 }
 
-/// `D = rowsum(dO ∘ O)` of queries `q0..q1`, and their output gradients packed as rows.
-#[inline(always)]
-fn delta_and_grad<T: Float>(
-    shape: &Shape,
-    saved: &Saved<'_, T>,
-    b: usize,
-    (q0, q1): (usize, usize),
-    delta: &mut [T::Wide],
-    dob: &mut [T::Wide],
-) {
-    let dv = shape.value_width;
-    pack_rows(&saved.grad, b, (q0, q1), dv, T::Wide::one(), dob);
-    for i in 0..q1 - q0 {
-        let mut total = T::Wide::zero();
-        for c in 0..dv {
-            let o = T::Wide::from_f64(saved.out.at(b, q0 + i, c).to_f64());
-            total = total.add(dob[i * dv + c].mul(o));
+impl<W: Float> Workspace<W> {
+    fn new(shape: &Shape) -> Self {
+        let (d, dv) = (shape.width, shape.value_width);
+        Workspace {
+            qs: vec![W::zero(); BLOCK * d],
+            kt: vec![W::zero(); d * BLOCK],
+            vt: vec![W::zero(); dv * BLOCK],
+            dob: vec![W::zero(); BLOCK * dv],
+            delta: [W::zero(); BLOCK],
+            s: vec![W::zero(); BLOCK * BLOCK],
+            ds: vec![W::zero(); BLOCK * BLOCK],
         }
-        delta[i] = total;
+    }
+
+    /// Packs the queries `q0..q1` of batch entry `b` (scaled), their output gradients and
+    /// `D = rowsum(dO ∘ O)`.
+    #[inline(always)]
+    fn load_queries<T: Float<Wide = W>>(
+        &mut self,
+        shape: &Shape,
+        q: &Rows<'_, T>,
+        saved: &Saved<'_, T>,
+        b: usize,
+        (q0, q1): (usize, usize),
+    ) {
+        let (d, dv) = (shape.width, shape.value_width);
+        pack_rows(q, b, (q0, q1), d, W::from_f64(shape.scale), &mut self.qs);
+        pack_rows(&saved.grad, b, (q0, q1), dv, W::one(), &mut self.dob);
+        for i in 0..q1 - q0 {
+            let mut total = W::zero();
+            for c in 0..dv {
+                let o = W::from_f64(saved.out.at(b, q0 + i, c).to_f64());
+                total = total.add(self.dob[i * dv + c].mul(o));
+            }
+            self.delta[i] = total;
+        }
+    }
+
+    /// Packs the keys and values `k0..k1` of batch entry `b`, transposed.
+    #[inline(always)]
+    fn load_keys<T: Float<Wide = W>>(
+        &mut self,
+        shape: &Shape,
+        (k, v): (&Rows<'_, T>, &Rows<'_, T>),
+        b: usize,
+        keys: (usize, usize),
+    ) {
+        pack_transposed(k, b, keys, shape.width, &mut self.kt);
+        pack_transposed(v, b, keys, shape.value_width, &mut self.vt);
+    }
+
+    /// The probabilities `P` of the loaded queries against the loaded keys (in `s`, from the
+    /// saved log-sum-exp) and the scores' gradients `dS = P ∘ (dO·vᵀ − D)` (in `ds`).
+    #[inline(always)]
+    fn recompute<T: Float<Wide = W>>(
+        &mut self,
+        shape: &Shape,
+        b: usize,
+        (q0, q1): (usize, usize),
+        (k0, k1): (usize, usize),
+        mask: Option<&MaskRows<'_, T>>,
+        lse: &[W],
+    ) {
+        let (dv, nq, nk) = (shape.value_width, q1 - q0, k1 - k0);
+        scores(
+            shape,
+            b,
+            (q0, q1),
+            (k0, k1),
+            &self.qs,
+            &self.kt,
+            mask,
+            &mut self.s,
+        );
+        // dP = dO · vᵀ
+        product(
+            &mut self.ds,
+            BLOCK,
+            false,
+            Block::rows(&self.dob, nq, dv, dv),
+            Block::rows(&self.vt, dv, nk, BLOCK),
+        );
+        for i in 0..nq {
+            let l = lse[b * shape.queries + q0 + i];
+            let p = &mut self.s[i * BLOCK..i * BLOCK + nk];
+            for x in p.iter_mut() {
+                *x = x.sub(l).exp();
+            }
+            let di = self.delta[i];
+            for (r, &pv) in self.ds[i * BLOCK..i * BLOCK + nk].iter_mut().zip(p.iter()) {
+                *r = pv.mul(r.sub(di));
+            }
+        }
     }
 }
 
@@ -513,59 +561,30 @@ pub fn backward<T: Float>(
             let k0 = block * BLOCK;
             let k1 = (k0 + BLOCK).min(shape.keys);
             let nk = k1 - k0;
-            let mut kt = vec![T::Wide::zero(); d * BLOCK];
-            let mut vt = vec![T::Wide::zero(); dv * BLOCK];
-            let mut qs = vec![T::Wide::zero(); BLOCK * d];
-            let mut dob = vec![T::Wide::zero(); BLOCK * dv];
-            let mut delta = [T::Wide::zero(); BLOCK];
-            let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
-            let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
+            let mut work = Workspace::new(shape);
             let mut dkb = vec![T::Wide::zero(); BLOCK * d];
             let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
-            pack_transposed(&k, b, (k0, k1), d, &mut kt);
-            pack_transposed(&v, b, (k0, k1), dv, &mut vt);
+            work.load_keys(shape, (&k, &v), b, (k0, k1));
             let first_block = if shape.causal { k0 / BLOCK } else { 0 };
             for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
                 let q1 = (q0 + BLOCK).min(shape.queries);
-                pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
-                delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
-                scores(
-                    shape,
-                    b,
-                    (q0, q1),
-                    (k0, k1),
-                    &qs,
-                    &kt,
-                    mask.as_ref(),
-                    &mut s,
-                );
-                probabilities_and_gradients::<T>(
-                    shape,
-                    b,
-                    (q0, q1),
-                    nk,
-                    saved.lse,
-                    &delta,
-                    &dob,
-                    &vt,
-                    &mut s,
-                    &mut ds,
-                );
                 let nq = q1 - q0;
+                work.load_queries(shape, &q, saved, b, (q0, q1));
+                work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
                 // dV += Pᵀ · dO, dK += dSᵀ · (scale · q)
                 product(
                     &mut dvb,
                     dv,
                     true,
-                    Block::rows(&s, nq, nk, BLOCK).t(),
-                    Block::rows(&dob, nq, dv, dv),
+                    Block::rows(&work.s, nq, nk, BLOCK).t(),
+                    Block::rows(&work.dob, nq, dv, dv),
                 );
                 product(
                     &mut dkb,
                     d,
                     true,
-                    Block::rows(&ds, nq, nk, BLOCK).t(),
-                    Block::rows(&qs, nq, d, d),
+                    Block::rows(&work.ds, nq, nk, BLOCK).t(),
+                    Block::rows(&work.qs, nq, d, d),
                 );
             }
             for j in 0..nk {
@@ -583,53 +602,24 @@ pub fn backward<T: Float>(
             let q0 = block * BLOCK;
             let q1 = (q0 + BLOCK).min(shape.queries);
             let nq = q1 - q0;
-            let mut qs = vec![T::Wide::zero(); BLOCK * d];
-            let mut kt = vec![T::Wide::zero(); d * BLOCK];
+            let mut work = Workspace::new(shape);
             let mut kb = vec![T::Wide::zero(); BLOCK * d];
-            let mut vt = vec![T::Wide::zero(); dv * BLOCK];
-            let mut dob = vec![T::Wide::zero(); BLOCK * dv];
-            let mut delta = [T::Wide::zero(); BLOCK];
-            let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
-            let mut ds = vec![T::Wide::zero(); BLOCK * BLOCK];
             let mut dqb = vec![T::Wide::zero(); BLOCK * d];
-            pack_rows(&q, b, (q0, q1), d, scale, &mut qs);
-            delta_and_grad(shape, saved, b, (q0, q1), &mut delta, &mut dob);
+            work.load_queries(shape, &q, saved, b, (q0, q1));
             for k0 in (0..shape.keys).step_by(BLOCK) {
                 let Some(k1) = shape.visible_keys(q1, k0) else {
                     break;
                 };
                 let nk = k1 - k0;
-                pack_transposed(&k, b, (k0, k1), d, &mut kt);
+                work.load_keys(shape, (&k, &v), b, (k0, k1));
                 pack_rows(&k, b, (k0, k1), d, scale, &mut kb);
-                pack_transposed(&v, b, (k0, k1), dv, &mut vt);
-                scores(
-                    shape,
-                    b,
-                    (q0, q1),
-                    (k0, k1),
-                    &qs,
-                    &kt,
-                    mask.as_ref(),
-                    &mut s,
-                );
-                probabilities_and_gradients::<T>(
-                    shape,
-                    b,
-                    (q0, q1),
-                    nk,
-                    saved.lse,
-                    &delta,
-                    &dob,
-                    &vt,
-                    &mut s,
-                    &mut ds,
-                );
+                work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
                 // dQ += dS · (scale · k)
                 product(
                     &mut dqb,
                     d,
                     true,
-                    Block::rows(&ds, nq, nk, BLOCK),
+                    Block::rows(&work.ds, nq, nk, BLOCK),
                     Block::rows(&kb, nk, d, d),
                 );
             }

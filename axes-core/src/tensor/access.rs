@@ -79,7 +79,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let pos = self
             .position_of(&index)?
             .expect("a contiguous layout has no padding");
-        self.storage.make_mut()[pos] = value;
+        self.storage.try_make_mut()?[pos] = value;
         Ok(())
     }
 
