@@ -46,6 +46,15 @@ impl<T: Copy> Rows<'_, T> {
     fn at(&self, b: usize, i: usize, c: usize) -> T {
         self.data[(self.batch[b] + i as isize * self.row + self.cols[c]) as usize]
     }
+
+    /// Row `i` of batch entry `b` as a slice, where its columns are contiguous.
+    #[inline(always)]
+    fn row_slice(&self, b: usize, i: usize) -> Option<&[T]> {
+        let first = *self.cols.first()?;
+        let contiguous = (self.cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize);
+        let start = (self.batch[b] + i as isize * self.row + first) as usize;
+        contiguous.then(|| &self.data[start..start + self.cols.len()])
+    }
 }
 
 /// An additive mask over the scores: `data[batch[b] + i·query + j·key]` is added to the score
@@ -251,8 +260,8 @@ fn product<W: Float>(
 }
 
 /// Scores of queries `q0..q1` against keys `k0..k1`, into `s` (rows of [`BLOCK`]):
-/// `qs` holds the queries scaled (rows of `width`), `kt` the keys transposed (rows of
-/// [`BLOCK`]). Masked and causally hidden scores are −∞.
+/// `qs` holds the queries scaled (rows of `width`), `kb` the keys (rows of `width`). Masked
+/// and causally hidden scores are −∞.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn scores<T: Float>(
@@ -261,7 +270,7 @@ fn scores<T: Float>(
     (q0, q1): (usize, usize),
     (k0, k1): (usize, usize),
     qs: &[T::Wide],
-    kt: &[T::Wide],
+    kb: &[T::Wide],
     mask: Option<&MaskRows<'_, T>>,
     s: &mut [T::Wide],
 ) {
@@ -272,7 +281,7 @@ fn scores<T: Float>(
         BLOCK,
         false,
         Block::rows(qs, nq, d, d),
-        Block::rows(kt, d, nk, BLOCK),
+        Block::rows(kb, nk, d, d).t(),
     );
     for i in 0..nq {
         let row = &mut s[i * BLOCK..i * BLOCK + nk];
@@ -291,7 +300,7 @@ fn scores<T: Float>(
     }
 }
 
-/// Packs queries `q0..q1` of batch entry `b`, times `scale`, as rows of `width`.
+/// Packs rows `r0..r1` of batch entry `b`, times `scale`, as rows of `width`.
 #[inline(always)]
 fn pack_rows<T: Float>(
     x: &Rows<'_, T>,
@@ -301,25 +310,20 @@ fn pack_rows<T: Float>(
     scale: T::Wide,
     out: &mut [T::Wide],
 ) {
+    let widen = |v: T| T::Wide::from_f64(v.to_f64()).mul(scale);
     for i in 0..r1 - r0 {
-        for c in 0..width {
-            out[i * width + c] = T::Wide::from_f64(x.at(b, r0 + i, c).to_f64()).mul(scale);
-        }
-    }
-}
-
-/// Packs rows `r0..r1` of batch entry `b` transposed: column `c` becomes a row of [`BLOCK`].
-#[inline(always)]
-fn pack_transposed<T: Float>(
-    x: &Rows<'_, T>,
-    b: usize,
-    (r0, r1): (usize, usize),
-    width: usize,
-    out: &mut [T::Wide],
-) {
-    for c in 0..width {
-        for j in 0..r1 - r0 {
-            out[c * BLOCK + j] = T::Wide::from_f64(x.at(b, r0 + j, c).to_f64());
+        let row = &mut out[i * width..(i + 1) * width];
+        match x.row_slice(b, r0 + i) {
+            Some(values) => {
+                for (o, &v) in row.iter_mut().zip(values) {
+                    *o = widen(v);
+                }
+            }
+            None => {
+                for (c, o) in row.iter_mut().enumerate() {
+                    *o = widen(x.at(b, r0 + i, c));
+                }
+            }
         }
     }
 }
@@ -347,7 +351,7 @@ pub fn forward<T: Float>(
             let q1 = (q0 + BLOCK).min(shape.queries);
             let nq = q1 - q0;
             let mut qs = vec![T::Wide::zero(); BLOCK * d];
-            let mut kt = vec![T::Wide::zero(); d * BLOCK];
+            let mut kb = vec![T::Wide::zero(); BLOCK * d];
             let mut vb = vec![T::Wide::zero(); BLOCK * dv];
             let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
             let mut acc = vec![T::Wide::zero(); BLOCK * dv];
@@ -359,7 +363,7 @@ pub fn forward<T: Float>(
                     break;
                 };
                 let nk = k1 - k0;
-                pack_transposed(&k, b, (k0, k1), d, &mut kt);
+                pack_rows(&k, b, (k0, k1), d, T::Wide::one(), &mut kb);
                 pack_rows(&v, b, (k0, k1), dv, T::Wide::one(), &mut vb);
                 scores(
                     shape,
@@ -367,7 +371,7 @@ pub fn forward<T: Float>(
                     (q0, q1),
                     (k0, k1),
                     &qs,
-                    &kt,
+                    &kb,
                     mask.as_ref(),
                     &mut s,
                 );
@@ -427,13 +431,29 @@ pub struct Saved<'a, T: Float> {
     pub lse: &'a [T::Wide],
 }
 
+/// `D = rowsum(dO ∘ O)` of every query, batch-major.
+fn row_products<T: Float>(shape: &Shape, out: &Rows<'_, T>, grad: &Rows<'_, T>) -> Vec<T::Wide> {
+    let dv = shape.value_width;
+    let (mut o, mut g) = (vec![T::Wide::zero(); dv], vec![T::Wide::zero(); dv]);
+    let mut delta = Vec::with_capacity(shape.batch * shape.queries);
+    for b in 0..shape.batch {
+        for i in 0..shape.queries {
+            pack_rows(out, b, (i, i + 1), dv, T::Wide::one(), &mut o);
+            pack_rows(grad, b, (i, i + 1), dv, T::Wide::one(), &mut g);
+            let total = (o.iter().zip(&g)).fold(T::Wide::zero(), |t, (&x, &y)| t.add(x.mul(y)));
+            delta.push(total);
+        }
+    }
+    delta
+}
+
 /// One backward task's blocks: queries (scaled), keys and values (transposed), the output's
 /// gradient and `D = rowsum(dO ∘ O)` of a query block, and the recomputed probabilities and
 /// scores' gradients of a (query block, key block) pair.
 struct Workspace<W> {
     qs: Vec<W>,
-    kt: Vec<W>,
-    vt: Vec<W>,
+    kb: Vec<W>,
+    vb: Vec<W>,
     dob: Vec<W>,
     delta: [W; BLOCK],
     s: Vec<W>,
@@ -445,8 +465,8 @@ impl<W: Float> Workspace<W> {
         let (d, dv) = (shape.width, shape.value_width);
         Workspace {
             qs: vec![W::zero(); BLOCK * d],
-            kt: vec![W::zero(); d * BLOCK],
-            vt: vec![W::zero(); dv * BLOCK],
+            kb: vec![W::zero(); BLOCK * d],
+            vb: vec![W::zero(); BLOCK * dv],
             dob: vec![W::zero(); BLOCK * dv],
             delta: [W::zero(); BLOCK],
             s: vec![W::zero(); BLOCK * BLOCK],
@@ -455,30 +475,25 @@ impl<W: Float> Workspace<W> {
     }
 
     /// Packs the queries `q0..q1` of batch entry `b` (scaled), their output gradients and
-    /// `D = rowsum(dO ∘ O)`.
+    /// their `D = rowsum(dO ∘ O)` (from `delta`, every query's, batch-major).
     #[inline(always)]
     fn load_queries<T: Float<Wide = W>>(
         &mut self,
         shape: &Shape,
         q: &Rows<'_, T>,
         saved: &Saved<'_, T>,
+        delta: &[W],
         b: usize,
         (q0, q1): (usize, usize),
     ) {
         let (d, dv) = (shape.width, shape.value_width);
         pack_rows(q, b, (q0, q1), d, W::from_f64(shape.scale), &mut self.qs);
         pack_rows(&saved.grad, b, (q0, q1), dv, W::one(), &mut self.dob);
-        for i in 0..q1 - q0 {
-            let mut total = W::zero();
-            for c in 0..dv {
-                let o = W::from_f64(saved.out.at(b, q0 + i, c).to_f64());
-                total = total.add(self.dob[i * dv + c].mul(o));
-            }
-            self.delta[i] = total;
-        }
+        let first = b * shape.queries + q0;
+        self.delta[..q1 - q0].copy_from_slice(&delta[first..first + q1 - q0]);
     }
 
-    /// Packs the keys and values `k0..k1` of batch entry `b`, transposed.
+    /// Packs the keys and values `k0..k1` of batch entry `b`.
     #[inline(always)]
     fn load_keys<T: Float<Wide = W>>(
         &mut self,
@@ -487,8 +502,8 @@ impl<W: Float> Workspace<W> {
         b: usize,
         keys: (usize, usize),
     ) {
-        pack_transposed(k, b, keys, shape.width, &mut self.kt);
-        pack_transposed(v, b, keys, shape.value_width, &mut self.vt);
+        pack_rows(k, b, keys, shape.width, W::one(), &mut self.kb);
+        pack_rows(v, b, keys, shape.value_width, W::one(), &mut self.vb);
     }
 
     /// The probabilities `P` of the loaded queries against the loaded keys (in `s`, from the
@@ -510,7 +525,7 @@ impl<W: Float> Workspace<W> {
             (q0, q1),
             (k0, k1),
             &self.qs,
-            &self.kt,
+            &self.kb,
             mask,
             &mut self.s,
         );
@@ -520,7 +535,7 @@ impl<W: Float> Workspace<W> {
             BLOCK,
             false,
             Block::rows(&self.dob, nq, dv, dv),
-            Block::rows(&self.vt, dv, nk, BLOCK),
+            Block::rows(&self.vb, nk, dv, dv).t(),
         );
         for i in 0..nq {
             let l = lse[b * shape.queries + q0 + i];
@@ -552,6 +567,7 @@ pub fn backward<T: Float>(
     let (d, dv) = (shape.width, shape.value_width);
     let scale = T::Wide::from_f64(shape.scale);
     let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
+    let delta = row_products(shape, &saved.out, &saved.grad);
     // Keys and values: a task per key block, over the query blocks that see it.
     shape.for_each_block(
         shape.keys,
@@ -569,7 +585,7 @@ pub fn backward<T: Float>(
             for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
                 let q1 = (q0 + BLOCK).min(shape.queries);
                 let nq = q1 - q0;
-                work.load_queries(shape, &q, saved, b, (q0, q1));
+                work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
                 work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
                 // dV += Pᵀ · dO, dK += dSᵀ · (scale · q)
                 product(
@@ -603,28 +619,32 @@ pub fn backward<T: Float>(
             let q1 = (q0 + BLOCK).min(shape.queries);
             let nq = q1 - q0;
             let mut work = Workspace::new(shape);
-            let mut kb = vec![T::Wide::zero(); BLOCK * d];
             let mut dqb = vec![T::Wide::zero(); BLOCK * d];
-            work.load_queries(shape, &q, saved, b, (q0, q1));
+            work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
             for k0 in (0..shape.keys).step_by(BLOCK) {
                 let Some(k1) = shape.visible_keys(q1, k0) else {
                     break;
                 };
                 let nk = k1 - k0;
                 work.load_keys(shape, (&k, &v), b, (k0, k1));
-                pack_rows(&k, b, (k0, k1), d, scale, &mut kb);
                 work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
-                // dQ += dS · (scale · k)
+                // dQ += dS · k (scaled when written)
                 product(
                     &mut dqb,
                     d,
                     true,
                     Block::rows(&work.ds, nq, nk, BLOCK),
-                    Block::rows(&kb, nk, d, d),
+                    Block::rows(&work.kb, nk, d, d),
                 );
             }
             for i in 0..nq {
-                dq.write(b, q0 + i, dqb[i * d..(i + 1) * d].iter().map(narrow));
+                dq.write(
+                    b,
+                    q0 + i,
+                    dqb[i * d..(i + 1) * d]
+                        .iter()
+                        .map(|x| narrow(&x.mul(scale))),
+                );
             }
         },
     );
