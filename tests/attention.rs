@@ -248,6 +248,29 @@ fn matches_the_composition_in_f64_and_f32() {
 }
 
 #[test]
+fn many_batch_entries_match_the_composition() {
+    // From 8 batch entries the backward runs one pass per entry.
+    for (queries, keys, causal, padded) in [
+        (70, 70, true, true),
+        (129, 65, false, true),
+        (7, 7, true, false),
+    ] {
+        let case = Case {
+            batch: 4,
+            heads: 3,
+            queries,
+            keys,
+            width: 16,
+            value_width: 8,
+            causal,
+            padded,
+        };
+        check_against_composition::<f64>(&case, 1e-12, queries as u64);
+        check_against_composition::<f32>(&case, 1e-5, queries as u64);
+    }
+}
+
+#[test]
 fn wide_heads_match_the_composition() {
     for width in [256, 300] {
         let case = Case {
@@ -466,8 +489,15 @@ fn a_query_that_sees_no_key_gets_zeros_and_passes_no_gradient() {
 
 #[test]
 fn the_same_bits_on_one_and_two_threads() {
+    // 6 batch entries (a task per block in the backward) and 12 (a task per entry).
+    for batch in [2, 4] {
+        same_bits_on_one_and_two_threads(batch);
+    }
+}
+
+fn same_bits_on_one_and_two_threads(batch: usize) {
     let case = Case {
-        batch: 2,
+        batch,
         heads: 3,
         queries: 150,
         keys: 150,

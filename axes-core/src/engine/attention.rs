@@ -7,10 +7,11 @@
 //! online softmax keeps each query's running maximum and sum, rescaling its output row when
 //! the maximum grows. Only each query's log-sum-exp is kept
 //! for the backward pass, which first takes `D = rowsum(dO ∘ O)`, then recomputes the
-//! probabilities block by block from the log-sum-exp: one pass over key blocks writes the key
-//! and value gradients, another over query blocks the query gradients, so that every element
-//! of every result is summed by one task in one order (no float atomics, the same bits on any
-//! thread count). Under a causal mask (query `i` sees keys `0..=i`), key blocks wholly after a
+//! probabilities block by block from the log-sum-exp: with many batch entries, a task per entry
+//! writes all three gradients in one pass over its key blocks; with few, one pass over key
+//! blocks writes the key and value gradients and another over query blocks the query
+//! gradients. Either way every element of every result is summed by one task in one order (no
+//! float atomics, the same bits on any thread count). Under a causal mask (query `i` sees keys `0..=i`), key blocks wholly after a
 //! query block are skipped in every pass.
 //!
 //! Elements are computed in `T::Wide` (f32 for the half types). A query that sees no key (a
@@ -24,6 +25,12 @@ use crate::num::{Float, Num};
 
 /// Rows per query block and positions per key block.
 pub const BLOCK: usize = 64;
+
+/// From this many batch entries, the backward pass runs a task per entry (one pass, the
+/// probabilities recomputed once); with fewer, a task per key block and then one per query
+/// block, so that a few long sequences still fill the threads. Chosen by the shape alone, so
+/// the bits never depend on the thread count.
+const ONE_PASS_MIN_BATCH: usize = 8;
 
 /// Where an operand's elements are: `data[batch[b] + i·row + cols[c]]` is row `i` (a query or
 /// key position), column `c` (a width position) of batch entry `b`.
@@ -506,6 +513,32 @@ impl<W: Float> Workspace<W> {
         pack_rows(v, b, keys, shape.value_width, W::one(), &mut self.vb);
     }
 
+    /// `dV += Pᵀ · dO` and `dK += dSᵀ · (scale · q)` for the loaded `nq` queries and `nk` keys.
+    #[inline(always)]
+    fn accumulate_key_gradients(
+        &self,
+        shape: &Shape,
+        (nq, nk): (usize, usize),
+        dkb: &mut [W],
+        dvb: &mut [W],
+    ) {
+        let (d, dv) = (shape.width, shape.value_width);
+        product(
+            dvb,
+            dv,
+            true,
+            Block::rows(&self.s, nq, nk, BLOCK).t(),
+            Block::rows(&self.dob, nq, dv, dv),
+        );
+        product(
+            dkb,
+            d,
+            true,
+            Block::rows(&self.ds, nq, nk, BLOCK).t(),
+            Block::rows(&self.qs, nq, d, d),
+        );
+    }
+
     /// The probabilities `P` of the loaded queries against the loaded keys (in `s`, from the
     /// saved log-sum-exp) and the scores' gradients `dS = P ∘ (dO·vᵀ − D)` (in `ds`).
     #[inline(always)]
@@ -568,6 +601,55 @@ pub fn backward<T: Float>(
     let scale = T::Wide::from_f64(shape.scale);
     let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
     let delta = row_products(shape, &saved.out, &saved.grad);
+    if shape.batch >= ONE_PASS_MIN_BATCH {
+        // A task per batch entry: one pass over its key blocks writes all three gradients
+        // (the entry's dQ accumulates in the task), so the probabilities are recomputed once.
+        shape.for_each_block(
+            BLOCK,
+            2,
+            #[inline(always)]
+            |b, _| {
+                let mut work = Workspace::new(shape);
+                let mut dqa = vec![T::Wide::zero(); shape.queries * d];
+                let mut dkb = vec![T::Wide::zero(); BLOCK * d];
+                let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
+                for k0 in (0..shape.keys).step_by(BLOCK) {
+                    let k1 = (k0 + BLOCK).min(shape.keys);
+                    let nk = k1 - k0;
+                    work.load_keys(shape, (&k, &v), b, (k0, k1));
+                    dkb.fill(T::Wide::zero());
+                    dvb.fill(T::Wide::zero());
+                    let first_block = if shape.causal { k0 / BLOCK } else { 0 };
+                    for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
+                        let q1 = (q0 + BLOCK).min(shape.queries);
+                        let nq = q1 - q0;
+                        work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
+                        work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
+                        work.accumulate_key_gradients(shape, (nq, nk), &mut dkb, &mut dvb);
+                        // dQ += dS · k (scaled when written)
+                        product(
+                            &mut dqa[q0 * d..q1 * d],
+                            d,
+                            true,
+                            Block::rows(&work.ds, nq, nk, BLOCK),
+                            Block::rows(&work.kb, nk, d, d),
+                        );
+                    }
+                    for j in 0..nk {
+                        dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
+                        dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
+                    }
+                }
+                for i in 0..shape.queries {
+                    let row = dqa[i * d..(i + 1) * d].iter();
+                    dq.write(b, i, row.map(|x| narrow(&x.mul(scale))));
+                }
+            },
+        );
+        return;
+    }
+    // Few batch entries: a pass per key block (dK, dV), then a pass per query block (dQ), so
+    // that long sequences still split across threads.
     // Keys and values: a task per key block, over the query blocks that see it.
     shape.for_each_block(
         shape.keys,
@@ -587,21 +669,7 @@ pub fn backward<T: Float>(
                 let nq = q1 - q0;
                 work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
                 work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
-                // dV += Pᵀ · dO, dK += dSᵀ · (scale · q)
-                product(
-                    &mut dvb,
-                    dv,
-                    true,
-                    Block::rows(&work.s, nq, nk, BLOCK).t(),
-                    Block::rows(&work.dob, nq, dv, dv),
-                );
-                product(
-                    &mut dkb,
-                    d,
-                    true,
-                    Block::rows(&work.ds, nq, nk, BLOCK).t(),
-                    Block::rows(&work.qs, nq, d, d),
-                );
+                work.accumulate_key_gradients(shape, (nq, nk), &mut dkb, &mut dvb);
             }
             for j in 0..nk {
                 dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
