@@ -446,9 +446,10 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         let (saved_out, saved_grad) = (saved_operand(&out), saved_operand(&grad));
         let (d, dv) = (shape.width, shape.value_width);
         // Each gradient first as rows of its own: [batch][position][column].
-        let mut dq = vec![T::zero(); shape.batch * shape.queries * d];
-        let mut dk = vec![T::zero(); shape.batch * shape.keys * d];
-        let mut dvs = vec![T::zero(); shape.batch * shape.keys * dv];
+        // From the host pool: a training step asks for the same sizes every step.
+        let mut dq = storage::filled(shape.batch * shape.queries * d, T::zero())?;
+        let mut dk = storage::filled(shape.batch * shape.keys * d, T::zero())?;
+        let mut dvs = storage::filled(shape.batch * shape.keys * dv, T::zero())?;
         {
             let offsets = |rows: usize, cols: usize| -> (Vec<isize>, Vec<isize>) {
                 (
