@@ -167,7 +167,7 @@ impl Described<'_> {
         }
     }
 
-    /// Offsets of every position of the axes `axes` (row-major over them), each from 0.
+    /// The offset in the buffer of every position of the axes `axes` (row-major over them).
     fn offsets(&self, axes: &[(TypeId, usize)]) -> Vec<isize> {
         let mut out = vec![self.layout.offset() as isize];
         for &(id, len) in axes {
