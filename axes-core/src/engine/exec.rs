@@ -485,8 +485,8 @@ pub const TILE_ROWS: usize = 128;
 pub const TILE_WIDTH: usize = 4096;
 
 /// Tiles narrower than this many elements ask for each row's next chunk ahead: the hardware
-/// prefetcher does not follow such short rows (`benches/NOTES.md`, the transposed add); on wider ones the
-/// requests only crowd the memory system's queues.
+/// prefetcher does not follow such short rows (`benches/NOTES.md`, the transposed add); on
+/// wider ones the requests only crowd the memory system's queues.
 const PREFETCHED_ROWS_BELOW: usize = 1024;
 
 /// Evaluates one chunk and writes or combines it into the destination starting at `first`.

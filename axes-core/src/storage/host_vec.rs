@@ -242,9 +242,9 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// Asks the kernel to back the whole 2 MiB pages inside the `bytes` bytes from `start` with
 /// transparent huge pages (where the system leaves that to the program: `madvise` mode): a
 /// loop over a large buffer then takes one TLB entry per 2 MiB instead of per 4 KiB, which
-/// matters most to operands read across rows (the transposed add in `benches/NOTES.md`). Only pages wholly
-/// inside the buffer are asked for, so no memory outside it is committed; `AXES_HUGE_PAGES=0`
-/// turns it off. A refusal changes nothing but speed, so it is ignored.
+/// matters most to operands read across rows (the transposed add in `benches/NOTES.md`). Only
+/// pages wholly inside the buffer are asked for, so no memory outside it is committed;
+/// `AXES_HUGE_PAGES=0` turns it off. A refusal changes nothing but speed, so it is ignored.
 fn advise_huge_pages(start: *mut u8, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
