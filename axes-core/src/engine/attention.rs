@@ -584,6 +584,64 @@ impl<W: Float> Workspace<W> {
     }
 }
 
+/// The backward's work on one key block: what it reads, and where dK and dV go.
+struct KeyBlocks<'a, T: Float> {
+    shape: &'a Shape,
+    q: &'a Rows<'a, T>,
+    keys: (&'a Rows<'a, T>, &'a Rows<'a, T>),
+    mask: Option<&'a MaskRows<'a, T>>,
+    saved: &'a Saved<'a, T>,
+    delta: &'a [T::Wide],
+    dk: &'a RowsOut<'a, T>,
+    dv: &'a RowsOut<'a, T>,
+}
+
+impl<T: Float> KeyBlocks<'_, T> {
+    /// The key block from `k0` of entry `b`: dK and dV over the query blocks that see it,
+    /// written out, and their share of dQ added into `dqa` (every query's rows) where given.
+    #[inline(always)]
+    fn run(
+        &self,
+        work: &mut Workspace<T::Wide>,
+        b: usize,
+        k0: usize,
+        mut dqa: Option<&mut [T::Wide]>,
+    ) {
+        let shape = self.shape;
+        let (d, dv) = (shape.width, shape.value_width);
+        let k1 = (k0 + BLOCK).min(shape.keys);
+        let nk = k1 - k0;
+        let mut dkb = vec![T::Wide::zero(); BLOCK * d];
+        let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
+        work.load_keys(shape, self.keys, b, (k0, k1));
+        let first_block = if shape.causal { k0 / BLOCK } else { 0 };
+        for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
+            let q1 = (q0 + BLOCK).min(shape.queries);
+            let nq = q1 - q0;
+            work.load_queries(shape, self.q, self.saved, self.delta, b, (q0, q1));
+            work.recompute(shape, b, (q0, q1), (k0, k1), self.mask, self.saved.lse);
+            work.accumulate_key_gradients(shape, (nq, nk), &mut dkb, &mut dvb);
+            if let Some(dqa) = dqa.as_deref_mut() {
+                // dQ += dS · k (scaled when written)
+                product(
+                    &mut dqa[q0 * d..q1 * d],
+                    d,
+                    true,
+                    Block::rows(&work.ds, nq, nk, BLOCK),
+                    Block::rows(&work.kb, nk, d, d),
+                );
+            }
+        }
+        let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
+        for j in 0..nk {
+            self.dk
+                .write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
+            self.dv
+                .write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
+        }
+    }
+}
+
 /// The backward pass: the gradients of the queries, keys and values into `dq`, `dk`, `dv`.
 #[allow(clippy::too_many_arguments)]
 pub fn backward<T: Float>(
@@ -597,10 +655,20 @@ pub fn backward<T: Float>(
     dk: &RowsOut<'_, T>,
     dv_out: &RowsOut<'_, T>,
 ) {
-    let (d, dv) = (shape.width, shape.value_width);
+    let d = shape.width;
     let scale = T::Wide::from_f64(shape.scale);
     let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
     let delta = row_products(shape, &saved.out, &saved.grad);
+    let pass = KeyBlocks {
+        shape,
+        q: &q,
+        keys: (&k, &v),
+        mask: mask.as_ref(),
+        saved,
+        delta: &delta,
+        dk,
+        dv: dv_out,
+    };
     if shape.batch >= ONE_PASS_MIN_BATCH {
         // A task per batch entry: one pass over its key blocks writes all three gradients
         // (the entry's dQ accumulates in the task), so the probabilities are recomputed once.
@@ -611,34 +679,8 @@ pub fn backward<T: Float>(
             |b, _| {
                 let mut work = Workspace::new(shape);
                 let mut dqa = vec![T::Wide::zero(); shape.queries * d];
-                let mut dkb = vec![T::Wide::zero(); BLOCK * d];
-                let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
                 for k0 in (0..shape.keys).step_by(BLOCK) {
-                    let k1 = (k0 + BLOCK).min(shape.keys);
-                    let nk = k1 - k0;
-                    work.load_keys(shape, (&k, &v), b, (k0, k1));
-                    dkb.fill(T::Wide::zero());
-                    dvb.fill(T::Wide::zero());
-                    let first_block = if shape.causal { k0 / BLOCK } else { 0 };
-                    for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
-                        let q1 = (q0 + BLOCK).min(shape.queries);
-                        let nq = q1 - q0;
-                        work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
-                        work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
-                        work.accumulate_key_gradients(shape, (nq, nk), &mut dkb, &mut dvb);
-                        // dQ += dS · k (scaled when written)
-                        product(
-                            &mut dqa[q0 * d..q1 * d],
-                            d,
-                            true,
-                            Block::rows(&work.ds, nq, nk, BLOCK),
-                            Block::rows(&work.kb, nk, d, d),
-                        );
-                    }
-                    for j in 0..nk {
-                        dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
-                        dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
-                    }
+                    pass.run(&mut work, b, k0, Some(&mut dqa));
                 }
                 for i in 0..shape.queries {
                     let row = dqa[i * d..(i + 1) * d].iter();
@@ -650,32 +692,11 @@ pub fn backward<T: Float>(
     }
     // Few batch entries: a pass per key block (dK, dV), then a pass per query block (dQ), so
     // that long sequences still split across threads.
-    // Keys and values: a task per key block, over the query blocks that see it.
     shape.for_each_block(
         shape.keys,
         2,
         #[inline(always)]
-        |b, block| {
-            let k0 = block * BLOCK;
-            let k1 = (k0 + BLOCK).min(shape.keys);
-            let nk = k1 - k0;
-            let mut work = Workspace::new(shape);
-            let mut dkb = vec![T::Wide::zero(); BLOCK * d];
-            let mut dvb = vec![T::Wide::zero(); BLOCK * dv];
-            work.load_keys(shape, (&k, &v), b, (k0, k1));
-            let first_block = if shape.causal { k0 / BLOCK } else { 0 };
-            for q0 in (first_block * BLOCK..shape.queries).step_by(BLOCK) {
-                let q1 = (q0 + BLOCK).min(shape.queries);
-                let nq = q1 - q0;
-                work.load_queries(shape, &q, saved, &delta, b, (q0, q1));
-                work.recompute(shape, b, (q0, q1), (k0, k1), mask.as_ref(), saved.lse);
-                work.accumulate_key_gradients(shape, (nq, nk), &mut dkb, &mut dvb);
-            }
-            for j in 0..nk {
-                dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
-                dv_out.write(b, k0 + j, dvb[j * dv..(j + 1) * dv].iter().map(narrow));
-            }
-        },
+        |b, block| pass.run(&mut Workspace::new(shape), b, block * BLOCK, None),
     );
     // Queries: a task per query block, over the key blocks it sees.
     shape.for_each_block(
