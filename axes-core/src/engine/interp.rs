@@ -683,11 +683,12 @@ const MAX_PARTS: usize = 8;
 const PART_MIN_ELEMENTS: usize = 1 << 16;
 
 /// Runs `program` (after [`run`]'s checks, over a canonical space), split along the
-/// outermost axis where the work is large enough and every sink either keeps that axis in a
-/// region of its own (then every element is computed as in one run, and the parts are as
-/// many as the threads) or combines over it (then the axis is cut into a fixed number of
-/// parts, each combined into a partial result, and the partials into the sink in order).
-/// Either way the result does not depend on the number of threads. Returns whether an
+/// outermost axis. A sink that combines over that axis is always cut into the same parts,
+/// from the lengths alone (each part combined into a partial result of its own, the partials
+/// into the sink in order), so its sums are the same whatever the thread count and whatever
+/// the cost model decides; where every sink keeps that axis in a region of its own, the run
+/// is split only when the work pays for other threads (every element is computed as in one
+/// run). Parts run on other threads only where the work pays for them. Returns whether an
 /// integer was divided by zero; an error when the host has no room for the partial results.
 fn run_split(
     program: &Program,
@@ -696,10 +697,9 @@ fn run_split(
     sinks: Vec<StridedSink<'_>>,
 ) -> Result<bool> {
     let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
-    // Decided by the work alone, not the thread count: a split into partial results sums in
-    // another order, which must be the same on every thread count.
-    let work = cost::interpreted_ns(count, program.insts.len());
-    let splits: Option<Vec<SinkSplit>> = (!lens.is_empty() && cost::INTERPRETED.pays(work))
+    let pays = cost::INTERPRETED.pays(cost::interpreted_ns(count, program.insts.len()));
+    let threads = if pays { threads::threads() } else { 1 };
+    let splits: Option<Vec<SinkSplit>> = (!lens.is_empty())
         .then(|| {
             (sinks.iter())
                 .map(|sink| {
@@ -716,13 +716,13 @@ fn run_split(
                 .collect()
         })
         .flatten();
-    let threads = threads::threads();
     let parts = match &splits {
         None => 1,
         Some(splits) if splits.iter().all(|s| matches!(s, SinkSplit::Regions)) => {
             threads.min(lens[0])
         }
         Some(splits) => {
+            // From the lengths alone: these parts decide the order of the sums.
             let parts = (count / PART_MIN_ELEMENTS).clamp(1, MAX_PARTS).min(lens[0]);
             // Combining the partials must cost little beside the run itself.
             let partial: usize = (sinks.iter().zip(splits))
@@ -1566,10 +1566,6 @@ mod tests {
         super::threads::set_threads(2).unwrap();
     }
 
-    /// Sums and maxima over the outermost axis (a bias's gradient), beside a result that
-    /// keeps it: the run is cut into partial results combined in a fixed order, so the
-    /// values match a plain loop (exact on integer values) and are the same bits on every
-    /// thread count (on float values).
     /// A bf16 sum over 4,096 rows into a strided view of a larger buffer (every other
     /// element, from the third, running backwards): combined in f32 and rounded once, exact;
     /// the elements the view skips are untouched.
@@ -1596,6 +1592,58 @@ mod tests {
         assert_eq!(got, [8., 8., 1032., 8., 1032., 8., 1032., 8., 8., 8.]);
     }
 
+    /// A bias's gradient (a sum over 4,096 rows) is cut into the same partial sums whether
+    /// its program is cheap enough to run on one thread or costly enough to split: the sums
+    /// are the same bits either way, whatever the cost model says.
+    #[test]
+    fn outer_sums_do_not_depend_on_the_cost_of_their_program() {
+        let (rows, cols) = (4096, 128);
+        let xs: Vec<f32> = (0..rows * cols)
+            .map(|i| (i as f32 * 0.37).sin() * (1.0 + (i % 97) as f32))
+            .collect();
+        let sum_of = |ones: usize| {
+            let mut ir = Ir::default();
+            let mut x = ir.leaf();
+            let one = ir.push(IrNode::Scalar(1.0));
+            for _ in 0..ones {
+                x = ir.push(IrNode::Binary(BinaryOp::Mul, x, one));
+            }
+            let program = Program::compile(&ir, &[x], &[DType::F32], DType::F32).unwrap();
+            let pays =
+                cost::INTERPRETED.pays(cost::interpreted_ns(rows * cols, program.insts.len()));
+            let mut sums = vec![0f32; cols];
+            let mut sinks = [StridedSink {
+                data: ElementsMut::F32(&mut sums),
+                offset: 0,
+                strides: vec![0, 1],
+                combine: Some(ReduceOp::Sum),
+            }];
+            let source = row_major_source(Elements::F32(&xs), cols);
+            run(&program, &[rows, cols], &[source], &mut sinks).unwrap();
+            (pays, sums)
+        };
+        for threads in [1, 2] {
+            super::threads::set_threads(threads).unwrap();
+            let (cheap_pays, cheap) = sum_of(0);
+            let (costly_pays, costly) = sum_of(4);
+            assert!(
+                !cheap_pays && costly_pays,
+                "the two programs meet the cost model"
+            );
+            assert_eq!(cheap, costly, "{threads} threads");
+            for (c, &sum) in cheap.iter().enumerate() {
+                let exact: f64 = (0..rows).map(|r| xs[r * cols + c] as f64).sum();
+                let scale: f64 = (0..rows).map(|r| xs[r * cols + c].abs() as f64).sum();
+                assert!((sum as f64 - exact).abs() <= 1e-5 * scale, "column {c}");
+            }
+        }
+        super::threads::set_threads(2).unwrap();
+    }
+
+    /// Sums and maxima over the outermost axis (a bias's gradient), beside a result that
+    /// keeps it: the run is cut into partial results combined in a fixed order, so the
+    /// values match a plain loop (exact on integer values) and are the same bits on every
+    /// thread count (on float values).
     #[test]
     fn outer_reductions_combine_partials_in_a_fixed_order() {
         let mut ir = Ir::default();
