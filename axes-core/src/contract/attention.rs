@@ -14,7 +14,7 @@ use crate::list::{
     AxisSet, ConcatWith, Difference, DifferenceWith, DotOverWith, HasAxis, Includes, SubsetOf,
 };
 use crate::num::Float;
-use crate::storage::{self, Storage};
+use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
 
 /// The axes of the scores of queries over `LQ` and keys over `LK`: the queries' axes but the
@@ -444,27 +444,12 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             }
         };
         let (saved_out, saved_grad) = (saved_operand(&out), saved_operand(&grad));
-        let (d, dv) = (shape.width, shape.value_width);
-        // Each gradient first as rows of its own: [batch][position][column].
-        // From the host pool: a training step asks for the same sizes every step.
-        let mut dq = storage::filled(shape.batch * shape.queries * d, T::zero())?;
-        let mut dk = storage::filled(shape.batch * shape.keys * d, T::zero())?;
-        let mut dvs = storage::filled(shape.batch * shape.keys * dv, T::zero())?;
+        let width = [(w, shape.width)];
+        let kx = TypeId::of::<Kx>();
+        let mut dq = GradientTarget::new(&plan, q, qx, &width)?;
+        let mut dk = GradientTarget::new(&plan, k, kx, &width)?;
+        let mut dv = GradientTarget::new(&plan, v, kx, &plan.value_width)?;
         {
-            let offsets = |rows: usize, cols: usize| -> (Vec<isize>, Vec<isize>) {
-                (
-                    (0..shape.batch)
-                        .map(|b| (b * rows * cols) as isize)
-                        .collect(),
-                    (0..cols as isize).collect(),
-                )
-            };
-            let (qb, qc) = offsets(shape.queries, d);
-            let (kb, kc) = offsets(shape.keys, d);
-            let (vb, vc) = offsets(shape.keys, dv);
-            let dq_out = RowsOut::new(&mut dq, &qb, d as isize, &qc);
-            let dk_out = RowsOut::new(&mut dk, &kb, d as isize, &kc);
-            let dv_out = RowsOut::new(&mut dvs, &vb, dv as isize, &vc);
             let [oq, ok, ov] = &operands;
             let mask_rows = match &mask {
                 Some(m) => Some(m.rows()?),
@@ -482,17 +467,15 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
                 ov.rows()?,
                 mask_rows,
                 &saved,
-                &dq_out,
-                &dk_out,
-                &dv_out,
+                &dq.rows_out(),
+                &dk.rows_out(),
+                &dv.rows_out(),
             );
         }
-        let width = [(w, d)];
-        let kx = TypeId::of::<Kx>();
         Ok((
-            folded(&plan, q, &dq, qx, &width)?,
-            folded(&plan, k, &dk, kx, &width)?,
-            folded(&plan, v, &dvs, kx, &plan.value_width)?,
+            dq.into_gradient(&plan, q, qx, &width)?,
+            dk.into_gradient(&plan, k, kx, &width)?,
+            dv.into_gradient(&plan, v, kx, &plan.value_width)?,
         ))
     }
 
@@ -607,34 +590,100 @@ fn describe<T: Float, A: AxisSet>(x: &Tensor<T, A>) -> Described<'_> {
     }
 }
 
-/// A gradient of `x`'s axes from its rows `[batch][position][column]`: the rows of batch
-/// entries that share one of `x`'s positions (along a batch axis `x` lacks) summed, in order.
-fn folded<T: Float, A: AxisSet>(
-    plan: &Plan,
-    x: &Tensor<T, A>,
-    rows: &[T],
-    row_axis: TypeId,
-    cols: &[(TypeId, usize)],
-) -> Result<Tensor<T, A>> {
-    let layout = Layout::row_major(x.lens());
-    let d = Described {
-        ids: A::IDS,
-        names: Vec::new(),
-        layout: &layout,
-    };
-    let (batch, row, col) = (d.offsets(&plan.batch), d.stride(row_axis), d.offsets(cols));
-    let positions = d.layout.lens()[d.position(row_axis).expect("a typed axis")];
-    let mut data = storage::filled(layout.lens().iter().product(), T::zero())?;
-    let mut source = rows.iter();
-    for &b in &batch {
-        for i in 0..positions as isize {
-            for &c in &col {
-                let at = (b + i * row + c) as usize;
-                let value = *source.next().expect("a row per batch entry and position");
-                data[at] = data[at].add(value);
+/// Where the kernel writes the gradient of an operand `x`: straight into a row-major buffer
+/// of `x`'s axes where `x` has every batch axis, else into rows of its own
+/// `[batch][position][column]`, folded into `x`'s axes afterwards.
+struct GradientTarget<T: Float> {
+    data: HostVec<T>,
+    batch: Vec<isize>,
+    row: isize,
+    cols: Vec<isize>,
+    /// `x`'s row-major layout, where the kernel writes into it directly.
+    direct: Option<Layout>,
+}
+
+impl<T: Float> GradientTarget<T> {
+    /// Zeros (from the host pool: a training step asks for the same sizes every step).
+    fn new<A: AxisSet>(
+        plan: &Plan,
+        x: &Tensor<T, A>,
+        row_axis: TypeId,
+        cols: &[(TypeId, usize)],
+    ) -> Result<Self> {
+        if plan.batch.iter().all(|(id, _)| A::IDS.contains(id)) {
+            let layout = Layout::row_major(x.lens());
+            let d = Described {
+                ids: A::IDS,
+                names: Vec::new(),
+                layout: &layout,
+            };
+            return Ok(GradientTarget {
+                data: storage::filled(x.lens().iter().product(), T::zero())?,
+                batch: d.offsets(&plan.batch),
+                row: d.stride(row_axis),
+                cols: d.offsets(cols),
+                direct: Some(layout),
+            });
+        }
+        let (rows, width): (usize, usize) = (
+            x.lens()[A::IDS
+                .iter()
+                .position(|&i| i == row_axis)
+                .expect("a typed axis")],
+            cols.iter().map(|&(_, len)| len).product(),
+        );
+        Ok(GradientTarget {
+            data: storage::filled(plan.shape.batch * rows * width, T::zero())?,
+            batch: (0..plan.shape.batch)
+                .map(|b| (b * rows * width) as isize)
+                .collect(),
+            row: width as isize,
+            cols: (0..width as isize).collect(),
+            direct: None,
+        })
+    }
+
+    fn rows_out(&mut self) -> RowsOut<'_, T> {
+        RowsOut::new(&mut self.data, &self.batch, self.row, &self.cols)
+    }
+
+    /// The gradient of `x`; where the kernel wrote rows of its own, the rows of batch entries
+    /// that share one of `x`'s positions (along a batch axis `x` lacks) summed, in order.
+    fn into_gradient<A: AxisSet>(
+        self,
+        plan: &Plan,
+        x: &Tensor<T, A>,
+        row_axis: TypeId,
+        cols: &[(TypeId, usize)],
+    ) -> Result<Tensor<T, A>> {
+        let layout = match self.direct {
+            Some(layout) => {
+                return Ok(
+                    Tensor::from_parts(Storage::from_host_vec(self.data), layout)
+                        .expect("a fresh result fits its buffer"),
+                );
+            }
+            None => Layout::row_major(x.lens()),
+        };
+        let d = Described {
+            ids: A::IDS,
+            names: Vec::new(),
+            layout: &layout,
+        };
+        let (batch, row, col) = (d.offsets(&plan.batch), d.stride(row_axis), d.offsets(cols));
+        let positions = d.layout.lens()[d.position(row_axis).expect("a typed axis")];
+        let mut data = storage::filled(layout.lens().iter().product(), T::zero())?;
+        let mut source = self.data.iter();
+        for &b in &batch {
+            for i in 0..positions as isize {
+                for &c in &col {
+                    let at = (b + i * row + c) as usize;
+                    let value = *source.next().expect("a row per batch entry and position");
+                    data[at] = data[at].add(value);
+                }
             }
         }
+        Ok(Tensor::from_parts(Storage::from_host_vec(data), layout)
+            .expect("a fresh result fits its buffer"))
     }
-    Ok(Tensor::from_parts(Storage::from_host_vec(data), layout)
-        .expect("a fresh result fits its buffer"))
 }
