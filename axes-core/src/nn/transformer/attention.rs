@@ -1,10 +1,10 @@
 //! Multi-head self-attention with a causal mask.
 
-use super::{Head, HeadDim, Hidden, Key, Query, Scores, Stream, Token};
+use super::{Batch, Head, HeadDim, Hidden, Key, Query, Scores, Stream, Token};
 use crate::arena::Slot;
 use crate::autodiff::{self, Var};
 use crate::axis::{Axis, Len};
-use crate::contract::{dot, dot_over};
+use crate::contract::{Attention, dot, dot_over};
 use crate::error::Result;
 use crate::eval::ExprExt;
 use crate::expr::Scalar;
@@ -15,6 +15,9 @@ use crate::nn::params::{Bound, Init, Params, ParamsBuilder};
 use crate::num::Float;
 use crate::tensor::Tensor;
 
+/// The heads' mixed values, in the order the output projection reads them.
+type Mixed = (Batch, Query, Head, HeadDim);
+
 /// A projection from the stream to the heads: its weight and its bias.
 pub type Projection = (Slot<(Hidden, Head, HeadDim)>, Slot<(Head, HeadDim)>);
 
@@ -22,8 +25,10 @@ pub type Projection = (Slot<(Hidden, Head, HeadDim)>, Slot<(Head, HeadDim)>);
 /// queries, keys and values `(Batch, Token, Head, HeadDim)`, renames [`Token`] to [`Query`] and
 /// [`Key`], scores `q·k / √len(HeadDim)` contracting only [`HeadDim`], masks later keys, takes
 /// the softmax along [`Key`], and mixes the values; the heads are then projected back to
-/// [`Hidden`] (contracting [`Head`] and [`HeadDim`]). Parameters `{name}.{query,key,value,out}.
-/// {weight,bias}`.
+/// [`Hidden`] (contracting [`Head`] and [`HeadDim`]). In host memory the scores, mask, softmax
+/// and mix are one fused [`Attention`] call that never writes the probabilities; on a device
+/// they are composed from `dot_over` and `softmax` until the devices' attention kernels come.
+/// Parameters `{name}.{query,key,value,out}.{weight,bias}`.
 #[derive(Clone)]
 pub struct MultiHeadAttention {
     /// The query projection and its bias.
@@ -98,7 +103,7 @@ impl MultiHeadAttention {
         p: &Bound<'_, T>,
         x: &Var<T, Stream>,
     ) -> Result<Var<T, Stream>> {
-        self.attend(p, x, Ok)
+        self.attend::<T, ()>(p, x, None)
     }
 
     /// [`MultiHeadAttention::forward`] with `mask` added to the scores besides the causal mask
@@ -113,28 +118,45 @@ impl MultiHeadAttention {
     where
         Scores: Includes<M>,
     {
-        let mask = p.tape().constant(mask.clone());
-        self.attend(p, x, |scores| (scores.expr() + &mask).eval())
+        self.attend(p, x, Some(mask))
     }
 
-    /// The attention on the tape, `extra` applied to the masked, scaled scores.
-    fn attend<T: Float>(
+    /// The attention on the tape: fused ([`Attention`]) in host memory; on a device, composed
+    /// from `dot_over`, the masks and `softmax` (the device kernels of [`Attention`] are still
+    /// to come).
+    fn attend<T: Float, M: AxisSet>(
         &self,
         p: &Bound<'_, T>,
         x: &Var<T, Stream>,
-        extra: impl FnOnce(Var<T, Scores>) -> Result<Var<T, Scores>>,
-    ) -> Result<Var<T, Stream>> {
+        mask: Option<&Tensor<T, M>>,
+    ) -> Result<Var<T, Stream>>
+    where
+        Scores: Includes<M>,
+    {
         let project = |(w, b): &Projection| (autodiff::dot(x, p.var(w)?)? + &p.var(b)?).eval();
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
-        let causal = p.tape().constant(self.mask(x.value())?);
-        let scores = autodiff::dot_over::<(HeadDim,), _, _, _, _, _>(&q, &k)?;
-        let scores = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false) + &causal)
-            .eval()?
-            .axes_with_order::<Scores>();
-        let weights = extra(scores)?.softmax::<Key>()?;
-        let mixed = autodiff::dot_over::<(Key,), _, _, _, _, _>(&weights, &v)?;
+        let mixed: Var<T, Mixed> = if x.value().device().is_host() {
+            let attention = Attention::<Query, Key, HeadDim>::causal().with_scale(self.scale);
+            match mask {
+                Some(mask) => attention.run_var_masked(&q, &k, &v, mask)?,
+                None => attention.run_var(&q, &k, &v)?,
+            }
+            .axes_with_order()
+        } else {
+            let causal = p.tape().constant(self.mask(x.value())?);
+            let scores = autodiff::dot_over::<(HeadDim,), _, _, _, _, _>(&q, &k)?;
+            let scores = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false) + &causal)
+                .eval()?
+                .axes_with_order::<Scores>();
+            let scores = match mask {
+                Some(mask) => (scores.expr() + &p.tape().constant(mask.clone())).eval()?,
+                None => scores,
+            };
+            let weights = scores.softmax::<Key>()?;
+            autodiff::dot_over::<(Key,), _, _, _, _, _>(&weights, &v)?.axes_with_order()
+        };
         let out = (autodiff::dot(&mixed, p.var(&self.out)?)? + &p.var(&self.out_bias)?).eval()?;
         Ok(out.rename::<Query, Token>()?.axes_with_order())
     }
@@ -146,7 +168,7 @@ impl MultiHeadAttention {
         params: &Params<T>,
         x: &Tensor<T, Stream>,
     ) -> Result<Tensor<T, Stream>> {
-        self.attend_tensors(params, x, Ok)
+        self.attend_tensors::<T, ()>(params, x, None)
     }
 
     /// [`MultiHeadAttention::forward_masked`] without a tape.
@@ -159,27 +181,43 @@ impl MultiHeadAttention {
     where
         Scores: Includes<M>,
     {
-        self.attend_tensors(params, x, |scores| (&scores + mask).eval())
+        self.attend_tensors(params, x, Some(mask))
     }
 
     /// [`MultiHeadAttention::attend`] without a tape.
-    fn attend_tensors<T: Float>(
+    fn attend_tensors<T: Float, M: AxisSet>(
         &self,
         params: &Params<T>,
         x: &Tensor<T, Stream>,
-        extra: impl FnOnce(Tensor<T, Scores>) -> Result<Tensor<T, Scores>>,
-    ) -> Result<Tensor<T, Stream>> {
+        mask: Option<&Tensor<T, M>>,
+    ) -> Result<Tensor<T, Stream>>
+    where
+        Scores: Includes<M>,
+    {
         let project =
             |(w, b): &Projection| (&dot(x, &params.tensor(w)?)? + &params.tensor(b)?).eval();
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
-        let scores = dot_over::<(HeadDim,), _, _, _>(&q, &k)?;
-        let scores = (&scores * Scalar(T::from_f64(self.scale)) + &self.mask(x)?)
-            .eval()?
-            .axes_with_order::<Scores>();
-        let weights = extra(scores)?.softmax::<Key>()?;
-        let mixed = dot_over::<(Key,), _, _, _>(&weights, &v)?;
+        let mixed: Tensor<T, Mixed> = if x.device().is_host() {
+            let attention = Attention::<Query, Key, HeadDim>::causal().with_scale(self.scale);
+            match mask {
+                Some(mask) => attention.run_masked(&q, &k, &v, mask)?,
+                None => attention.run(&q, &k, &v)?,
+            }
+            .axes_with_order()
+        } else {
+            let scores = dot_over::<(HeadDim,), _, _, _>(&q, &k)?;
+            let scores = (&scores * Scalar(T::from_f64(self.scale)) + &self.mask(x)?)
+                .eval()?
+                .axes_with_order::<Scores>();
+            let scores = match mask {
+                Some(mask) => (&scores + mask).eval()?,
+                None => scores,
+            };
+            let weights = scores.softmax::<Key>()?;
+            dot_over::<(Key,), _, _, _>(&weights, &v)?.axes_with_order()
+        };
         let out =
             (&dot(&mixed, &params.tensor(&self.out)?)? + &params.tensor(&self.out_bias)?).eval()?;
         Ok(out.rename::<Query, Token>()?.axes_with_order())
