@@ -548,3 +548,186 @@ fn lengths_that_disagree_are_errors_naming_the_axis() {
         "axis `K` has length 5 in one operand and 6 in the other"
     );
 }
+
+/// A copy of `x` on `device`.
+fn on<T: Float, A: AxisSet>(x: &Tensor<T, A>, device: &Device) -> Tensor<T, A> {
+    x.to(device).unwrap()
+}
+
+/// The fused attention's values and gradients for a loss weighing every output element by a
+/// random factor, with the operands on `device`, read back to the host.
+fn fused_on<T: Float>(case: &Case, seed: u64, device: &Device) -> [Vec<T>; 4] {
+    let (q, k, v, mask) = operands::<T>(case, seed);
+    let weights = Tensor::<T, Out>::random_uniform(
+        (
+            B.len(case.batch),
+            H.len(case.heads),
+            Q.len(case.queries),
+            E.len(case.value_width),
+        ),
+        T::from_f64(-1.0),
+        T::from_f64(1.0),
+        seed + 3,
+    )
+    .unwrap();
+    let attention = if case.causal {
+        Attention::<Q, K, D>::causal()
+    } else {
+        Attention::<Q, K, D>::new()
+    };
+    let tape = Tape::<T>::new();
+    // The keys in another axis order, on the device as on the host.
+    let k: Tensor<T, (K, D, B, H)> = k.axes_with_order();
+    let (qv, kv, vv) = (
+        tape.var(on(&q, device)),
+        tape.var(on(&k, device)),
+        tape.var(on(&v, device)),
+    );
+    let mask = on(&mask, device);
+    let out = if case.padded {
+        attention.run_var_masked(&qv, &kv, &vv, &mask)
+    } else {
+        attention.run_var(&qv, &kv, &vv)
+    }
+    .unwrap();
+    let w = tape.constant(on(&weights, device));
+    let grads = (&out * &w)
+        .sum::<(B, H, Q, E)>()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(out.value().device(), *device);
+    [
+        out.value().to_vec(),
+        grads.get(&qv).unwrap().to_vec(),
+        grads.get(&kv).unwrap().to_vec(),
+        grads.get(&vv).unwrap().to_vec(),
+    ]
+}
+
+/// The CPU backend runs the protocol's attention job (the device path every backend takes)
+/// with the host's kernel: the same bits as the host, values and gradients.
+#[test]
+fn the_cpu_backend_gives_the_hosts_bits() {
+    let device = Device::Backend(&axes::backends::cpu::CPU_BACKEND);
+    let mut seed = 100;
+    for (queries, keys) in [(70, 70), (7, 129), (129, 7)] {
+        for (causal, padded) in [(true, false), (false, true), (true, true)] {
+            let case = Case {
+                batch: 2,
+                heads: 3,
+                queries,
+                keys,
+                width: 8,
+                value_width: 5,
+                causal,
+                padded,
+            };
+            seed += 10;
+            assert!(
+                fused_on::<f64>(&case, seed, &Device::Cpu) == fused_on::<f64>(&case, seed, &device),
+                "{queries} × {keys}, causal {causal}, padded {padded} (f64)"
+            );
+            assert!(
+                fused_on::<f32>(&case, seed, &Device::Cpu) == fused_on::<f32>(&case, seed, &device),
+                "{queries} × {keys}, causal {causal}, padded {padded} (f32)"
+            );
+        }
+    }
+}
+
+/// Keys shared across heads on a device: the forward runs; the backward (which would sum the
+/// heads' gradients) is an error that says what to do.
+#[test]
+fn shared_keys_on_a_device_have_no_gradient_yet() {
+    let device = Device::Backend(&axes::backends::cpu::CPU_BACKEND);
+    let q = Tensor::<f32, (B, H, Q, D)>::random_uniform(
+        (B.len(1), H.len(2), Q.len(5), D.len(4)),
+        -1.0,
+        1.0,
+        1,
+    )
+    .unwrap();
+    let k = Tensor::<f32, (B, K, D)>::random_uniform((B.len(1), K.len(5), D.len(4)), -1.0, 1.0, 2)
+        .unwrap();
+    let v = Tensor::<f32, (B, H, K, D)>::random_uniform(
+        (B.len(1), H.len(2), K.len(5), D.len(4)),
+        -1.0,
+        1.0,
+        3,
+    )
+    .unwrap();
+    let attention = Attention::<Q, K, D>::causal();
+    let host = attention.run(&q, &k, &v).unwrap();
+    let tape = Tape::<f32>::new();
+    let (qv, kv, vv) = (
+        tape.var(on(&q, &device)),
+        tape.var(on(&k, &device)),
+        tape.var(on(&v, &device)),
+    );
+    let out = attention.run_var(&qv, &kv, &vv).unwrap();
+    assert_eq!(out.value().to_vec(), host.to_vec());
+    let err = out.sum::<(B, H, Q, D)>().unwrap().backward().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("keys or values shared across batch axes"),
+        "{err}"
+    );
+}
+
+/// A job whose offsets leave a buffer, or whose offset lists do not match its lengths, is an
+/// error naming the operand, before any kernel reads memory.
+#[test]
+fn malformed_attention_jobs_are_errors() {
+    use axes::DType;
+    use axes::protocol::{AttentionJob, AttentionOperand, Backend};
+    let backend = &axes::backends::cpu::CPU_BACKEND;
+    // 2 rows of 3 f32 each.
+    let memory = backend.upload(&[0u8; 24]).unwrap();
+    let (batch, cols) = ([0isize], [0isize, 1, 2]);
+    let rows = AttentionOperand {
+        memory: &memory,
+        batch: &batch,
+        row: 3,
+        cols: &cols,
+    };
+    let job = AttentionJob {
+        dtype: DType::F32,
+        batch: 1,
+        queries: 2,
+        keys: 2,
+        width: 3,
+        value_width: 3,
+        scale: 1.0,
+        causal: true,
+        q: rows,
+        k: rows,
+        v: rows,
+        mask: None,
+    };
+    assert!(backend.attention(&job).is_ok());
+    let far = [1isize];
+    let past_the_end = AttentionJob {
+        k: AttentionOperand {
+            batch: &far,
+            ..rows
+        },
+        ..job
+    };
+    let err = backend.attention(&past_the_end).unwrap_err().to_string();
+    assert!(err.contains("the keys") && err.contains("1..=6"), "{err}");
+    let short = AttentionJob {
+        value_width: 4,
+        ..job
+    };
+    let err = backend.attention(&short).unwrap_err().to_string();
+    assert!(
+        err.contains("the values") && err.contains("3 column"),
+        "{err}"
+    );
+    let ints = AttentionJob {
+        dtype: DType::I32,
+        ..job
+    };
+    assert!(backend.attention(&ints).is_err());
+}

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use super::DotOverAxes;
 use crate::axis::Axis;
+use crate::dispatch::{common_device, device_storage};
 use crate::element::Element;
 use crate::engine::attention::{self as kernel, MaskRows, Rows, RowsOut, Saved, Shape};
 use crate::error::{Error, Result};
@@ -14,6 +15,9 @@ use crate::list::{
     AxisSet, ConcatWith, Difference, DifferenceWith, DotOverWith, HasAxis, Includes, SubsetOf,
 };
 use crate::num::Float;
+use crate::protocol::{
+    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, Backend, Device, DeviceMemory,
+};
 use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
 
@@ -43,6 +47,11 @@ pub type AttentionAxes<LQ, LK, LV, Kx, W> = DotOverAxes<AttentionScores<LQ, LK, 
 /// `is_causal`); [`Attention::run_masked`] adds a constant mask (−∞ hides a key) over any of
 /// the score axes. A query that sees no key gets zeros (and passes no gradient), not NaN.
 /// Elements are computed in `f32` for the half types.
+///
+/// In host memory it runs on the engine's kernel; on a device, as the backend's
+/// [`AttentionJob`] (the CPU backend runs it; OpenCL and CUDA answer
+/// [`Error::Unsupported`] until their kernels come). On a device, keys or values shared
+/// along a batch axis have no gradient yet (an error saying so).
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -122,11 +131,130 @@ impl<T: Float> Operand<T> {
     }
 }
 
+impl<T: Float> Operand<T> {
+    /// The operand as a device job reads it.
+    fn on_device(&self, backend: &'static dyn Backend) -> Result<AttentionOperand<'_>> {
+        Ok(AttentionOperand {
+            memory: memory_on(&self.storage, backend)?,
+            batch: &self.batch,
+            row: self.row,
+            cols: &self.cols,
+        })
+    }
+}
+
+/// `storage`'s buffer on `backend`'s device.
+fn memory_on<'a, T: Element>(
+    storage: &'a Storage<T>,
+    backend: &'static dyn Backend,
+) -> Result<&'a DeviceMemory> {
+    storage
+        .device_memory()
+        .ok_or_else(|| Error::DeviceMismatch {
+            left: storage.device().to_string(),
+            right: Device::Backend(backend).to_string(),
+        })
+}
+
+/// The job `backend` runs for a call.
+fn device_job<'a, T: Float>(
+    backend: &'static dyn Backend,
+    plan: &Plan,
+    operands: &'a [Operand<T>; 3],
+    mask: Option<&'a MaskOperand<T>>,
+) -> Result<AttentionJob<'a>> {
+    let [q, k, v] = operands;
+    Ok(AttentionJob {
+        dtype: T::DTYPE,
+        batch: plan.shape.batch,
+        queries: plan.shape.queries,
+        keys: plan.shape.keys,
+        width: plan.shape.width,
+        value_width: plan.shape.value_width,
+        scale: plan.shape.scale,
+        causal: plan.shape.causal,
+        q: q.on_device(backend)?,
+        k: k.on_device(backend)?,
+        v: v.on_device(backend)?,
+        mask: match mask {
+            Some(m) => Some(AttentionMask {
+                memory: memory_on(&m.storage, backend)?,
+                batch: &m.batch,
+                query: m.query,
+                key: m.key,
+            }),
+            None => None,
+        },
+    })
+}
+
+/// A tensor's axes as a device job's rows `[batch][position][column]` put them: the batch
+/// axes of the plan, `row_axis`, then `cols`, each row-major.
+struct RowsOfAxes<'a> {
+    ids: &'a [TypeId],
+    lens: &'a [usize],
+    row_axis: TypeId,
+    cols: &'a [(TypeId, usize)],
+}
+
+impl<'a> RowsOfAxes<'a> {
+    fn of<T: Float, A: AxisSet>(
+        x: &'a Tensor<T, A>,
+        row_axis: TypeId,
+        cols: &'a [(TypeId, usize)],
+    ) -> Self {
+        RowsOfAxes {
+            ids: A::IDS,
+            lens: x.lens(),
+            row_axis,
+            cols,
+        }
+    }
+
+    /// Whether the tensor has every batch axis (else its rows are summed over the ones it
+    /// lacks, which a device job does not do).
+    fn has_every(&self, batch: &[(TypeId, usize)]) -> bool {
+        batch.iter().all(|(id, _)| self.ids.contains(id))
+    }
+
+    /// The rows in `memory`, fresh from `backend`, as a tensor of these axes (a view in their
+    /// order, no copy).
+    fn tensor<T: Float, A: AxisSet>(
+        &self,
+        backend: &'static dyn Backend,
+        memory: DeviceMemory,
+        plan: &Plan,
+    ) -> Result<Tensor<T, A>> {
+        let count: usize = self.lens.iter().product();
+        let at = |id: TypeId| {
+            (self.ids.iter())
+                .position(|&i| i == id)
+                .expect("the rows' axes are the tensor's")
+        };
+        let mut strides = vec![0isize; self.ids.len()];
+        let mut step = 1isize;
+        let row = [(self.row_axis, self.lens[at(self.row_axis)])];
+        let rows = (plan.batch.iter()).chain(&row).chain(self.cols);
+        for &(id, len) in rows.rev() {
+            strides[at(id)] = step;
+            step *= len as isize;
+        }
+        let layout = Layout::new(self.lens, &strides, 0, count)
+            .expect("rows of the tensor's lengths fit its count");
+        Ok(
+            Tensor::from_parts(device_storage(backend, memory, count)?, layout)
+                .expect("a fresh result fits its buffer"),
+        )
+    }
+}
+
 /// A call's plan, and its queries, keys, values and mask as the kernel reads them.
 struct Prepared<T: Float> {
     plan: Plan,
     operands: [Operand<T>; 3],
     mask: Option<MaskOperand<T>>,
+    /// The backend whose device the operands are on; `None` in host memory.
+    backend: Option<&'static dyn Backend>,
 }
 
 /// The axes of one call, by role, and their lengths.
@@ -181,17 +309,8 @@ impl Described<'_> {
     }
 }
 
-/// A host tensor as the kernel may read it: padded views written out first.
+/// A tensor as a kernel may read it: padded views written out first.
 fn readable<T: Float, A: AxisSet>(x: &Tensor<T, A>) -> Result<Tensor<T, A>> {
-    if !x.device().is_host() {
-        return Err(Error::Unsupported {
-            what: format!(
-                "fused attention over tensors on {} (it runs on the host for now: move the \
-                 operands with `to(&Device::Cpu)`, or compose it from `dot_over` and `softmax`)",
-                x.device()
-            ),
-        });
-    }
     if x.layout().is_padded() {
         x.contiguous()
     } else {
@@ -342,7 +461,10 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         k: &Tensor<T, LK>,
         v: &Tensor<T, LV>,
         mask: Option<&Tensor<T, M>>,
-    ) -> Result<(Tensor<T, AttentionAxes<LQ, LK, LV, Kx, W>>, Vec<T::Wide>)>
+    ) -> Result<(
+        Tensor<T, AttentionAxes<LQ, LK, LV, Kx, W>>,
+        Storage<T::Wide>,
+    )>
     where
         T: Float,
         LQ: DotOverWith<LK, (W,)>,
@@ -357,12 +479,26 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             plan,
             operands,
             mask,
+            backend,
         } = self.prepare(q, k, v, mask)?;
         let shape = plan.shape;
-        // The result: row-major in its type's order.
         type Out<LQ, LK, LV, Kx, W> = AttentionAxes<LQ, LK, LV, Kx, W>;
         let out_ids = <Out<LQ, LK, LV, Kx, W> as crate::list::AxisList>::IDS;
         let out_lens: Vec<usize> = out_ids.iter().map(|&id| plan.len_of(id, q, v)).collect();
+        if let Some(backend) = backend {
+            let job = device_job::<T>(backend, &plan, &operands, mask.as_ref())?;
+            let (memory, lse) = backend.attention(&job)?;
+            let rows = RowsOfAxes {
+                ids: out_ids,
+                lens: &out_lens,
+                row_axis: TypeId::of::<Qx>(),
+                cols: &plan.value_width,
+            };
+            let result = rows.tensor(backend, memory, &plan)?;
+            let lse = device_storage(backend, lse, shape.batch * shape.queries)?;
+            return Ok((result, lse));
+        }
+        // The result: row-major in its type's order.
         let layout = Layout::row_major(&out_lens);
         let count: usize = out_lens.iter().product();
         let mut data = storage::for_overwrite::<T>(count)?;
@@ -376,7 +512,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             described.stride(TypeId::of::<Qx>()),
             described.offsets(&plan.value_width),
         );
-        let mut lse = vec![T::Wide::zero(); shape.batch * shape.queries];
+        let mut lse = storage::filled(shape.batch * shape.queries, T::Wide::zero())?;
         {
             let lse_batch: Vec<isize> = (0..shape.batch)
                 .map(|b| (b * shape.queries) as isize)
@@ -400,7 +536,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         }
         let result = Tensor::from_parts(Storage::from_host_vec(data), layout)
             .expect("a fresh result fits its buffer");
-        Ok((result, lse))
+        Ok((result, Storage::from_host_vec(lse)))
     }
 
     /// The gradients of the queries, keys and values, given the forward's result `out`, its
@@ -414,7 +550,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         mask: Option<&Tensor<T, M>>,
         out: &Tensor<T, AttentionAxes<LQ, LK, LV, Kx, W>>,
         grad: &Tensor<T, AttentionAxes<LQ, LK, LV, Kx, W>>,
-        lse: &[T::Wide],
+        lse: &Storage<T::Wide>,
     ) -> Result<(Tensor<T, LQ>, Tensor<T, LK>, Tensor<T, LV>)>
     where
         T: Float,
@@ -430,6 +566,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             plan,
             operands,
             mask,
+            backend,
         } = self.prepare(q, k, v, mask)?;
         let (out, grad) = (readable(out)?, readable(grad)?);
         let shape = plan.shape;
@@ -446,6 +583,36 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         let (saved_out, saved_grad) = (saved_operand(&out), saved_operand(&grad));
         let width = [(w, shape.width)];
         let kx = TypeId::of::<Kx>();
+        if let Some(backend) = backend {
+            let rows = [
+                RowsOfAxes::of(q, qx, &width),
+                RowsOfAxes::of(k, kx, &width),
+                RowsOfAxes::of(v, kx, &plan.value_width),
+            ];
+            if rows.iter().any(|r| !r.has_every(&plan.batch)) {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "the gradient of attention's keys or values shared across batch \
+                         axes on {} (broadcast them along the queries' batch axes, or run on \
+                         the host)",
+                        Device::Backend(backend)
+                    ),
+                });
+            }
+            let job = device_job::<T>(backend, &plan, &operands, mask.as_ref())?;
+            let saved = AttentionSaved {
+                out: saved_out.on_device(backend)?,
+                grad: saved_grad.on_device(backend)?,
+                lse: memory_on(lse, backend)?,
+            };
+            let [dq, dk, dv] = backend.attention_backward(&job, &saved)?;
+            let [rq, rk, rv] = rows;
+            return Ok((
+                rq.tensor(backend, dq, &plan)?,
+                rk.tensor(backend, dk, &plan)?,
+                rv.tensor(backend, dv, &plan)?,
+            ));
+        }
         let mut dq = GradientTarget::new(&plan, q, qx, &width)?;
         let mut dk = GradientTarget::new(&plan, k, kx, &width)?;
         let mut dv = GradientTarget::new(&plan, v, kx, &plan.value_width)?;
@@ -458,7 +625,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             let saved = Saved {
                 out: saved_out.rows()?,
                 grad: saved_grad.rows()?,
-                lse,
+                lse: lse.host()?,
             };
             kernel::backward(
                 &shape,
@@ -489,6 +656,12 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
     ) -> Result<Prepared<T>> {
         let (q, k, v) = (readable(q)?, readable(k)?, readable(v)?);
         let mask = mask.map(readable).transpose()?;
+        let devices = [q.device(), k.device(), v.device()];
+        let backend =
+            match common_device(devices.into_iter().chain(mask.iter().map(|m| m.device())))? {
+                Some(Device::Backend(backend)) => Some(backend),
+                _ => None,
+            };
         let plan = self.plan(&q, &k, &v, mask.as_ref())?;
         let operands = self.operands(&plan, &q, &k, &v)?;
         let mask = mask
@@ -498,6 +671,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             plan,
             operands,
             mask,
+            backend,
         })
     }
 

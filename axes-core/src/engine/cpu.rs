@@ -1,20 +1,24 @@
 //! The CPU as a backend of the device protocol: a [`Job`] runs on the IR interpreter (every
-//! element type, one `match` per instruction per block) and a [`MatmulJob`] on the engine's
-//! matrix product, over buffers in host memory.
+//! element type, one `match` per instruction per block), a [`MatmulJob`] on the engine's
+//! matrix product and an [`AttentionJob`] on the engine's fused attention, over buffers in
+//! host memory.
 //!
 //! It is a test device: `axes_backends::cpu` makes it public, as
 //! `Device::Backend(&CPU_BACKEND)`, so that the device lowering runs on every `cargo test`.
 
+use half::{bf16, f16};
+
+use super::attention::{self as kernel, MaskRows, Rows, RowsOut, Saved, Shape};
 use super::interp::{self, Program, StridedSink, StridedSource, Values, with_values};
 use super::matmul::{HostMatrix, batched_matmul};
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::num::Num;
+use crate::num::{Float, Num};
 use crate::protocol::{
-    Backend, Device, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide,
-    MultiJob, as_bytes, row_major_strides,
+    AttentionJob, AttentionOperand, AttentionSaved, Backend, Device, DeviceKind, DeviceMemory, Job,
+    JobLeaf, JobTarget, MatmulJob, MatrixSide, MultiJob, as_bytes, row_major_strides,
 };
-use crate::storage::{HostVec, from_bytes};
+use crate::storage::{self, HostVec, from_bytes};
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
 pub static CPU_BACKEND: CpuBackend = CpuBackend {
@@ -31,39 +35,172 @@ pub struct CpuBackend {
 /// A buffer of the CPU backend: bytes in host memory.
 struct HostBytes(Vec<u8>);
 
+/// The elements of a buffer of this backend, read as `T`.
+fn host_elements<T: Element>(memory: &DeviceMemory) -> Result<HostVec<T>> {
+    let HostBytes(bytes) = memory
+        .buffer::<HostBytes>()
+        .ok_or_else(|| Error::Unsupported {
+            what: "a buffer of another device in a job on the CPU backend".into(),
+        })?;
+    // `from_bytes` refuses a length that is not a whole number of elements.
+    from_bytes(
+        bytes,
+        bytes.len() / std::mem::size_of::<T>(),
+        Device::Backend(&CPU_BACKEND),
+    )
+}
+
+/// A buffer of this backend holding `values`.
+fn memory_of<T: Element>(values: &[T]) -> DeviceMemory {
+    let bytes = as_bytes(values).to_vec();
+    let len = bytes.len();
+    DeviceMemory::new(HostBytes(bytes), len)
+}
+
+/// The sizes of an attention job, as the engine's kernel takes them.
+fn attention_shape(job: &AttentionJob<'_>) -> Shape {
+    Shape {
+        batch: job.batch,
+        queries: job.queries,
+        keys: job.keys,
+        width: job.width,
+        value_width: job.value_width,
+        scale: job.scale,
+        causal: job.causal,
+    }
+}
+
+/// An operand of an attention job as the kernel reads it, its elements `data`.
+fn attention_rows<'a, T>(operand: &AttentionOperand<'a>, data: &'a [T]) -> Rows<'a, T> {
+    Rows {
+        data,
+        batch: operand.batch,
+        row: operand.row,
+        cols: operand.cols,
+    }
+}
+
+/// A fresh result of an attention job, row-major `[batch][position][column]`: zeros, and the
+/// offsets of its batch entries and columns.
+struct RowMajorRows<T> {
+    data: HostVec<T>,
+    batch: Vec<isize>,
+    cols: Vec<isize>,
+    width: usize,
+}
+
+impl<T: Element> RowMajorRows<T> {
+    fn new(batch: usize, positions: usize, width: usize) -> Result<Self> {
+        let count = count_of(&[batch, positions, width])?;
+        Ok(RowMajorRows {
+            data: storage::filled(count, T::zero())?,
+            batch: (0..batch)
+                .map(|b| (b * positions * width) as isize)
+                .collect(),
+            cols: (0..width as isize).collect(),
+            width,
+        })
+    }
+
+    /// Distinct offsets for distinct (batch entry, position, column), inside the buffer.
+    fn out(&mut self) -> RowsOut<'_, T> {
+        RowsOut::new(&mut self.data, &self.batch, self.width as isize, &self.cols)
+    }
+}
+
+/// The elements of an attention job's operands and mask, read as `T`.
+struct AttentionInputs<T> {
+    q: HostVec<T>,
+    k: HostVec<T>,
+    v: HostVec<T>,
+    mask: Option<HostVec<T>>,
+}
+
+impl<T: Float> AttentionInputs<T> {
+    fn read(job: &AttentionJob<'_>) -> Result<Self> {
+        Ok(AttentionInputs {
+            q: host_elements(job.q.memory)?,
+            k: host_elements(job.k.memory)?,
+            v: host_elements(job.v.memory)?,
+            mask: job.mask.map(|m| host_elements(m.memory)).transpose()?,
+        })
+    }
+
+    fn mask<'a>(&'a self, job: &AttentionJob<'a>) -> Option<MaskRows<'a, T>> {
+        Some(MaskRows {
+            data: self.mask.as_deref()?,
+            batch: job.mask?.batch,
+            query: job.mask?.query,
+            key: job.mask?.key,
+        })
+    }
+}
+
+fn attention_forward<T: Float>(job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+    let inputs = AttentionInputs::<T>::read(job)?;
+    let mut out = RowMajorRows::<T>::new(job.batch, job.queries, job.value_width)?;
+    let mut lse = RowMajorRows::<T::Wide>::new(job.batch, job.queries, 1)?;
+    kernel::forward(
+        &attention_shape(job),
+        attention_rows(&job.q, &inputs.q),
+        attention_rows(&job.k, &inputs.k),
+        attention_rows(&job.v, &inputs.v),
+        inputs.mask(job),
+        &out.out(),
+        &lse.out(),
+    );
+    Ok((memory_of(&out.data), memory_of(&lse.data)))
+}
+
+fn attention_backward<T: Float>(
+    job: &AttentionJob<'_>,
+    saved: &AttentionSaved<'_>,
+) -> Result<[DeviceMemory; 3]> {
+    let inputs = AttentionInputs::<T>::read(job)?;
+    let (out, grad) = (
+        host_elements::<T>(saved.out.memory)?,
+        host_elements::<T>(saved.grad.memory)?,
+    );
+    let lse = host_elements::<T::Wide>(saved.lse)?;
+    let mut dq = RowMajorRows::<T>::new(job.batch, job.queries, job.width)?;
+    let mut dk = RowMajorRows::<T>::new(job.batch, job.keys, job.width)?;
+    let mut dv = RowMajorRows::<T>::new(job.batch, job.keys, job.value_width)?;
+    kernel::backward(
+        &attention_shape(job),
+        attention_rows(&job.q, &inputs.q),
+        attention_rows(&job.k, &inputs.k),
+        attention_rows(&job.v, &inputs.v),
+        inputs.mask(job),
+        &Saved {
+            out: attention_rows(&saved.out, &out),
+            grad: attention_rows(&saved.grad, &grad),
+            lse: &lse,
+        },
+        &dq.out(),
+        &dk.out(),
+        &dv.out(),
+    );
+    Ok([dq, dk, dv].map(|g| memory_of(&g.data)))
+}
+
 impl Values {
     /// The elements of a buffer of this backend, read as `dtype`.
     fn read(memory: &DeviceMemory, dtype: DType) -> Result<Values> {
-        let HostBytes(bytes) = memory
-            .buffer::<HostBytes>()
-            .ok_or_else(|| Error::Unsupported {
-                what: "a buffer of another device in a job on the CPU backend".into(),
-            })?;
-        // `from_bytes` refuses a length that is not a whole number of elements.
-        fn typed<T: Element>(bytes: &[u8]) -> Result<HostVec<T>> {
-            from_bytes(
-                bytes,
-                bytes.len() / std::mem::size_of::<T>(),
-                Device::Backend(&CPU_BACKEND),
-            )
-        }
         Ok(match dtype {
-            DType::F32 => Values::F32(typed(bytes)?),
-            DType::F64 => Values::F64(typed(bytes)?),
-            DType::F16 => Values::F16(typed(bytes)?),
-            DType::BF16 => Values::BF16(typed(bytes)?),
-            DType::I32 => Values::I32(typed(bytes)?),
-            DType::I64 => Values::I64(typed(bytes)?),
-            DType::U8 => Values::U8(typed(bytes)?),
-            DType::Bool => Values::Bool(typed(bytes)?),
+            DType::F32 => Values::F32(host_elements(memory)?),
+            DType::F64 => Values::F64(host_elements(memory)?),
+            DType::F16 => Values::F16(host_elements(memory)?),
+            DType::BF16 => Values::BF16(host_elements(memory)?),
+            DType::I32 => Values::I32(host_elements(memory)?),
+            DType::I64 => Values::I64(host_elements(memory)?),
+            DType::U8 => Values::U8(host_elements(memory)?),
+            DType::Bool => Values::Bool(host_elements(memory)?),
         })
     }
 
     /// A buffer of this backend holding the values.
     fn into_memory(self) -> DeviceMemory {
-        let bytes = with_values!(&self, v => as_bytes(v).to_vec());
-        let len = bytes.len();
-        DeviceMemory::new(HostBytes(bytes), len)
+        with_values!(&self, v => memory_of(v))
     }
 }
 
@@ -225,6 +362,32 @@ impl Backend for CpuBackend {
         interp::compile_and_run(&job.ir, &roots, &job.lens, job.out, &sources, &mut sinks)?;
         drop(sinks);
         Ok(outs.into_iter().map(Values::into_memory).collect())
+    }
+
+    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+        job.check(None)?;
+        match job.dtype {
+            DType::F32 => attention_forward::<f32>(job),
+            DType::F64 => attention_forward::<f64>(job),
+            DType::F16 => attention_forward::<f16>(job),
+            DType::BF16 => attention_forward::<bf16>(job),
+            other => unreachable!("`check` refuses {} attention", other.name()),
+        }
+    }
+
+    fn attention_backward(
+        &self,
+        job: &AttentionJob<'_>,
+        saved: &AttentionSaved<'_>,
+    ) -> Result<[DeviceMemory; 3]> {
+        job.check(Some(saved))?;
+        match job.dtype {
+            DType::F32 => attention_backward::<f32>(job, saved),
+            DType::F64 => attention_backward::<f64>(job, saved),
+            DType::F16 => attention_backward::<f16>(job, saved),
+            DType::BF16 => attention_backward::<bf16>(job, saved),
+            other => unreachable!("`check` refuses {} attention", other.name()),
+        }
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

@@ -1,7 +1,8 @@
 //! The trait every device's runtime implements.
 
 use super::{
-    DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter, MultiJob, run_each_output,
+    AttentionJob, AttentionSaved, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter,
+    MultiJob, run_each_output,
 };
 use crate::error::{Error, Result};
 
@@ -103,6 +104,29 @@ pub trait Backend: Send + Sync {
         let _ = job;
         Err(Error::Unsupported {
             what: format!("matrix products on {}", self.name()),
+        })
+    }
+
+    /// Runs fused attention: its result (row-major `[batch][query][value column]`) and each
+    /// query's log-sum-exp (`[batch][query]`, of [`AttentionJob::wide`]), in new buffers.
+    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+        let _ = job;
+        Err(Error::Unsupported {
+            what: format!("fused attention on {}", self.name()),
+        })
+    }
+
+    /// The gradients of fused attention's queries, keys and values, given what its forward
+    /// saved, in new buffers (row-major `[batch][position][column]` each, 0 where a position
+    /// passes no gradient).
+    fn attention_backward(
+        &self,
+        job: &AttentionJob<'_>,
+        saved: &AttentionSaved<'_>,
+    ) -> Result<[DeviceMemory; 3]> {
+        let _ = (job, saved);
+        Err(Error::Unsupported {
+            what: format!("fused attention's backward on {}", self.name()),
         })
     }
 }

@@ -1,12 +1,14 @@
 //! What every backend implements, as plain data: the [`Device`] a tensor lives on, device
-//! memory and views of host memory as bytes, the [`Job`]s and [`MatmulJob`]s a backend runs
-//! (an expression's run-time IR over buffers with strides, reductions, contractions) and
-//! the [`Backend`] trait itself. Nothing here decides where work runs or knows tensors or
-//! expressions: that is [`crate::dispatch`]'s part, above.
+//! memory and views of host memory as bytes, the work a backend runs ([`Job`]s: an
+//! expression's run-time IR over buffers with strides, and reductions; [`MatmulJob`]s:
+//! contractions; [`AttentionJob`]s: fused attention) and the [`Backend`] trait itself.
+//! Nothing here decides where work runs or knows tensors or expressions: that is
+//! [`crate::dispatch`]'s part, above.
 //!
 //! Backend authors implement [`Backend`]; the OpenCL and CUDA backends of `axes-backends`
 //! are the examples.
 
+mod attention;
 mod backend;
 mod device;
 mod free_buffers;
@@ -14,6 +16,7 @@ mod job;
 mod memory;
 mod meter;
 
+pub use attention::{AttentionJob, AttentionMask, AttentionOperand, AttentionSaved};
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};
 pub use free_buffers::FreeBuffers;
