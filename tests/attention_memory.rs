@@ -42,20 +42,15 @@ fn peak_bytes_of(
         1,
     )
     .unwrap();
-    let k = Tensor::<f32, (B, H, K, D)>::random_uniform(
-        (B.len(BATCH), H.len(HEADS), K.len(CONTEXT), D.len(WIDTH)),
-        -1.0,
-        1.0,
-        2,
-    )
-    .unwrap();
-    let v = Tensor::<f32, (B, H, K, D)>::random_uniform(
-        (B.len(BATCH), H.len(HEADS), K.len(CONTEXT), D.len(WIDTH)),
-        -1.0,
-        1.0,
-        3,
-    )
-    .unwrap();
+    let [k, v] = [2, 3].map(|seed| {
+        Tensor::<f32, (B, H, K, D)>::random_uniform(
+            (B.len(BATCH), H.len(HEADS), K.len(CONTEXT), D.len(WIDTH)),
+            -1.0,
+            1.0,
+            seed,
+        )
+        .unwrap()
+    });
     let tape = Tape::new();
     let (q, k, v) = (tape.var(q), tape.var(k), tape.var(v));
     let before = Device::Cpu
