@@ -138,11 +138,9 @@ fn operands<T: Float>(case: &Case, seed: u64) -> Operands<T> {
     (q, k, v, mask)
 }
 
-/// The fused attention's values and gradients against the composition's, for a loss that
-/// weighs every output element by a random factor.
-fn check_against_composition<T: Float>(case: &Case, tolerance: f64, seed: u64) {
-    let (q, k, v, mask) = operands::<T>(case, seed);
-    let weights = Tensor::<T, Out>::random_uniform(
+/// Random weights of the output elements in a test's loss.
+fn loss_weights<T: Float>(case: &Case, seed: u64) -> Tensor<T, Out> {
+    Tensor::random_uniform(
         (
             B.len(case.batch),
             H.len(case.heads),
@@ -153,12 +151,23 @@ fn check_against_composition<T: Float>(case: &Case, tolerance: f64, seed: u64) {
         T::from_f64(1.0),
         seed + 3,
     )
-    .unwrap();
-    let attention = if case.causal {
-        Attention::<Q, K, D>::causal()
+    .unwrap()
+}
+
+/// The fused attention a case asks for (causal or not; the mask comes with the call).
+fn attention_of(case: &Case) -> Attention<Q, K, D> {
+    if case.causal {
+        Attention::causal()
     } else {
-        Attention::<Q, K, D>::new()
-    };
+        Attention::new()
+    }
+}
+
+/// The fused attention's values and gradients against the composition's, for a loss that
+/// weighs every output element by a random factor.
+fn check_against_composition<T: Float>(case: &Case, tolerance: f64, seed: u64) {
+    let (q, k, v, mask) = operands::<T>(case, seed);
+    let (weights, attention) = (loss_weights::<T>(case, seed), attention_of(case));
     let scale = 1.0 / (case.width as f64).sqrt();
     let mask = case.padded.then_some(&mask);
     let run = |fused: bool| {
@@ -558,23 +567,7 @@ fn on<T: Float, A: AxisSet>(x: &Tensor<T, A>, device: &Device) -> Tensor<T, A> {
 /// random factor, with the operands on `device`, read back to the host.
 fn fused_on<T: Float>(case: &Case, seed: u64, device: &Device) -> [Vec<T>; 4] {
     let (q, k, v, mask) = operands::<T>(case, seed);
-    let weights = Tensor::<T, Out>::random_uniform(
-        (
-            B.len(case.batch),
-            H.len(case.heads),
-            Q.len(case.queries),
-            E.len(case.value_width),
-        ),
-        T::from_f64(-1.0),
-        T::from_f64(1.0),
-        seed + 3,
-    )
-    .unwrap();
-    let attention = if case.causal {
-        Attention::<Q, K, D>::causal()
-    } else {
-        Attention::<Q, K, D>::new()
-    };
+    let (weights, attention) = (loss_weights::<T>(case, seed), attention_of(case));
     let tape = Tape::<T>::new();
     // The keys in another axis order, on the device as on the host.
     let k: Tensor<T, (K, D, B, H)> = k.axes_with_order();
