@@ -83,16 +83,7 @@ fn composed((q, k, v): &Operands, mask: &Tensor<f32, (Q, K)>) -> f32 {
 }
 
 fn main() {
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            300
-        } else {
-            1000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 2 } else { 5 }))
-        .configure_from_args();
+    let mut c = support::criterion(10, (1000, 300), (5, 2));
     let mut group = c.benchmark_group(GROUP);
     for context in [128, 512, 1024] {
         let ops = operands(context);

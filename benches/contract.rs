@@ -99,16 +99,7 @@ fn bench(c: &mut Criterion, n: usize) {
 }
 
 fn main() {
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            300
-        } else {
-            1000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 2 } else { 5 }))
-        .configure_from_args();
+    let mut c = support::criterion(10, (1000, 300), (5, 2));
     let sizes = [64, 256, 1024, 2048];
     for n in sizes {
         bench(&mut c, n);

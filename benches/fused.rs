@@ -602,16 +602,7 @@ fn summary() {
 }
 
 fn main() {
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            200
-        } else {
-            1000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 4 }))
-        .configure_from_args();
+    let mut c = support::criterion(10, (1000, 200), (4, 1));
     w1(&mut c);
     w2(&mut c);
     w3(&mut c);

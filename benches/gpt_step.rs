@@ -70,16 +70,7 @@ fn step(
 }
 
 fn main() {
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            500
-        } else {
-            2000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 3 } else { 10 }))
-        .configure_from_args();
+    let mut c = support::criterion(10, (2000, 500), (10, 3));
     let (ids, targets) = data();
     let mut group = c.benchmark_group(GROUP);
     for threads in [1, 2] {

@@ -297,16 +297,7 @@ fn on_device(c: &mut Criterion, name: &str) {
 }
 
 fn main() {
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            200
-        } else {
-            1000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 4 }))
-        .configure_from_args();
+    let mut c = support::criterion(20, (1000, 200), (4, 1));
     if let Ok(name) = std::env::var("AXES_BENCH_DEVICE") {
         on_device(&mut c, &name);
         return;

@@ -673,7 +673,7 @@ fn shared_keys_on_a_device_have_no_gradient_yet() {
 #[test]
 fn malformed_attention_jobs_are_errors() {
     use axes::DType;
-    use axes::protocol::{AttentionJob, AttentionOperand, Backend};
+    use axes::protocol::{AttentionJob, AttentionOperand, AttentionShape, Backend};
     let backend = &axes::backends::cpu::CPU_BACKEND;
     // 2 rows of 3 f32 each.
     let memory = backend.upload(&[0u8; 24]).unwrap();
@@ -686,13 +686,15 @@ fn malformed_attention_jobs_are_errors() {
     };
     let job = AttentionJob {
         dtype: DType::F32,
-        batch: 1,
-        queries: 2,
-        keys: 2,
-        width: 3,
-        value_width: 3,
-        scale: 1.0,
-        causal: true,
+        shape: AttentionShape {
+            batch: 1,
+            queries: 2,
+            keys: 2,
+            width: 3,
+            value_width: 3,
+            scale: 1.0,
+            causal: true,
+        },
         q: rows,
         k: rows,
         v: rows,
@@ -710,7 +712,10 @@ fn malformed_attention_jobs_are_errors() {
     let err = backend.attention(&past_the_end).unwrap_err().to_string();
     assert!(err.contains("the keys") && err.contains("1..=6"), "{err}");
     let short = AttentionJob {
-        value_width: 4,
+        shape: AttentionShape {
+            value_width: 4,
+            ..job.shape
+        },
         ..job
     };
     let err = backend.attention(&short).unwrap_err().to_string();

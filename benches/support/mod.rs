@@ -1,6 +1,27 @@
-//! Shared by the benchmarks: reading criterion's results back to print ratios.
+//! Shared by the benchmarks: criterion set up alike, and its results read back to print
+//! ratios.
 
 use std::path::Path;
+use std::time::Duration;
+
+use criterion::Criterion;
+
+/// Criterion with `samples` samples, warming up for `warm_up_ms` and measuring for
+/// `measure_s` — each `(full run, quick run)`, the quick one under `AXES_BENCH_QUICK=1` —
+/// and the command line's options on top.
+pub(crate) fn criterion(
+    samples: usize,
+    warm_up_ms: (u64, u64),
+    measure_s: (u64, u64),
+) -> Criterion {
+    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
+    let pick = |(full, short): (u64, u64)| if quick { short } else { full };
+    Criterion::default()
+        .sample_size(samples)
+        .warm_up_time(Duration::from_millis(pick(warm_up_ms)))
+        .measurement_time(Duration::from_secs(pick(measure_s)))
+        .configure_from_args()
+}
 
 /// Criterion's median for benchmark `id` of `group` in this run, in nanoseconds.
 pub(crate) fn median_ns(group: &str, id: &str) -> Option<f64> {

@@ -8,7 +8,7 @@ use super::DotOverAxes;
 use crate::axis::Axis;
 use crate::dispatch::{common_device, device_storage};
 use crate::element::Element;
-use crate::engine::attention::{self as kernel, MaskRows, Rows, RowsOut, Saved, Shape};
+use crate::engine::attention::{self as kernel, MaskRows, RowMajorRows, Rows, RowsOut, Saved};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::{
@@ -16,7 +16,8 @@ use crate::list::{
 };
 use crate::num::Float;
 use crate::protocol::{
-    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, Backend, Device, DeviceMemory,
+    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape, Backend, Device,
+    DeviceMemory,
 };
 use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
@@ -166,13 +167,7 @@ fn device_job<'a, T: Float>(
     let [q, k, v] = operands;
     Ok(AttentionJob {
         dtype: T::DTYPE,
-        batch: plan.shape.batch,
-        queries: plan.shape.queries,
-        keys: plan.shape.keys,
-        width: plan.shape.width,
-        value_width: plan.shape.value_width,
-        scale: plan.shape.scale,
-        causal: plan.shape.causal,
+        shape: plan.shape,
         q: q.on_device(backend)?,
         k: k.on_device(backend)?,
         v: v.on_device(backend)?,
@@ -259,7 +254,7 @@ struct Prepared<T: Float> {
 
 /// The axes of one call, by role, and their lengths.
 pub(crate) struct Plan {
-    shape: Shape,
+    shape: AttentionShape,
     /// The batch axes (the queries' axes but `Qx` and `W`), in the queries' order.
     batch: Vec<(TypeId, usize)>,
     /// The values' width axes, in the values' order, and their lengths.
@@ -440,7 +435,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         }
         let scale = self.scale.unwrap_or(1.0 / (width as f64).sqrt());
         Ok(Plan {
-            shape: Shape {
+            shape: AttentionShape {
                 batch: batch.iter().map(|&(_, l)| l).product(),
                 queries,
                 keys,
@@ -520,10 +515,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             let out = RowsOut::new(&mut data, &batch, row, &cols);
             let lse_out = RowsOut::new(&mut lse, &lse_batch, 1, &[0]);
             let [oq, ok, ov] = &operands;
-            let mask_rows = match &mask {
-                Some(m) => Some(m.rows()?),
-                None => None,
-            };
+            let mask_rows = mask.as_ref().map(MaskOperand::rows).transpose()?;
             kernel::forward(
                 &shape,
                 oq.rows()?,
@@ -618,10 +610,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
         let mut dv = GradientTarget::new(&plan, v, kx, &plan.value_width)?;
         {
             let [oq, ok, ov] = &operands;
-            let mask_rows = match &mask {
-                Some(m) => Some(m.rows()?),
-                None => None,
-            };
+            let mask_rows = mask.as_ref().map(MaskOperand::rows).transpose()?;
             let saved = Saved {
                 out: saved_out.rows()?,
                 grad: saved_grad.rows()?,
@@ -799,20 +788,17 @@ impl<T: Float> GradientTarget<T> {
                 direct: Some(layout),
             });
         }
-        let (rows, width): (usize, usize) = (
-            x.lens()[A::IDS
-                .iter()
-                .position(|&i| i == row_axis)
-                .expect("a typed axis")],
-            cols.iter().map(|&(_, len)| len).product(),
-        );
+        let rows = x.lens()[A::IDS
+            .iter()
+            .position(|&i| i == row_axis)
+            .expect("a typed axis")];
+        let width = cols.iter().map(|&(_, len)| len).product();
+        let own = RowMajorRows::new(plan.shape.batch, rows, width)?;
         Ok(GradientTarget {
-            data: storage::filled(plan.shape.batch * rows * width, T::zero())?,
-            batch: (0..plan.shape.batch)
-                .map(|b| (b * rows * width) as isize)
-                .collect(),
-            row: width as isize,
-            cols: (0..width as isize).collect(),
+            row: own.row(),
+            data: own.data,
+            batch: own.batch,
+            cols: own.cols,
             direct: None,
         })
     }

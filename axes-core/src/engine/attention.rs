@@ -21,7 +21,10 @@ use rayon::prelude::*;
 
 use super::{cost, exec, threads};
 use crate::element::Element;
+use crate::error::{Error, Result};
 use crate::num::{Float, Num};
+use crate::protocol::AttentionShape;
+use crate::storage::{self, HostVec};
 
 /// Rows per query block and positions per key block.
 pub const BLOCK: usize = 64;
@@ -123,26 +126,44 @@ impl<'a, T: Copy> RowsOut<'a, T> {
     }
 }
 
-/// The sizes of one attention call.
-#[derive(Clone, Copy, Debug)]
-pub struct Shape {
-    /// Batch entries (every batch axis's positions, together).
-    pub batch: usize,
-    /// Query positions.
-    pub queries: usize,
-    /// Key (and value) positions.
-    pub keys: usize,
-    /// The width queries and keys share (contracted).
-    pub width: usize,
-    /// The width of values and of the result.
-    pub value_width: usize,
-    /// The scores' scale.
-    pub scale: f64,
-    /// Whether query `i` sees only keys `0..=i`.
-    pub causal: bool,
+/// A fresh result, row-major `[batch][position][column]`: zeros, and the offsets of its
+/// batch entries and columns.
+pub(crate) struct RowMajorRows<T> {
+    pub(crate) data: HostVec<T>,
+    pub(crate) batch: Vec<isize>,
+    pub(crate) cols: Vec<isize>,
 }
 
-impl Shape {
+impl<T: Element> RowMajorRows<T> {
+    /// An error naming the lengths when their product overflows or the host has no room.
+    pub(crate) fn new(batch: usize, positions: usize, width: usize) -> Result<Self> {
+        let count = (batch.checked_mul(positions))
+            .and_then(|n| n.checked_mul(width))
+            .ok_or_else(|| Error::SizeOverflow {
+                lengths: format!("{batch} × {positions} × {width}"),
+            })?;
+        Ok(RowMajorRows {
+            data: storage::filled(count, T::zero())?,
+            batch: (0..batch)
+                .map(|b| (b * positions * width) as isize)
+                .collect(),
+            cols: (0..width as isize).collect(),
+        })
+    }
+
+    /// The step from one row to the next.
+    pub(crate) fn row(&self) -> isize {
+        self.cols.len() as isize
+    }
+
+    /// Distinct offsets for distinct (batch entry, position, column), inside the buffer.
+    pub(crate) fn out(&mut self) -> RowsOut<'_, T> {
+        let row = self.row();
+        RowsOut::new(&mut self.data, &self.batch, row, &self.cols)
+    }
+}
+
+impl AttentionShape {
     /// The keys of the key block that starts at `key0` that queries `q0..q1` may see: the
     /// block's end, cut where the causal mask hides the rest (`None`: none of them).
     fn visible_keys(&self, q1: usize, key0: usize) -> Option<usize> {
@@ -272,7 +293,7 @@ fn product<W: Float>(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn scores<T: Float>(
-    shape: &Shape,
+    shape: &AttentionShape,
     b: usize,
     (q0, q1): (usize, usize),
     (k0, k1): (usize, usize),
@@ -338,7 +359,7 @@ fn pack_rows<T: Float>(
 /// The forward pass: the result into `out`, each query's log-sum-exp into `lse` (batch-major,
 /// +∞ for a query that sees no key, so that recomputed probabilities are 0 there).
 pub fn forward<T: Float>(
-    shape: &Shape,
+    shape: &AttentionShape,
     q: Rows<'_, T>,
     k: Rows<'_, T>,
     v: Rows<'_, T>,
@@ -439,7 +460,11 @@ pub struct Saved<'a, T: Float> {
 }
 
 /// `D = rowsum(dO ∘ O)` of every query, batch-major.
-fn row_products<T: Float>(shape: &Shape, out: &Rows<'_, T>, grad: &Rows<'_, T>) -> Vec<T::Wide> {
+fn row_products<T: Float>(
+    shape: &AttentionShape,
+    out: &Rows<'_, T>,
+    grad: &Rows<'_, T>,
+) -> Vec<T::Wide> {
     let dv = shape.value_width;
     let (mut o, mut g) = (vec![T::Wide::zero(); dv], vec![T::Wide::zero(); dv]);
     let mut delta = Vec::with_capacity(shape.batch * shape.queries);
@@ -468,7 +493,7 @@ struct Workspace<W> {
 }
 
 impl<W: Float> Workspace<W> {
-    fn new(shape: &Shape) -> Self {
+    fn new(shape: &AttentionShape) -> Self {
         let (d, dv) = (shape.width, shape.value_width);
         Workspace {
             qs: vec![W::zero(); BLOCK * d],
@@ -486,7 +511,7 @@ impl<W: Float> Workspace<W> {
     #[inline(always)]
     fn load_queries<T: Float<Wide = W>>(
         &mut self,
-        shape: &Shape,
+        shape: &AttentionShape,
         q: &Rows<'_, T>,
         saved: &Saved<'_, T>,
         delta: &[W],
@@ -504,7 +529,7 @@ impl<W: Float> Workspace<W> {
     #[inline(always)]
     fn load_keys<T: Float<Wide = W>>(
         &mut self,
-        shape: &Shape,
+        shape: &AttentionShape,
         (k, v): (&Rows<'_, T>, &Rows<'_, T>),
         b: usize,
         keys: (usize, usize),
@@ -517,7 +542,7 @@ impl<W: Float> Workspace<W> {
     #[inline(always)]
     fn accumulate_key_gradients(
         &self,
-        shape: &Shape,
+        shape: &AttentionShape,
         (nq, nk): (usize, usize),
         dkb: &mut [W],
         dvb: &mut [W],
@@ -544,7 +569,7 @@ impl<W: Float> Workspace<W> {
     #[inline(always)]
     fn recompute<T: Float<Wide = W>>(
         &mut self,
-        shape: &Shape,
+        shape: &AttentionShape,
         b: usize,
         (q0, q1): (usize, usize),
         (k0, k1): (usize, usize),
@@ -586,7 +611,7 @@ impl<W: Float> Workspace<W> {
 
 /// The backward's work on one key block: what it reads, and where dK and dV go.
 struct KeyBlocks<'a, T: Float> {
-    shape: &'a Shape,
+    shape: &'a AttentionShape,
     q: &'a Rows<'a, T>,
     keys: (&'a Rows<'a, T>, &'a Rows<'a, T>),
     mask: Option<&'a MaskRows<'a, T>>,
@@ -645,7 +670,7 @@ impl<T: Float> KeyBlocks<'_, T> {
 /// The backward pass: the gradients of the queries, keys and values into `dq`, `dk`, `dv`.
 #[allow(clippy::too_many_arguments)]
 pub fn backward<T: Float>(
-    shape: &Shape,
+    shape: &AttentionShape,
     q: Rows<'_, T>,
     k: Rows<'_, T>,
     v: Rows<'_, T>,

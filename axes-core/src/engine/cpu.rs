@@ -8,7 +8,7 @@
 
 use half::{bf16, f16};
 
-use super::attention::{self as kernel, MaskRows, Rows, RowsOut, Saved, Shape};
+use super::attention::{self as kernel, MaskRows, RowMajorRows, Rows, Saved};
 use super::interp::{self, Program, StridedSink, StridedSource, Values, with_values};
 use super::matmul::{HostMatrix, batched_matmul};
 use crate::element::{DType, Element};
@@ -18,7 +18,7 @@ use crate::protocol::{
     AttentionJob, AttentionOperand, AttentionSaved, Backend, Device, DeviceKind, DeviceMemory, Job,
     JobLeaf, JobTarget, MatmulJob, MatrixSide, MultiJob, as_bytes, row_major_strides,
 };
-use crate::storage::{self, HostVec, from_bytes};
+use crate::storage::{HostVec, from_bytes};
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
 pub static CPU_BACKEND: CpuBackend = CpuBackend {
@@ -57,19 +57,6 @@ fn memory_of<T: Element>(values: &[T]) -> DeviceMemory {
     DeviceMemory::new(HostBytes(bytes), len)
 }
 
-/// The sizes of an attention job, as the engine's kernel takes them.
-fn attention_shape(job: &AttentionJob<'_>) -> Shape {
-    Shape {
-        batch: job.batch,
-        queries: job.queries,
-        keys: job.keys,
-        width: job.width,
-        value_width: job.value_width,
-        scale: job.scale,
-        causal: job.causal,
-    }
-}
-
 /// An operand of an attention job as the kernel reads it, its elements `data`.
 fn attention_rows<'a, T>(operand: &AttentionOperand<'a>, data: &'a [T]) -> Rows<'a, T> {
     Rows {
@@ -77,34 +64,6 @@ fn attention_rows<'a, T>(operand: &AttentionOperand<'a>, data: &'a [T]) -> Rows<
         batch: operand.batch,
         row: operand.row,
         cols: operand.cols,
-    }
-}
-
-/// A fresh result of an attention job, row-major `[batch][position][column]`: zeros, and the
-/// offsets of its batch entries and columns.
-struct RowMajorRows<T> {
-    data: HostVec<T>,
-    batch: Vec<isize>,
-    cols: Vec<isize>,
-    width: usize,
-}
-
-impl<T: Element> RowMajorRows<T> {
-    fn new(batch: usize, positions: usize, width: usize) -> Result<Self> {
-        let count = count_of(&[batch, positions, width])?;
-        Ok(RowMajorRows {
-            data: storage::filled(count, T::zero())?,
-            batch: (0..batch)
-                .map(|b| (b * positions * width) as isize)
-                .collect(),
-            cols: (0..width as isize).collect(),
-            width,
-        })
-    }
-
-    /// Distinct offsets for distinct (batch entry, position, column), inside the buffer.
-    fn out(&mut self) -> RowsOut<'_, T> {
-        RowsOut::new(&mut self.data, &self.batch, self.width as isize, &self.cols)
     }
 }
 
@@ -138,10 +97,11 @@ impl<T: Float> AttentionInputs<T> {
 
 fn attention_forward<T: Float>(job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
     let inputs = AttentionInputs::<T>::read(job)?;
-    let mut out = RowMajorRows::<T>::new(job.batch, job.queries, job.value_width)?;
-    let mut lse = RowMajorRows::<T::Wide>::new(job.batch, job.queries, 1)?;
+    let mut out =
+        RowMajorRows::<T>::new(job.shape.batch, job.shape.queries, job.shape.value_width)?;
+    let mut lse = RowMajorRows::<T::Wide>::new(job.shape.batch, job.shape.queries, 1)?;
     kernel::forward(
-        &attention_shape(job),
+        &job.shape,
         attention_rows(&job.q, &inputs.q),
         attention_rows(&job.k, &inputs.k),
         attention_rows(&job.v, &inputs.v),
@@ -162,11 +122,11 @@ fn attention_backward<T: Float>(
         host_elements::<T>(saved.grad.memory)?,
     );
     let lse = host_elements::<T::Wide>(saved.lse)?;
-    let mut dq = RowMajorRows::<T>::new(job.batch, job.queries, job.width)?;
-    let mut dk = RowMajorRows::<T>::new(job.batch, job.keys, job.width)?;
-    let mut dv = RowMajorRows::<T>::new(job.batch, job.keys, job.value_width)?;
+    let mut dq = RowMajorRows::<T>::new(job.shape.batch, job.shape.queries, job.shape.width)?;
+    let mut dk = RowMajorRows::<T>::new(job.shape.batch, job.shape.keys, job.shape.width)?;
+    let mut dv = RowMajorRows::<T>::new(job.shape.batch, job.shape.keys, job.shape.value_width)?;
     kernel::backward(
-        &attention_shape(job),
+        &job.shape,
         attention_rows(&job.q, &inputs.q),
         attention_rows(&job.k, &inputs.k),
         attention_rows(&job.v, &inputs.v),

@@ -39,14 +39,9 @@ pub struct AttentionMask<'a> {
     pub key: isize,
 }
 
-/// Fused attention for a device, over `batch` entries: queries `q` (`queries` rows of
-/// `width`), keys `k` (`keys` rows of `width`) and values `v` (`keys` rows of
-/// `value_width`). `causal`: query `i` sees keys `0..=i`. A query that sees no key gets
-/// zeros and passes no gradient. Half types are computed in f32.
+/// The sizes of one attention call.
 #[derive(Clone, Copy, Debug)]
-pub struct AttentionJob<'a> {
-    /// The element type of the operands, the mask and the results.
-    pub dtype: DType,
+pub struct AttentionShape {
     /// Batch entries (every batch axis's positions, together).
     pub batch: usize,
     /// Query positions.
@@ -59,8 +54,20 @@ pub struct AttentionJob<'a> {
     pub value_width: usize,
     /// The scores' scale.
     pub scale: f64,
-    /// Whether later keys are hidden from each query.
+    /// Whether query `i` sees only keys `0..=i`.
     pub causal: bool,
+}
+
+/// Fused attention for a device, over the batch entries of `shape`: queries `q` (`queries`
+/// rows of `width`), keys `k` (`keys` rows of `width`) and values `v` (`keys` rows of
+/// `value_width`). A query that sees no key gets zeros and passes no gradient. Half types
+/// are computed in f32.
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionJob<'a> {
+    /// The element type of the operands, the mask and the results.
+    pub dtype: DType,
+    /// The sizes, the scale and whether the mask is causal.
+    pub shape: AttentionShape,
     /// The queries.
     pub q: AttentionOperand<'a>,
     /// The keys.
@@ -105,37 +112,42 @@ impl AttentionJob<'_> {
             });
         }
         let mut operands = vec![
-            ("the queries", &self.q, self.queries, self.width),
-            ("the keys", &self.k, self.keys, self.width),
-            ("the values", &self.v, self.keys, self.value_width),
+            ("the queries", &self.q, self.shape.queries, self.shape.width),
+            ("the keys", &self.k, self.shape.keys, self.shape.width),
+            (
+                "the values",
+                &self.v,
+                self.shape.keys,
+                self.shape.value_width,
+            ),
         ];
         if let Some(saved) = saved {
             operands.push((
                 "the saved result",
                 &saved.out,
-                self.queries,
-                self.value_width,
+                self.shape.queries,
+                self.shape.value_width,
             ));
             operands.push((
                 "the result's gradient",
                 &saved.grad,
-                self.queries,
-                self.value_width,
+                self.shape.queries,
+                self.shape.value_width,
             ));
         }
         for (what, operand, rows, cols) in operands {
-            if operand.batch.len() != self.batch || operand.cols.len() != cols {
+            if operand.batch.len() != self.shape.batch || operand.cols.len() != cols {
                 return Err(Error::Unsupported {
                     what: format!(
                         "{what} of an attention job with {} batch offsets and {} column \
                          offsets, for {} batch entries of {cols} columns",
                         operand.batch.len(),
                         operand.cols.len(),
-                        self.batch
+                        self.shape.batch
                     ),
                 });
             }
-            if self.batch == 0 || rows == 0 || cols == 0 {
+            if self.shape.batch == 0 || rows == 0 || cols == 0 {
                 continue;
             }
             let reach = extremes(operand.batch)
@@ -144,24 +156,24 @@ impl AttentionJob<'_> {
             check_inside(what, self.dtype, operand.memory, reach)?;
         }
         if let Some(mask) = &self.mask {
-            if mask.batch.len() != self.batch {
+            if mask.batch.len() != self.shape.batch {
                 return Err(Error::Unsupported {
                     what: format!(
                         "a mask of an attention job with {} batch offsets, for {} batch entries",
                         mask.batch.len(),
-                        self.batch
+                        self.shape.batch
                     ),
                 });
             }
-            if self.batch > 0 && self.queries > 0 && self.keys > 0 {
+            if self.shape.batch > 0 && self.shape.queries > 0 && self.shape.keys > 0 {
                 let reach = extremes(mask.batch)
-                    + extremes(&[0, (self.queries - 1) as isize * mask.query])
-                    + extremes(&[0, (self.keys - 1) as isize * mask.key]);
+                    + extremes(&[0, (self.shape.queries - 1) as isize * mask.query])
+                    + extremes(&[0, (self.shape.keys - 1) as isize * mask.key]);
                 check_inside("the mask", self.dtype, mask.memory, reach)?;
             }
         }
         if let Some(saved) = saved {
-            let rows = self.batch * self.queries;
+            let rows = self.shape.batch * self.shape.queries;
             if rows > 0 {
                 let whole = Reach {
                     low: 0,

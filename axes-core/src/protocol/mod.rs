@@ -16,7 +16,9 @@ mod job;
 mod memory;
 mod meter;
 
-pub use attention::{AttentionJob, AttentionMask, AttentionOperand, AttentionSaved};
+pub use attention::{
+    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape,
+};
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};
 pub use free_buffers::FreeBuffers;
