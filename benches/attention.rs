@@ -14,7 +14,7 @@ use axes::Attention;
 use axes::autodiff::{self, Tape};
 use axes::nn::causal_mask;
 use axes::prelude::*;
-use criterion::{BenchmarkId, Criterion};
+use criterion::BenchmarkId;
 
 mod support;
 use support::{median_ns, python_peer};

@@ -13,7 +13,7 @@ use axes::nn::transformer::{Batch, Gpt, GptConfig, Token};
 use axes::nn::{Params, ParamsBuilder};
 use axes::optim::{Adam, clip_grad_norm};
 use axes::prelude::*;
-use criterion::{BenchmarkId, Criterion};
+use criterion::BenchmarkId;
 
 mod support;
 use support::{median_ns, python_peer};

@@ -63,16 +63,7 @@ fn main() {
             return;
         }
     };
-    let quick = std::env::var_os("AXES_BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(std::time::Duration::from_millis(if quick {
-            200
-        } else {
-            1000
-        }))
-        .measurement_time(std::time::Duration::from_secs(if quick { 1 } else { 3 }))
-        .configure_from_args();
+    let mut c = support::criterion(20, (1000, 200), (3, 1));
     let stream = Arc::clone(cuda.stream());
     let x = cuda.upload(&vec![1.0f32; N]).unwrap();
     let mut out = cuda.upload(&vec![0.0f32; N]).unwrap();
