@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axes_core::DType;
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget, MatmulJob, MatrixSide, Meter,
-    MultiJob,
+    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget,
+    MatmulJob, MatrixSide, Meter, MultiJob,
 };
-use axes_kernels::{Dialect, Kernel, REDUCE_GROUP};
+use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, REDUCE_GROUP};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
@@ -25,6 +25,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
+use crate::attention::{AttentionDevice, LaunchArg};
 use crate::{Destination, Index, JobPlan, Slot};
 
 pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
@@ -624,6 +625,46 @@ impl Cuda {
     }
 }
 
+impl AttentionDevice for Cuda {
+    type Buffer = CudaSlice<u8>;
+
+    fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m CudaSlice<u8>> {
+        buffer_of(memory)
+    }
+
+    fn fresh(&self, bytes: usize) -> Result<DeviceMemory> {
+        let buffer = if bytes == 0 {
+            self.alloc::<u8>(0)?
+        } else {
+            self.result_buffer(bytes)?
+        };
+        Ok(self.metered_memory(buffer, bytes))
+    }
+
+    fn upload_bytes(&self, bytes: &[u8]) -> Result<DeviceMemory> {
+        Backend::upload(self, bytes)
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[LaunchArg<'_, CudaSlice<u8>>],
+        groups: usize,
+    ) -> Result<()> {
+        let args: Vec<CudaArg<'_>> = (args.iter())
+            .map(|arg| match *arg {
+                LaunchArg::Index(v) => CudaArg::Index(v),
+                LaunchArg::Buffer(b) => CudaArg::U8(b),
+            })
+            .collect();
+        let blocks = groups.clamp(1, 65_535);
+        // SAFETY: the caller upholds `AttentionDevice::launch`'s contract, which is
+        // `enqueue`'s.
+        unsafe { self.enqueue(kernel, wide, &args, blocks, ATTENTION_GROUP) }
+    }
+}
+
 impl Backend for Cuda {
     fn name(&self) -> String {
         Cuda::name(self)
@@ -742,6 +783,18 @@ impl Backend for Cuda {
             })
             .collect::<Result<Vec<_>>>()?;
         self.enqueue_plan(&plan, &job.leaves, &outs)
+    }
+
+    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+        crate::attention::forward(self, job, Dialect::Cuda)
+    }
+
+    fn attention_backward(
+        &self,
+        job: &AttentionJob<'_>,
+        saved: &AttentionSaved<'_>,
+    ) -> Result<[DeviceMemory; 3]> {
+        crate::attention::backward(self, job, saved, Dialect::Cuda)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

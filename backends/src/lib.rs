@@ -77,6 +77,8 @@ pub fn device(name: &str) -> axes_core::Result<axes_core::Device> {
     })
 }
 
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+mod attention;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

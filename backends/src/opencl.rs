@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, JobLeaf, JobTarget, MatmulJob, Meter,
-    MultiJob, Recycle,
+    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, JobLeaf,
+    JobTarget, MatmulJob, Meter, MultiJob, Recycle,
 };
-use axes_kernels::{Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
+use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
@@ -24,6 +24,7 @@ use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
+use crate::attention::{AttentionDevice, LaunchArg};
 use crate::{Destination, Index, JobPlan, Plain, Slot};
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
@@ -532,6 +533,40 @@ impl OpenCl {
     }
 }
 
+impl AttentionDevice for OpenCl {
+    type Buffer = DeviceBuffer<u8>;
+
+    fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m DeviceBuffer<u8>> {
+        buffer_of(memory)
+    }
+
+    fn fresh(&self, bytes: usize) -> Result<DeviceMemory> {
+        self.result_buffer(bytes)
+    }
+
+    fn upload_bytes(&self, bytes: &[u8]) -> Result<DeviceMemory> {
+        Backend::upload(self, bytes)
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[LaunchArg<'_, DeviceBuffer<u8>>],
+        groups: usize,
+    ) -> Result<()> {
+        let args: Vec<Arg<'_>> = (args.iter())
+            .map(|arg| match *arg {
+                LaunchArg::Index(v) => Arg::Index(v),
+                LaunchArg::Buffer(b) => b.arg(),
+            })
+            .collect();
+        let global = crate::global_size(groups, 1, 4096) * ATTENTION_GROUP;
+        // SAFETY: the caller upholds `AttentionDevice::launch`'s contract, which is this one's.
+        unsafe { OpenCl::launch(self, kernel, wide, &args, global, ATTENTION_GROUP) }
+    }
+}
+
 impl Backend for OpenCl {
     fn name(&self) -> String {
         OpenCl::name(self)
@@ -653,6 +688,18 @@ impl Backend for OpenCl {
             )?
         };
         Ok(memory)
+    }
+
+    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+        crate::attention::forward(self, job, Dialect::OpenCl)
+    }
+
+    fn attention_backward(
+        &self,
+        job: &AttentionJob<'_>,
+        saved: &AttentionSaved<'_>,
+    ) -> Result<[DeviceMemory; 3]> {
+        crate::attention::backward(self, job, saved, Dialect::OpenCl)
     }
 
     fn pool_limit(&self) -> usize {

@@ -247,3 +247,13 @@ fn integer_ops_match_rusts_operators() {
     common::edges::integer_ops(&device());
     common::edges::integer_ops(&Device::Cpu);
 }
+
+#[test]
+fn fused_attention_matches_the_composition() {
+    common::attention::matches_the_composition(&device());
+}
+
+#[test]
+fn fused_attention_edge_cases() {
+    common::attention::edge_cases(&device());
+}

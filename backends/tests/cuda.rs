@@ -221,3 +221,15 @@ fn gpu_swapped_buffers_are_read_through_views_built_once() {
     let Some(gpu) = gpu() else { return };
     common::ops::swapped_buffers(&gpu);
 }
+
+#[test]
+fn fused_attention_matches_the_composition() {
+    let Some(gpu) = gpu() else { return };
+    common::attention::matches_the_composition(&gpu);
+}
+
+#[test]
+fn fused_attention_edge_cases() {
+    let Some(gpu) = gpu() else { return };
+    common::attention::edge_cases(&gpu);
+}

@@ -178,3 +178,15 @@ fn swapped_buffers_are_read_through_views_built_once() {
     let Some(device) = device() else { return };
     common::ops::swapped_buffers(&device);
 }
+
+#[test]
+fn fused_attention_matches_the_composition() {
+    let Some(device) = device() else { return };
+    common::attention::matches_the_composition(&device);
+}
+
+#[test]
+fn fused_attention_edge_cases() {
+    let Some(device) = device() else { return };
+    common::attention::edge_cases(&device);
+}

@@ -19,7 +19,7 @@ fn unsupported(what: String) -> Error {
 }
 
 /// A constant of type `ty`.
-fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
+pub(crate) fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
     if ty.is_half() {
         // Kernels compute half-precision values in float: so are their constants (a mean's
         // 1/n of 1e6 elements is no f16 value).
@@ -45,7 +45,7 @@ fn literal(v: f64, ty: CType, dialect: Dialect) -> String {
 }
 
 /// `name` for element type `ty`: CUDA spells the float versions with an `f`.
-fn math(name: &str, ty: CType, dialect: Dialect) -> String {
+pub(crate) fn math(name: &str, ty: CType, dialect: Dialect) -> String {
     match (dialect, ty.compute()) {
         (Dialect::Cuda, CType::F32) => format!("{name}f"),
         _ => name.to_string(),

@@ -12,10 +12,13 @@
 //!   output element: its threads stride over the reduced elements, then combine their
 //!   partial results in a tree in local (shared) memory.
 //! - [`matmul`]: a tiled, batched matrix product over any strides.
+//! - [`attention`]: fused attention's forward and backward passes ([`AttentionPass`]), the
+//!   query × key probabilities never written.
 //!
 //! The files follow the stages: `emit.rs` spells the IR as C (from the op table's kernel
 //! templates), `dialect.rs` holds what differs between CUDA C and OpenCL C and assembles a
-//! named kernel, and `elementwise.rs`, `reduction.rs` and `matmul.rs` write each kind's body.
+//! named kernel, and `elementwise.rs`, `reduction.rs`, `matmul.rs` and `attention.rs` write each
+//! kind's body.
 //!
 //! Indices are 32-bit unless a tensor has 2^30 elements or more ([`Spec::wide`],
 //! [`Spec::needs_wide`]).
@@ -38,12 +41,17 @@
 //! # Ok::<(), axes_core::Error>(())
 //! ```
 
+mod attention;
 mod dialect;
 mod elementwise;
 mod emit;
 mod matmul;
 mod reduction;
 
+pub use attention::{
+    ATTENTION_GROUP, ATTENTION_MAX_WIDTH, AttentionArg, AttentionInput, AttentionPass,
+    AttentionSpec, attention,
+};
 pub use elementwise::{elementwise, elementwise_outputs};
 pub use matmul::{MATMUL_TILE, matmul};
 pub use reduction::{REDUCE_GROUP, reduction};
@@ -218,7 +226,8 @@ pub const MAX_LAUNCH: usize = 1 << 30;
 ///   second reduction over the parts combines;
 /// - matrix product ([`matmul`]): `batches`, `m`, `n`, `k`, then the output (pointer,
 ///   offset, batch, row and column strides), then the left operand (`m`×`k`) and the right
-///   operand (`k`×`n`), each the same way.
+///   operand (`k`×`n`), each the same way;
+/// - fused attention ([`attention`]): [`AttentionArg::ALL`], in that order.
 ///
 /// Offsets and strides count elements and may be negative; stride 0 broadcasts.
 #[derive(Clone, Debug, PartialEq, Eq)]

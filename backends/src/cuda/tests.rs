@@ -22,7 +22,10 @@ use crate::reference::{
 use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
 use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob};
-use axes_kernels::{CType, Dialect, Kernel, REDUCE_GROUP, Spec, elementwise, matmul, reduction};
+use axes_kernels::{
+    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, Spec, attention,
+    elementwise, matmul, reduction,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -164,6 +167,32 @@ fn kernels() -> Vec<Kernel> {
     for ty in [CType::F32, CType::F64, CType::F16, CType::BF16] {
         out.push(matmul(ty, false, Dialect::Cuda).unwrap());
         out.push(matmul(ty, true, Dialect::Cuda).unwrap());
+    }
+    // Every pass of fused attention in every float type, masked and not, 32- and 64-bit
+    // indexed, over the GPT's heads, odd widths and the widest (whose loops stay rolled).
+    for (ty, width, value_width, masked, wide) in [
+        (CType::F32, 32, 32, false, false),
+        (CType::F32, 256, 256, true, false),
+        (CType::F64, 33, 5, true, true),
+        (CType::F16, 1, 1, true, false),
+        (CType::BF16, 33, 5, false, true),
+    ] {
+        let spec = AttentionSpec {
+            ty,
+            width,
+            value_width,
+            scale: 0.125,
+            masked,
+            wide,
+        };
+        for pass in [
+            AttentionPass::Forward,
+            AttentionPass::RowProducts,
+            AttentionPass::KeyGradients,
+            AttentionPass::QueryGradients,
+        ] {
+            out.push(attention(&spec, pass, Dialect::Cuda).unwrap());
+        }
     }
     let mut ir = Ir::default();
     let (a, b) = (ir.leaf(), ir.leaf());

@@ -1,7 +1,8 @@
 //! Helpers for the backends' integration tests: the plain reference (`reference`), random
-//! jobs (`jobs`) and the shared operation suite (`ops`).
+//! jobs (`jobs`) and the shared operation suite (`ops`, and fused attention in `attention`).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod attention;
 pub mod edges;
 pub mod jobs;
 pub mod ops;
