@@ -629,45 +629,6 @@ fn the_cpu_backend_gives_the_hosts_bits() {
     }
 }
 
-/// Keys shared across heads on a device: the forward runs; the backward (which would sum the
-/// heads' gradients) is an error that says what to do.
-#[test]
-fn shared_keys_on_a_device_have_no_gradient_yet() {
-    let device = Device::Backend(&axes::backends::cpu::CPU_BACKEND);
-    let q = Tensor::<f32, (B, H, Q, D)>::random_uniform(
-        (B.len(1), H.len(2), Q.len(5), D.len(4)),
-        -1.0,
-        1.0,
-        1,
-    )
-    .unwrap();
-    let k = Tensor::<f32, (B, K, D)>::random_uniform((B.len(1), K.len(5), D.len(4)), -1.0, 1.0, 2)
-        .unwrap();
-    let v = Tensor::<f32, (B, H, K, D)>::random_uniform(
-        (B.len(1), H.len(2), K.len(5), D.len(4)),
-        -1.0,
-        1.0,
-        3,
-    )
-    .unwrap();
-    let attention = Attention::<Q, K, D>::causal();
-    let host = attention.run(&q, &k, &v).unwrap();
-    let tape = Tape::<f32>::new();
-    let (qv, kv, vv) = (
-        tape.var(on(&q, &device)),
-        tape.var(on(&k, &device)),
-        tape.var(on(&v, &device)),
-    );
-    let out = attention.run_var(&qv, &kv, &vv).unwrap();
-    assert_eq!(out.value().to_vec(), host.to_vec());
-    let err = out.sum::<(B, H, Q, D)>().unwrap().backward().unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("keys or values shared across batch axes"),
-        "{err}"
-    );
-}
-
 /// A job whose offsets leave a buffer, or whose offset lists do not match its lengths, is an
 /// error naming the operand, before any kernel reads memory.
 #[test]

@@ -35,7 +35,7 @@ use crate::{CType, Dialect, Kernel, Spec};
 pub const ATTENTION_GROUP: usize = 64;
 
 /// The widest heads the kernels take (queries' and keys' width, and values' width).
-pub const ATTENTION_MAX_WIDTH: usize = 256;
+pub const ATTENTION_MAX_WIDTH: usize = axes_core::protocol::FUSED_ATTENTION_MAX_WIDTH;
 
 /// From this `width + value_width`, CUDA kernels keep their loops rolled.
 const WIDE_HEADS: usize = 128;

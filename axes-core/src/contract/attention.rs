@@ -10,6 +10,7 @@ use crate::dispatch::{common_device, device_storage};
 use crate::element::Element;
 use crate::engine::attention::{self as kernel, MaskRows, RowMajorRows, Rows, RowsOut, Saved};
 use crate::error::{Error, Result};
+use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{
     AxisSet, ConcatWith, Difference, DifferenceWith, DotOverWith, HasAxis, Includes, SubsetOf,
@@ -17,7 +18,7 @@ use crate::list::{
 use crate::num::Float;
 use crate::protocol::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape, Backend, Device,
-    DeviceMemory,
+    DeviceMemory, Job, JobLeaf,
 };
 use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
@@ -49,10 +50,11 @@ pub type AttentionAxes<LQ, LK, LV, Kx, W> = DotOverAxes<AttentionScores<LQ, LK, 
 /// the score axes. A query that sees no key gets zeros (and passes no gradient), not NaN.
 /// Elements are computed in `f32` for the half types.
 ///
-/// In host memory it runs on the engine's kernel; on a device, as the backend's
-/// [`AttentionJob`] (the CPU backend runs it; OpenCL and CUDA answer
-/// [`Error::Unsupported`] until their kernels come). On a device, keys or values shared
-/// along a batch axis have no gradient yet (an error saying so).
+/// In host memory it runs on the engine's kernel, for heads of any width; on a device, as the
+/// backend's [`AttentionJob`] (OpenCL's and CUDA's generated kernels take heads up to
+/// [`FUSED_ATTENTION_MAX_WIDTH`](crate::protocol::FUSED_ATTENTION_MAX_WIDTH) wide, and
+/// answer [`Error::Unsupported`] beyond). The gradient of keys or values shared along a batch
+/// axis is summed over it.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -206,40 +208,77 @@ impl<'a> RowsOfAxes<'a> {
         }
     }
 
-    /// Whether the tensor has every batch axis (else its rows are summed over the ones it
-    /// lacks, which a device job does not do).
-    fn has_every(&self, batch: &[(TypeId, usize)]) -> bool {
-        batch.iter().all(|(id, _)| self.ids.contains(id))
-    }
-
-    /// The rows in `memory`, fresh from `backend`, as a tensor of these axes (a view in their
-    /// order, no copy).
+    /// The rows in `memory`, fresh from `backend`, as a tensor of these axes: a view in
+    /// their order where the tensor has every batch axis; else summed over the batch axes it
+    /// lacks (it was shared along them) by one reduction job on the device.
     fn tensor<T: Float, A: AxisSet>(
         &self,
         backend: &'static dyn Backend,
         memory: DeviceMemory,
         plan: &Plan,
     ) -> Result<Tensor<T, A>> {
-        let count: usize = self.lens.iter().product();
-        let at = |id: TypeId| {
-            (self.ids.iter())
-                .position(|&i| i == id)
-                .expect("the rows' axes are the tensor's")
-        };
-        let mut strides = vec![0isize; self.ids.len()];
+        // The stride of each of the rows' axes, row-major `[batch][row][column]`.
+        let row = [(self.row_axis, self.lens[self.at(self.row_axis)])];
+        let axes: Vec<(TypeId, usize)> = (plan.batch.iter())
+            .chain(&row)
+            .chain(self.cols)
+            .copied()
+            .collect();
+        let mut strides = vec![0isize; axes.len()];
         let mut step = 1isize;
-        let row = [(self.row_axis, self.lens[at(self.row_axis)])];
-        let rows = (plan.batch.iter()).chain(&row).chain(self.cols);
-        for &(id, len) in rows.rev() {
-            strides[at(id)] = step;
+        for (stride, &(_, len)) in strides.iter_mut().zip(&axes).rev() {
+            *stride = step;
             step *= len as isize;
         }
-        let layout = Layout::new(self.lens, &strides, 0, count)
-            .expect("rows of the tensor's lengths fit its count");
-        Ok(
-            Tensor::from_parts(device_storage(backend, memory, count)?, layout)
-                .expect("a fresh result fits its buffer"),
+        let stride_of = |id: TypeId| {
+            (axes.iter().zip(&strides))
+                .find(|((axis, _), _)| *axis == id)
+                .map_or(0, |(_, &s)| s)
+        };
+        let kept: Vec<isize> = self.ids.iter().map(|&id| stride_of(id)).collect();
+        let count: usize = self.lens.iter().product();
+        let lacked: Vec<(TypeId, usize)> = (plan.batch.iter())
+            .filter(|(id, _)| !self.ids.contains(id))
+            .copied()
+            .collect();
+        if lacked.is_empty() {
+            let layout = Layout::new(self.lens, &kept, 0, count)
+                .expect("rows of the tensor's lengths fit its count");
+            return Ok(
+                Tensor::from_parts(device_storage(backend, memory, count)?, layout)
+                    .expect("a fresh result fits its buffer"),
+            );
+        }
+        let mut ir = Ir::default();
+        ir.leaf();
+        let job = Job {
+            ir,
+            leaves: vec![JobLeaf {
+                dtype: T::DTYPE,
+                memory: &memory,
+                offset: 0,
+                strides: (kept.iter().copied())
+                    .chain(lacked.iter().map(|&(id, _)| stride_of(id)))
+                    .collect(),
+            }],
+            kept: self.lens.to_vec(),
+            reduced: lacked.iter().map(|&(_, len)| len).collect(),
+            reduce: ReduceOp::Sum,
+            out: T::DTYPE,
+        };
+        let summed = backend.run(&job)?;
+        Ok(Tensor::from_parts(
+            device_storage(backend, summed, count)?,
+            Layout::row_major(self.lens),
         )
+        .expect("a fresh result fits its buffer"))
+    }
+
+    /// The position of axis `id` among the tensor's.
+    fn at(&self, id: TypeId) -> usize {
+        (self.ids.iter())
+            .position(|&i| i == id)
+            .expect("the rows' axes are the tensor's")
     }
 }
 
@@ -581,16 +620,6 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
                 RowsOfAxes::of(k, kx, &width),
                 RowsOfAxes::of(v, kx, &plan.value_width),
             ];
-            if rows.iter().any(|r| !r.has_every(&plan.batch)) {
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "the gradient of attention's keys or values shared across batch \
-                         axes on {} (broadcast them along the queries' batch axes, or run on \
-                         the host)",
-                        Device::Backend(backend)
-                    ),
-                });
-            }
             let job = device_job::<T>(backend, &plan, &operands, mask.as_ref())?;
             let saved = AttentionSaved {
                 out: saved_out.on_device(backend)?,

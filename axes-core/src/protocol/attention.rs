@@ -11,6 +11,11 @@ use super::DeviceMemory;
 use crate::element::DType;
 use crate::error::{Error, Result};
 
+/// The widest heads (the queries' and keys' width, and the values') that the device backends
+/// run fused; [`MultiHeadAttention`](crate::nn::transformer::MultiHeadAttention) composes
+/// wider ones on a device from `dot_over` and `softmax`.
+pub const FUSED_ATTENTION_MAX_WIDTH: usize = 256;
+
 /// Where an operand of an [`AttentionJob`] is: element `c` of row `i` (a query or key
 /// position) of batch entry `b` at `batch[b] + i·row + cols[c]` of `memory`.
 #[derive(Clone, Copy, Debug)]

@@ -18,6 +18,7 @@ mod meter;
 
 pub use attention::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape,
+    FUSED_ATTENTION_MAX_WIDTH,
 };
 pub use backend::Backend;
 pub use device::{Device, DeviceKind};

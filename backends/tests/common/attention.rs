@@ -287,8 +287,70 @@ fn check_half<T: Float>(device: &Device, case: &Case, tolerance: f64, seed: u64)
     }
 }
 
-/// Heads 256 wide; rows that see no key (zeros, no gradient), causal or not; f16 and bf16.
+/// Keys shared across heads and values across batch entries: on `device` as on the host, the
+/// gradients summed over the axes they lack.
+fn shared_keys_and_values(device: &Device) {
+    let (e, h, n) = (Entry.len(2), Head.len(3), 70);
+    let q = Tensor::<f64, (Entry, Head, Query, Width)>::random_uniform(
+        (e, h, Query.len(n), Width.len(4)),
+        -1.0,
+        1.0,
+        5,
+    );
+    let k = Tensor::<f64, (Entry, Key, Width)>::random_uniform(
+        (e, Key.len(n), Width.len(4)),
+        -1.0,
+        1.0,
+        6,
+    );
+    let v = Tensor::<f64, (Head, Key, ValueWidth)>::random_uniform(
+        (h, Key.len(n), ValueWidth.len(3)),
+        -1.0,
+        1.0,
+        7,
+    );
+    let w =
+        Tensor::<f64, Out>::random_uniform((e, h, Query.len(n), ValueWidth.len(3)), -1.0, 1.0, 8);
+    let (q, k, v, w) = (q.unwrap(), k.unwrap(), v.unwrap(), w.unwrap());
+    let run = |on: &Device| {
+        let tape = Tape::<f64>::new();
+        let (qv, kv, vv) = (
+            tape.var(q.to(on).unwrap()),
+            tape.var(k.to(on).unwrap()),
+            tape.var(v.to(on).unwrap()),
+        );
+        let out = Attention::<Query, Key, Width>::causal()
+            .run_var(&qv, &kv, &vv)
+            .unwrap();
+        let grads = (&out * &tape.constant(w.to(on).unwrap()))
+            .sum::<Out>()
+            .unwrap()
+            .backward()
+            .unwrap();
+        [
+            out.value().to_vec(),
+            grads.get(&qv).unwrap().to_vec(),
+            grads.get(&kv).unwrap().to_vec(),
+            grads.get(&vv).unwrap().to_vec(),
+        ]
+    };
+    let (there, here) = (run(device), run(&Device::Cpu));
+    for (what, (a, b)) in ["values", "dq", "dk", "dv"]
+        .iter()
+        .zip(there.iter().zip(&here))
+    {
+        let error = relative_error(a, b);
+        assert!(
+            error <= 1e-12,
+            "shared keys on {device}: {what} off by {error:e}"
+        );
+    }
+}
+
+/// Heads 256 wide; rows that see no key (zeros, no gradient), causal or not; f16 and bf16;
+/// keys and values shared along batch axes.
 pub fn edge_cases(device: &Device) {
+    shared_keys_and_values(device);
     let wide = Case {
         heads: 1,
         queries: 70,

@@ -13,6 +13,7 @@ use crate::list::{AxisSet, Includes};
 use crate::nn::masks::causal_mask;
 use crate::nn::params::{Bound, Init, Params, ParamsBuilder};
 use crate::num::Float;
+use crate::protocol::{Device, FUSED_ATTENTION_MAX_WIDTH};
 use crate::tensor::Tensor;
 
 /// The heads' mixed values, in the order the output projection reads them.
@@ -25,9 +26,10 @@ pub type Projection = (Slot<(Hidden, Head, HeadDim)>, Slot<(Head, HeadDim)>);
 /// queries, keys and values `(Batch, Token, Head, HeadDim)`, renames [`Token`] to [`Query`] and
 /// [`Key`], scores `q·k / √len(HeadDim)` contracting only [`HeadDim`], masks later keys, takes
 /// the softmax along [`Key`], and mixes the values; the heads are then projected back to
-/// [`Hidden`] (contracting [`Head`] and [`HeadDim`]). In host memory the scores, mask, softmax
-/// and mix are one fused [`Attention`] call that never writes the probabilities; on a device
-/// they are composed from `dot_over` and `softmax` until the devices' attention kernels come.
+/// [`Hidden`] (contracting [`Head`] and [`HeadDim`]). The scores, mask, softmax and mix are
+/// one fused [`Attention`] call that never writes the probabilities — on a device, for heads up
+/// to [`FUSED_ATTENTION_MAX_WIDTH`] wide; wider ones are composed there from `dot_over` and
+/// `softmax`.
 /// Parameters `{name}.{query,key,value,out}.{weight,bias}`.
 #[derive(Clone)]
 pub struct MultiHeadAttention {
@@ -121,9 +123,8 @@ impl MultiHeadAttention {
         self.attend(p, x, Some(mask))
     }
 
-    /// The attention on the tape: fused ([`Attention`]) in host memory; on a device, composed
-    /// from `dot_over`, the masks and `softmax` (the device kernels of [`Attention`] are still
-    /// to come).
+    /// The attention on the tape: fused ([`Attention`]), or composed from `dot_over`, the masks
+    /// and `softmax` where [`MultiHeadAttention::fused_on`] says the device does not fuse it.
     fn attend<T: Float, M: AxisSet>(
         &self,
         p: &Bound<'_, T>,
@@ -137,26 +138,28 @@ impl MultiHeadAttention {
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
-        let mixed: Var<T, Mixed> = if x.value().device().is_host() {
-            let attention = Attention::<Query, Key, HeadDim>::causal().with_scale(self.scale);
-            match mask {
-                Some(mask) => attention.run_var_masked(&q, &k, &v, mask)?,
-                None => attention.run_var(&q, &k, &v)?,
-            }
-            .axes_with_order()
-        } else {
-            let causal = p.tape().constant(self.mask(x.value())?);
-            let scores = autodiff::dot_over::<(HeadDim,), _, _, _, _, _>(&q, &k)?;
-            let scores = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false) + &causal)
-                .eval()?
-                .axes_with_order::<Scores>();
-            let scores = match mask {
-                Some(mask) => (scores.expr() + &p.tape().constant(mask.clone())).eval()?,
-                None => scores,
+        let mixed: Var<T, Mixed> =
+            if Self::fused_on(&x.value().device(), q.value().len_of::<HeadDim>()) {
+                let attention = Attention::<Query, Key, HeadDim>::causal().with_scale(self.scale);
+                match mask {
+                    Some(mask) => attention.run_var_masked(&q, &k, &v, mask)?,
+                    None => attention.run_var(&q, &k, &v)?,
+                }
+                .axes_with_order()
+            } else {
+                let causal = p.tape().constant(self.mask(x.value())?);
+                let scores = autodiff::dot_over::<(HeadDim,), _, _, _, _, _>(&q, &k)?;
+                let scores = (scores.expr().with_scalar(BinaryOp::Mul, self.scale, false)
+                    + &causal)
+                    .eval()?
+                    .axes_with_order::<Scores>();
+                let scores = match mask {
+                    Some(mask) => (scores.expr() + &p.tape().constant(mask.clone())).eval()?,
+                    None => scores,
+                };
+                let weights = scores.softmax::<Key>()?;
+                autodiff::dot_over::<(Key,), _, _, _, _, _>(&weights, &v)?.axes_with_order()
             };
-            let weights = scores.softmax::<Key>()?;
-            autodiff::dot_over::<(Key,), _, _, _, _, _>(&weights, &v)?.axes_with_order()
-        };
         let out = (autodiff::dot(&mixed, p.var(&self.out)?)? + &p.var(&self.out_bias)?).eval()?;
         Ok(out.rename::<Query, Token>()?.axes_with_order())
     }
@@ -199,7 +202,7 @@ impl MultiHeadAttention {
         let q = project(&self.query)?.rename::<Token, Query>()?;
         let k = project(&self.key)?.rename::<Token, Key>()?;
         let v = project(&self.value)?.rename::<Token, Key>()?;
-        let mixed: Tensor<T, Mixed> = if x.device().is_host() {
+        let mixed: Tensor<T, Mixed> = if Self::fused_on(&x.device(), q.len_of::<HeadDim>()) {
             let attention = Attention::<Query, Key, HeadDim>::causal().with_scale(self.scale);
             match mask {
                 Some(mask) => attention.run_masked(&q, &k, &v, mask)?,
@@ -221,6 +224,12 @@ impl MultiHeadAttention {
         let out =
             (&dot(&mixed, &params.tensor(&self.out)?)? + &params.tensor(&self.out_bias)?).eval()?;
         Ok(out.rename::<Query, Token>()?.axes_with_order())
+    }
+
+    /// Whether attention with heads `head_width` wide runs fused on `device`: in host memory
+    /// always, on a device for heads up to [`FUSED_ATTENTION_MAX_WIDTH`] wide.
+    fn fused_on(device: &Device, head_width: usize) -> bool {
+        device.is_host() || head_width <= FUSED_ATTENTION_MAX_WIDTH
     }
 
     /// The causal mask for `x`'s tokens, on `x`'s device.
