@@ -190,3 +190,9 @@ fn fused_attention_edge_cases() {
     let Some(device) = device() else { return };
     common::attention::edge_cases(&device);
 }
+
+#[test]
+fn fused_attention_is_four_launches_and_holds_no_scores() {
+    let Some(device) = device() else { return };
+    common::attention::one_call_at_context_1024(&device);
+}

@@ -394,3 +394,74 @@ pub fn edge_cases(device: &Device) {
     check_half::<half::f16>(device, &halves, 1e-3, 3);
     check_half::<half::bf16>(device, &halves, 8e-3, 3);
 }
+
+/// One causal call at context 1,024 (2 heads of 32, f32) through the protocol: the forward is
+/// one launch and the backward three, and the device holds less than one Query × Key buffer
+/// more at any moment (a device that counts neither, the CPU backend, is skipped).
+pub fn one_call_at_context_1024(device: &Device) {
+    use axes::DType;
+    use axes::protocol::{AttentionJob, AttentionOperand, AttentionSaved, AttentionShape};
+    use rand::{Rng, SeedableRng};
+    let Device::Backend(backend) = *device else {
+        return;
+    };
+    let Some(meter) = backend.meter() else {
+        return;
+    };
+    let (batch, context, width) = (2, 1024, 32);
+    let elements = batch * context * width;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let mut upload = || {
+        let values: Vec<u8> = (0..elements)
+            .flat_map(|_| rng.random_range(-1.0f32..1.0).to_ne_bytes())
+            .collect();
+        backend.upload(&values).unwrap()
+    };
+    let (q, k, v, grad) = (upload(), upload(), upload(), upload());
+    let offsets: Vec<isize> = (0..batch).map(|b| (b * context * width) as isize).collect();
+    let cols: Vec<isize> = (0..width as isize).collect();
+    let rows = |memory| AttentionOperand {
+        memory,
+        batch: &offsets,
+        row: width as isize,
+        cols: &cols,
+    };
+    let job = AttentionJob {
+        dtype: DType::F32,
+        shape: AttentionShape {
+            batch,
+            queries: context,
+            keys: context,
+            width,
+            value_width: width,
+            scale: 1.0 / (width as f64).sqrt(),
+            causal: true,
+        },
+        q: rows(&q),
+        k: rows(&k),
+        v: rows(&v),
+        mask: None,
+    };
+    backend.synchronize().unwrap();
+    meter.reset_peak();
+    let before = meter.counters();
+    let (out, lse) = backend.attention(&job).unwrap();
+    let forward = meter.counters().launches - before.launches;
+    let saved = AttentionSaved {
+        out: rows(&out),
+        grad: rows(&grad),
+        lse: &lse,
+    };
+    let gradients = backend.attention_backward(&job, &saved).unwrap();
+    backend.synchronize().unwrap();
+    let after = meter.counters();
+    assert_eq!(forward, 1, "launches of the forward on {device}");
+    assert_eq!(after.launches - before.launches, 4, "launches of a call on {device}");
+    let scores = (batch * context * context * 4) as u64;
+    let held = after.peak_bytes - before.bytes;
+    assert!(
+        held < scores,
+        "{device} held {held} more bytes during one call, one Query × Key buffer is {scores}"
+    );
+    drop(gradients);
+}
