@@ -9,7 +9,8 @@
 //! `benches/gpt_torch.py` wrote them beside) and `target/gpt/gpt.safetensors`, and samples
 //! text from a prompt (temperature 0.8, top-k 10). The windows of text each step trains on
 //! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them, on another
-//! thread one step ahead, and swapped in under views built once (`memory::Swappable`).
+//! thread one step ahead, and swapped in under views built once (`memory::Swappable`). On a
+//! device, the last line gives the launches of one training step.
 //!
 //! Options: `--steps N` (800), `--batch N` (32), `--lr X` (the peak learning rate, 3e-3; the
 //! cosine ends at a tenth of it), `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
@@ -263,11 +264,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         windows(&train, batch, &mut rng, &device)
     });
     let started = Instant::now();
+    // Launches of the training steps (not of the validation), on a device that counts them.
+    let launches = || {
+        let device = (!options.device.is_host()).then_some(&options.device);
+        device.and_then(Device::counters).map(|c| c.launches)
+    };
+    let mut step_launches = 0;
     for step in 0..options.steps {
         if step > 0 {
             let made = next.next().ok_or("the window thread stopped early")??;
             slot.swap(made)?;
         }
+        let launched = launches();
         let tape = Tape::new();
         let p = params.bind(&tape);
         let loss = model.loss(&p, &inputs.get(), &targets.get())?;
@@ -276,6 +284,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.lr = schedule.at(step);
         adam.step(&mut params, &grad)?;
         let bits = f64::from(loss.value().to_vec()[0]) / std::f64::consts::LN_2;
+        step_launches += launches().zip(launched).map_or(0, |(now, then)| now - then);
         train_curve.push((step + 1, bits));
         if (step + 1) % options.eval_every == 0 || step + 1 == options.steps {
             let valid_bits = bits_per_char(&model, &params, &eval_batches)?;
@@ -297,9 +306,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     bar.finish();
     let last = valid_curve.last().map_or(f64::NAN, |v| v.1);
     println!(
-        "trained {} steps in {seconds:.0} s ({:.0} ms per step): validation {last:.3} bits/char",
+        "trained {} steps in {seconds:.0} s ({:.0} ms per step{}): validation {last:.3} bits/char",
         options.steps,
-        1e3 * seconds / options.steps as f64
+        1e3 * seconds / options.steps as f64,
+        match launches() {
+            Some(_) => format!(", {} launches", step_launches / options.steps as u64),
+            None => String::new(),
+        }
     );
     std::fs::create_dir_all(&options.out)?;
     write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;
