@@ -1,7 +1,7 @@
 //! A character-level GPT trained on the King James Bible (`data/kjv/`):
 //! `cargo run --release --example gpt`.
 //!
-//! 4 blocks of 4 heads, 128 wide, a context of 128 characters (828k parameters), AdamW with
+//! 4 blocks of 4 heads, 128 wide, a context of 128 characters by default (828k parameters), AdamW with
 //! a warmup and a cosine decay, gradients clipped to norm 1. A progress bar shows the train
 //! loss; every `--eval-every` steps the validation loss (bits per character, on fixed
 //! batches of the last 10% of the text, by the tape-free forward). At the end it writes
@@ -10,11 +10,12 @@
 //! text from a prompt (temperature 0.8, top-k 10). The windows of text each step trains on
 //! are drawn by SplitMix64 from `--seed`, as `benches/gpt_torch.py` draws them, on another
 //! thread one step ahead, and swapped in under views built once (`memory::Swappable`). On a
-//! device, the last line gives the launches of one training step.
+//! device, the last line gives the launches of one training step; everywhere, the most bytes
+//! the device's tensors held at once during one (`Device::counters`).
 //!
-//! Options: `--steps N` (800), `--batch N` (32), `--lr X` (the peak learning rate, 3e-3; the
-//! cosine ends at a tenth of it), `--seed N`, `--eval-every N`, `--device cpu|opencl|cuda[:N]`,
-//! `--out DIR`.
+//! Options: `--steps N` (800), `--batch N` (32), `--context N` (128), `--lr X` (the peak
+//! learning rate, 3e-3; the cosine ends at a tenth of it), `--seed N`, `--eval-every N`,
+//! `--device cpu|opencl|cuda[:N]`, `--out DIR`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -31,10 +32,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-const CONTEXT: usize = 128;
-
 struct Options {
     steps: usize,
+    context: usize,
     lr: f64,
     batch: usize,
     seed: u64,
@@ -46,6 +46,7 @@ struct Options {
 fn options() -> Result<Options, String> {
     let mut options = Options {
         steps: 800,
+        context: 128,
         lr: 3e-3,
         batch: 32,
         seed: 1,
@@ -60,6 +61,7 @@ fn options() -> Result<Options, String> {
         match arg.as_str() {
             "--steps" => options.steps = number(value()?)?.max(1),
             "--batch" => options.batch = number(value()?)?.max(1),
+            "--context" => options.context = number(value()?)?.max(1),
             "--lr" => options.lr = value()?.parse::<f64>().map_err(|e| format!("{arg}: {e}"))?,
             "--seed" => options.seed = number(value()?)? as u64,
             "--eval-every" => options.eval_every = number(value()?)?.max(1),
@@ -69,8 +71,8 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`: gpt [--steps N] [--batch N] [--lr X] [--seed N] \
-                     [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR]"
+                    "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
+                     [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR]"
                 ));
             }
         }
@@ -115,28 +117,29 @@ impl SplitMix {
     }
 }
 
-/// `batch` windows of `CONTEXT + 1` ids of `ids` starting at positions drawn from `rng`: each
-/// row's first `CONTEXT` ids are the inputs, its last `CONTEXT` the targets.
+/// `batch` windows of `context + 1` ids of `ids` starting at positions drawn from `rng`: each
+/// row's first `context` ids are the inputs, its last `context` the targets.
 fn windows(
     ids: &[i64],
-    batch: usize,
+    (batch, context): (usize, usize),
     rng: &mut SplitMix,
     device: &Device,
 ) -> axes::Result<Tensor<i64, (Batch, Token)>> {
-    let positions = (ids.len() - CONTEXT - 1) as u64;
+    let positions = (ids.len() - context - 1) as u64;
     let starts: Vec<usize> = (0..batch)
         .map(|_| (rng.next() % positions) as usize)
         .collect();
     let rows = (starts.iter())
-        .flat_map(|&s| ids[s..s + CONTEXT + 1].iter().copied())
+        .flat_map(|&s| ids[s..s + context + 1].iter().copied())
         .collect();
-    Tensor::from_vec((Batch.len(batch), Token.len(CONTEXT + 1)), rows)?.to(device)
+    Tensor::from_vec((Batch.len(batch), Token.len(context + 1)), rows)?.to(device)
 }
 
 /// The inputs and targets of `windows`: views, no copy.
 fn inputs_and_targets(windows: &Tensor<i64, (Batch, Token)>) -> axes::Result<Pair> {
+    let context = windows.len_of::<Token>() - 1;
     Ok((
-        windows.slice::<Token>(..CONTEXT, 1)?,
+        windows.slice::<Token>(..context, 1)?,
         windows.slice::<Token>(1.., 1)?,
     ))
 }
@@ -164,7 +167,7 @@ fn sample(
     params: &axes::nn::Params<f32>,
     text: &Text,
     prompt: &str,
-    count: usize,
+    (count, context): (usize, usize),
     rng: &mut ChaCha8Rng,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let (temperature, top_k) = (0.8, 10);
@@ -174,7 +177,7 @@ fn sample(
         .map_err(|_| "the prompt has a character the text lacks")?;
     let vocab = text.chars.len();
     for _ in 0..count {
-        let window = &ids[ids.len().saturating_sub(CONTEXT)..];
+        let window = &ids[ids.len().saturating_sub(context)..];
         let input = Tensor::<i64, (Batch, Token)>::from_vec(
             (Batch.len(1), Token.len(window.len())),
             window.to_vec(),
@@ -211,7 +214,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (train, valid) = (&text.ids[..split], &text.ids[split..]);
     let config = GptConfig {
         vocab: text.chars.len(),
-        context: CONTEXT,
+        context: options.context,
         hidden: 128,
         heads: 4,
         head_dim: 32,
@@ -228,7 +231,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         params.count(),
         options.steps,
         options.batch,
-        CONTEXT,
+        options.context,
         options.device
     );
     let mut rng = SplitMix(options.seed);
@@ -237,7 +240,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|_| {
             inputs_and_targets(&windows(
                 valid,
-                options.batch,
+                (options.batch, options.context),
                 &mut eval_rng,
                 &options.device,
             )?)
@@ -256,12 +259,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
     // Double buffering: the next step's windows are drawn (and copied to the device) on
     // another thread while this step runs, then swapped in under the two views, built once.
-    let slot = Swappable::new(windows(train, options.batch, &mut rng, &options.device)?);
-    let inputs = slot.view(|w| w.slice::<Token>(..CONTEXT, 1))?;
+    let shape = (options.batch, options.context);
+    let slot = Swappable::new(windows(train, shape, &mut rng, &options.device)?);
+    let inputs = slot.view(|w| w.slice::<Token>(..options.context, 1))?;
     let targets = slot.view(|w| w.slice::<Token>(1.., 1))?;
-    let (train, batch, device) = (train.to_vec(), options.batch, options.device);
+    let (train, device) = (train.to_vec(), options.device);
     let mut next = Prefetch::new(1..options.steps, move |_| {
-        windows(&train, batch, &mut rng, &device)
+        windows(&train, shape, &mut rng, &device)
     });
     let started = Instant::now();
     // Launches of the training steps (not of the validation), on a device that counts them.
@@ -270,12 +274,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         device.and_then(Device::counters).map(|c| c.launches)
     };
     let mut step_launches = 0;
+    // The most bytes held at once during a training step (not a validation).
+    let peak = || options.device.counters().map_or(0, |c| c.peak_bytes);
+    let mut step_peak = 0;
     for step in 0..options.steps {
         if step > 0 {
             let made = next.next().ok_or("the window thread stopped early")??;
             slot.swap(made)?;
         }
         let launched = launches();
+        options.device.reset_peak();
         let tape = Tape::new();
         let p = params.bind(&tape);
         let loss = model.loss(&p, &inputs.get(), &targets.get())?;
@@ -285,6 +293,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.step(&mut params, &grad)?;
         let bits = f64::from(loss.value().to_vec()[0]) / std::f64::consts::LN_2;
         step_launches += launches().zip(launched).map_or(0, |(now, then)| now - then);
+        step_peak = step_peak.max(peak());
         train_curve.push((step + 1, bits));
         if (step + 1) % options.eval_every == 0 || step + 1 == options.steps {
             let valid_bits = bits_per_char(&model, &params, &eval_batches)?;
@@ -306,13 +315,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     bar.finish();
     let last = valid_curve.last().map_or(f64::NAN, |v| v.1);
     println!(
-        "trained {} steps in {seconds:.0} s ({:.0} ms per step{}): validation {last:.3} bits/char",
+        "trained {} steps in {seconds:.0} s ({:.0} ms per step{}, at most {:.0} MB held): \
+         validation {last:.3} bits/char",
         options.steps,
         1e3 * seconds / options.steps as f64,
         match launches() {
             Some(_) => format!(", {} launches", step_launches / options.steps as u64),
             None => String::new(),
-        }
+        },
+        step_peak as f64 / 1e6
     );
     std::fs::create_dir_all(&options.out)?;
     write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;
@@ -328,7 +339,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("wrote {}", options.out.display());
     let prompt = "And God said";
     let mut sampler = ChaCha8Rng::seed_from_u64(options.seed);
-    let text_out = sample(&model, &params, &text, prompt, 300, &mut sampler)?;
+    let text_out = sample(
+        &model,
+        &params,
+        &text,
+        prompt,
+        (300, options.context),
+        &mut sampler,
+    )?;
     println!("\n{text_out}");
     Ok(())
 }

@@ -456,7 +456,11 @@ pub fn one_call_at_context_1024(device: &Device) {
     backend.synchronize().unwrap();
     let after = meter.counters();
     assert_eq!(forward, 1, "launches of the forward on {device}");
-    assert_eq!(after.launches - before.launches, 4, "launches of a call on {device}");
+    assert_eq!(
+        after.launches - before.launches,
+        4,
+        "launches of a call on {device}"
+    );
     let scores = (batch * context * context * 4) as u64;
     let held = after.peak_bytes - before.bytes;
     assert!(
