@@ -257,3 +257,8 @@ fn fused_attention_matches_the_composition() {
 fn fused_attention_edge_cases() {
     common::attention::edge_cases(&device());
 }
+
+#[test]
+fn fused_attention_gradients_against_finite_differences() {
+    common::attention::finite_differences(&device());
+}

@@ -239,3 +239,9 @@ fn fused_attention_is_four_launches_and_holds_no_scores() {
     let Some(gpu) = gpu() else { return };
     common::attention::one_call_at_context_1024(&gpu);
 }
+
+#[test]
+fn fused_attention_gradients_against_finite_differences() {
+    let Some(gpu) = gpu() else { return };
+    common::attention::finite_differences(&gpu);
+}

@@ -196,3 +196,9 @@ fn fused_attention_is_four_launches_and_holds_no_scores() {
     let Some(device) = device() else { return };
     common::attention::one_call_at_context_1024(&device);
 }
+
+#[test]
+fn fused_attention_gradients_against_finite_differences() {
+    let Some(device) = device() else { return };
+    common::attention::finite_differences(&device);
+}

@@ -469,3 +469,73 @@ pub fn one_call_at_context_1024(device: &Device) {
     );
     drop(gradients);
 }
+
+/// The queries', keys' and values' gradients of fused attention on `device` (f64, causal,
+/// padding-masked) against central finite differences of its forward on `device`; the largest
+/// error relative to `1 + |gradient|` (below 1e-6).
+pub fn finite_differences(device: &Device) -> f64 {
+    let case = Case {
+        heads: 2,
+        queries: 9,
+        keys: 7,
+        width: 3,
+        value_width: 2,
+        causal: true,
+        hide: Hide::SecondHalf,
+    };
+    let host = Operands::<f64>::new(&case, 99);
+    let [_, dq, dk, dv] = run(&host.to(device), &case, true);
+    let attention = Attention::<Query, Key, Width>::causal();
+    let (mask, weights) = (host.mask.to(device).unwrap(), host.weights.to_vec());
+    let loss = |x: &Operands<f64>| {
+        let out = attention
+            .run_masked(
+                &x.q.to(device).unwrap(),
+                &x.k.to(device).unwrap(),
+                &x.v.to(device).unwrap(),
+                &mask,
+            )
+            .unwrap();
+        (out.to_vec().iter().zip(&weights))
+            .map(|(o, w)| o * w)
+            .sum::<f64>()
+    };
+    let (e, h) = (Entry.len(2), Head.len(case.heads));
+    let (nq, nk) = (Query.len(case.queries), Key.len(case.keys));
+    let (d, dv_len) = (Width.len(case.width), ValueWidth.len(case.value_width));
+    // Element `i` (in the operand's type order) of operand `which` moved by `by`.
+    let bumped = |which: usize, i: usize, by: f64| {
+        let moved = |t: Vec<f64>| {
+            let mut t = t;
+            t[i] += by;
+            t
+        };
+        let mut x = Operands {
+            q: host.q.clone(),
+            k: host.k.clone(),
+            v: host.v.clone(),
+            mask: host.mask.clone(),
+            weights: host.weights.clone(),
+        };
+        match which {
+            0 => x.q = Tensor::from_vec((e, h, nq, d), moved(x.q.to_vec())).unwrap(),
+            1 => x.k = Tensor::from_vec((nk, d, e, h), moved(x.k.to_vec())).unwrap(),
+            _ => x.v = Tensor::from_vec((e, h, nk, dv_len), moved(x.v.to_vec())).unwrap(),
+        }
+        x
+    };
+    let step = 1e-6;
+    let mut worst = 0.0f64;
+    for (which, analytic) in [dq, dk, dv].iter().enumerate() {
+        for (i, &g) in analytic.iter().enumerate() {
+            let numeric =
+                (loss(&bumped(which, i, step)) - loss(&bumped(which, i, -step))) / (2.0 * step);
+            worst = worst.max((numeric - g).abs() / (1.0 + g.abs()));
+        }
+    }
+    assert!(
+        worst <= 1e-6,
+        "gradients on {device} off finite differences by {worst:e}"
+    );
+    worst
+}
