@@ -496,3 +496,36 @@ fn size_classes_are_a_quarter_of_a_power_of_two_apart() {
         assert_eq!(class % 64, 0, "{bytes} → {class}");
     }
 }
+
+/// Every pass of fused attention builds on the device in every float type, with 32- and
+/// 64-bit indices (the shared suite runs the 32-bit ones; 64-bit offsets need buffers of
+/// 2^30 elements, too large to run here).
+#[test]
+fn attention_kernels_build_in_every_type_and_index_width() {
+    use axes_kernels::{AttentionPass, AttentionSpec, attention};
+    let Some(cl) = device() else { return };
+    for (ty, wide) in [
+        (CType::F32, true),
+        (CType::F64, true),
+        (CType::F16, false),
+        (CType::BF16, true),
+    ] {
+        let spec = AttentionSpec {
+            ty,
+            width: 5,
+            value_width: 3,
+            scale: 0.5,
+            masked: true,
+            wide,
+        };
+        for pass in [
+            AttentionPass::Forward,
+            AttentionPass::RowProducts,
+            AttentionPass::KeyGradients,
+            AttentionPass::QueryGradients,
+        ] {
+            let kernel = attention(&spec, pass, Dialect::OpenCl).unwrap();
+            cl.program(&kernel).unwrap();
+        }
+    }
+}
