@@ -262,3 +262,8 @@ fn fused_attention_edge_cases() {
 fn fused_attention_gradients_against_finite_differences() {
     common::attention::finite_differences(&device());
 }
+
+#[test]
+fn multi_head_attention_composes_wider_heads() {
+    common::attention::wider_heads_compose(&device());
+}

@@ -235,13 +235,13 @@ fn fused_attention_edge_cases() {
 }
 
 #[test]
-fn fused_attention_is_four_launches_and_holds_no_scores() {
-    let Some(gpu) = gpu() else { return };
-    common::attention::one_call_at_context_1024(&gpu);
-}
-
-#[test]
 fn fused_attention_gradients_against_finite_differences() {
     let Some(gpu) = gpu() else { return };
     common::attention::finite_differences(&gpu);
+}
+
+#[test]
+fn multi_head_attention_composes_wider_heads() {
+    let Some(gpu) = gpu() else { return };
+    common::attention::wider_heads_compose(&gpu);
 }

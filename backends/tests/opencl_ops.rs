@@ -192,13 +192,13 @@ fn fused_attention_edge_cases() {
 }
 
 #[test]
-fn fused_attention_is_four_launches_and_holds_no_scores() {
-    let Some(device) = device() else { return };
-    common::attention::one_call_at_context_1024(&device);
-}
-
-#[test]
 fn fused_attention_gradients_against_finite_differences() {
     let Some(device) = device() else { return };
     common::attention::finite_differences(&device);
+}
+
+#[test]
+fn multi_head_attention_composes_wider_heads() {
+    let Some(device) = device() else { return };
+    common::attention::wider_heads_compose(&device);
 }

@@ -539,3 +539,79 @@ pub fn finite_differences(device: &Device) -> f64 {
     );
     worst
 }
+
+/// `MultiHeadAttention` over heads wider than the device kernels take
+/// ([`FUSED_ATTENTION_MAX_WIDTH`](axes::protocol::FUSED_ATTENTION_MAX_WIDTH)) composes them
+/// on `device`: its output (taped and tape-free) and its parameters' gradients agree with the
+/// host's fused ones. `Attention` itself over such heads on `device` gives the host's values,
+/// or an error naming the width.
+pub fn wider_heads_compose(device: &Device) {
+    use axes::nn::transformer::{Batch, Head, HeadDim, Hidden, MultiHeadAttention, Token};
+    use axes::nn::{Init, ParamsBuilder};
+    let width = axes::protocol::FUSED_ATTENTION_MAX_WIDTH + 1;
+    let mut builder = ParamsBuilder::new();
+    let (hidden, heads) = (Hidden.len(6), Head.len(2));
+    let layer = MultiHeadAttention::new(
+        &mut builder,
+        "a",
+        hidden,
+        heads,
+        HeadDim.len(width),
+        Init::Glorot,
+    )
+    .unwrap();
+    let params = builder.build::<f64>(3).unwrap();
+    let x = Tensor::<f64, (Batch, Token, Hidden)>::random_uniform(
+        (Batch.len(2), Token.len(5), hidden),
+        -1.0,
+        1.0,
+        4,
+    )
+    .unwrap();
+    let run = |on: &Device| {
+        let (params, x) = (params.to(on).unwrap(), x.to(on).unwrap());
+        let tape = Tape::new();
+        let p = params.bind(&tape);
+        let out = layer.forward(&p, &tape.var(x.clone())).unwrap();
+        let inferred = layer.infer(&params, &x).unwrap();
+        let loss = out.sum::<(Batch, Token, Hidden)>().unwrap();
+        let grads = p.gradient(&loss.backward().unwrap()).unwrap();
+        [
+            out.value().to_vec(),
+            inferred.to_vec(),
+            grads.to_vec().unwrap(),
+        ]
+    };
+    let (there, here) = (run(device), run(&Device::Cpu));
+    for (what, (a, b)) in ["output", "tape-free output", "gradients"]
+        .iter()
+        .zip(there.iter().zip(&here))
+    {
+        let error = relative_error(a, b);
+        assert!(
+            error <= 1e-12,
+            "heads {width} wide on {device}: {what} off by {error:e}"
+        );
+    }
+    let operands = Operands::<f64>::new(
+        &Case {
+            heads: 1,
+            queries: 3,
+            keys: 3,
+            width,
+            value_width: 2,
+            causal: true,
+            hide: Hide::Nothing,
+        },
+        5,
+    );
+    let attention = Attention::<Query, Key, Width>::causal();
+    let host = attention
+        .run(&operands.q, &operands.k, &operands.v)
+        .unwrap();
+    let on = operands.to(device);
+    match attention.run(&on.q, &on.k, &on.v) {
+        Ok(out) => assert!(relative_error(&out.to_vec(), &host.to_vec()) <= 1e-12),
+        Err(e) => assert!(e.to_string().contains(&format!("{width} wide")), "{e}"),
+    }
+}
