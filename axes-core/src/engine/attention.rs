@@ -416,12 +416,10 @@ pub fn forward<T: Float>(
                     }
                     let rescale = max[i].sub(m).exp();
                     max[i] = m;
-                    let mut total = T::Wide::zero();
                     for x in row.iter_mut() {
                         *x = x.sub(m).exp();
-                        total = total.add(*x);
                     }
-                    sum[i] = sum[i].mul(rescale).add(total);
+                    sum[i] = sum[i].mul(rescale).add(lane_sum(row));
                     let o = &mut acc[i * dv..(i + 1) * dv];
                     for x in o.iter_mut() {
                         *x = x.mul(rescale);
@@ -446,6 +444,26 @@ pub fn forward<T: Float>(
             }
         },
     );
+}
+
+/// The sum of `values` as eight interleaved partial sums combined in a fixed order: a loop
+/// the compiler vectorises (a single running sum keeps the `exp` before it scalar too), with
+/// the same bits on every run.
+#[inline(always)]
+fn lane_sum<W: Float>(values: &[W]) -> W {
+    let mut lanes = [W::zero(); 8];
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = lane.add(x);
+        }
+    }
+    for (lane, &x) in lanes.iter_mut().zip(rest) {
+        *lane = lane.add(x);
+    }
+    let [a, b, c, d, e, f, g, h] = lanes;
+    a.add(e).add(c.add(g)).add(b.add(f).add(d.add(h)))
 }
 
 /// What the backward pass reads besides the operands: the result, its gradient and the
