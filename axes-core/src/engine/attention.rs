@@ -412,7 +412,9 @@ pub fn forward<T: Float>(
                         }
                     }
                     if m == minus_inf {
-                        continue; // nothing seen yet: the row stays empty
+                        // Nothing seen yet: the row stays empty, and adds nothing below.
+                        row.fill(T::Wide::zero());
+                        continue;
                     }
                     let rescale = max[i].sub(m).exp();
                     max[i] = m;
@@ -420,16 +422,18 @@ pub fn forward<T: Float>(
                         *x = x.sub(m).exp();
                     }
                     sum[i] = sum[i].mul(rescale).add(lane_sum(row));
-                    let o = &mut acc[i * dv..(i + 1) * dv];
-                    for x in o.iter_mut() {
+                    for x in acc[i * dv..(i + 1) * dv].iter_mut() {
                         *x = x.mul(rescale);
                     }
-                    for (j, &p) in row.iter().enumerate() {
-                        for (x, &y) in o.iter_mut().zip(&vb[j * dv..(j + 1) * dv]) {
-                            *x = x.add(p.mul(y));
-                        }
-                    }
                 }
+                // acc += P · V
+                product(
+                    &mut acc,
+                    dv,
+                    true,
+                    Block::rows(&s, nq, nk, BLOCK),
+                    Block::rows(&vb, nk, dv, dv),
+                );
             }
             for i in 0..nq {
                 let (l, o) = (sum[i], &acc[i * dv..(i + 1) * dv]);
