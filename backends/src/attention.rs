@@ -4,7 +4,7 @@
 //! (`D = rowsum(dO ∘ O)`, the keys' and values' gradients, the queries' gradients).
 
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{AttentionJob, AttentionOperand, AttentionSaved, DeviceMemory};
+use axes_core::protocol::{AttentionJob, AttentionOperand, AttentionSaved, Backend, DeviceMemory};
 use axes_kernels::{
     ATTENTION_GROUP, AttentionArg, AttentionInput, AttentionPass, AttentionSpec, CType, Dialect,
     Kernel, Spec, attention,
@@ -12,16 +12,14 @@ use axes_kernels::{
 
 use crate::Index;
 
-/// What the shared launcher needs of a backend.
-pub(crate) trait AttentionDevice {
+/// What the shared launcher needs of a backend besides [`Backend`]'s uploads.
+pub(crate) trait AttentionDevice: Backend {
     /// The backend's buffer.
     type Buffer;
     /// The buffer inside `memory`, or an error when another backend made it.
     fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m Self::Buffer>;
     /// A new buffer of `bytes` bytes, not initialised.
     fn fresh(&self, bytes: usize) -> Result<DeviceMemory>;
-    /// A buffer holding a copy of `bytes`.
-    fn upload_bytes(&self, bytes: &[u8]) -> Result<DeviceMemory>;
     /// Queues `kernel` over `groups` groups of [`ATTENTION_GROUP`] threads (fewer where the
     /// device caps them: the kernels loop over their groups' work).
     ///
@@ -258,7 +256,7 @@ pub(crate) fn forward<D: AttentionDevice>(
     let out = device.fresh(bytes(shape.batch, shape.queries, shape.value_width, size)?)?;
     let lse = device.fresh(bytes(shape.batch, shape.queries, 1, job.wide().size())?)?;
     if shape.batch * shape.queries > 0 {
-        let offsets = device.upload_bytes(&plan.offsets)?;
+        let offsets = device.upload(&plan.offsets)?;
         let inputs = Inputs {
             job,
             saved: None,
@@ -297,7 +295,7 @@ pub(crate) fn backward<D: AttentionDevice>(
     if shape.batch * shape.queries.max(shape.keys) == 0 {
         return Ok([dq, dk, dv]);
     }
-    let offsets = device.upload_bytes(&plan.offsets)?;
+    let offsets = device.upload(&plan.offsets)?;
     let mut inputs = Inputs {
         job,
         saved: Some(saved),

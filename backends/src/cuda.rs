@@ -641,10 +641,6 @@ impl AttentionDevice for Cuda {
         Ok(self.metered_memory(buffer, bytes))
     }
 
-    fn upload_bytes(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Backend::upload(self, bytes)
-    }
-
     unsafe fn launch(
         &self,
         kernel: &Kernel,

@@ -544,10 +544,6 @@ impl AttentionDevice for OpenCl {
         self.result_buffer(bytes)
     }
 
-    fn upload_bytes(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Backend::upload(self, bytes)
-    }
-
     unsafe fn launch(
         &self,
         kernel: &Kernel,

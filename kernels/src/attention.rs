@@ -76,6 +76,16 @@ pub enum AttentionInput {
     Grad,
 }
 
+impl AttentionPass {
+    /// The forward's pass, then the backward's, in the order they run.
+    pub const ALL: [AttentionPass; 4] = [
+        AttentionPass::Forward,
+        AttentionPass::RowProducts,
+        AttentionPass::KeyGradients,
+        AttentionPass::QueryGradients,
+    ];
+}
+
 impl AttentionInput {
     /// Every input, in argument order.
     pub const ALL: [AttentionInput; 6] = [
@@ -358,16 +368,23 @@ fn finish_score(spec: &AttentionSpec, dialect: Dialect, words: &Words, i: &str, 
     out
 }
 
-/// The group loop's header shared by the passes with a thread per query: `b`, the block's
-/// first query `q0`, this thread's query `i`, whether it has one (`live`), and `k_end`, the
-/// end of the keys the block's queries see.
-fn query_block_header(words: &Words) -> String {
-    let (idx, g) = (words.idx, ATTENTION_GROUP);
+/// The start shared by the passes with a thread per query: the key and value tiles in local
+/// memory (`ks`, `vs`, `tile` rows), and the group loop's header — `b`, the block's first
+/// query `q0`, this thread's query `i`, whether it has one (`live`), and `k_end`, the end of
+/// the keys the block's queries see.
+fn query_block_header(spec: &AttentionSpec, words: &Words, tile: usize) -> String {
+    let (idx, w, g) = (words.idx, words.w, ATTENTION_GROUP);
     let Group {
-        tid, group, groups, ..
+        local,
+        tid,
+        group,
+        groups,
+        ..
     } = &words.group;
     format!(
-        "  {idx} tid = {tid};
+        "  {local} {w} ks[{}];
+  {local} {w} vs[{}];
+  {idx} tid = {tid};
   {idx} blocks = (queries + {}) / {g};
   for ({idx} grp = {group}; grp < batch * blocks; grp += {groups}) {{
     {idx} b = grp / blocks, q0 = (grp % blocks) * {g}, i = q0 + tid;
@@ -375,6 +392,8 @@ fn query_block_header(words: &Words) -> String {
     {idx} q_end = q0 + {g} < queries ? q0 + {g} : queries;
     {idx} k_end = causal && q_end < keys ? q_end : keys;
 ",
+        (tile * spec.width).max(1),
+        (tile * spec.value_width).max(1),
         g - 1
     )
 }
@@ -425,7 +444,6 @@ for (int c = 0; c < {d}; c++) x += qr[c] * ks[j * {d} + c];
 fn forward(spec: &AttentionSpec, dialect: Dialect, words: &Words) -> String {
     let (w, d, dv) = (words.w, spec.width, spec.value_width);
     let tk = spec.tile(d + dv);
-    let local = words.group.local;
     let Words {
         zero,
         one,
@@ -438,10 +456,7 @@ fn forward(spec: &AttentionSpec, dialect: Dialect, words: &Words) -> String {
         ..
     } = words;
     let q = read(spec, dialect, AttentionInput::Queries, "b", "i", "c");
-    let mut body = String::new();
-    writeln!(body, "  {local} {w} ks[{}];", (tk * d).max(1)).unwrap();
-    writeln!(body, "  {local} {w} vs[{}];", (tk * dv).max(1)).unwrap();
-    body.push_str(&query_block_header(words));
+    let mut body = query_block_header(spec, words, tk);
     write!(
         body,
         "    {w} qr[{}], acc[{}];
@@ -628,7 +643,6 @@ fn key_gradients(spec: &AttentionSpec, dialect: Dialect, words: &Words) -> Strin
 fn query_gradients(spec: &AttentionSpec, dialect: Dialect, words: &Words) -> String {
     let (w, d, dv) = (words.w, spec.width, spec.value_width);
     let tk = spec.tile(d + dv);
-    let local = words.group.local;
     let Words {
         zero,
         scale,
@@ -638,10 +652,7 @@ fn query_gradients(spec: &AttentionSpec, dialect: Dialect, words: &Words) -> Str
     } = words;
     let q = read(spec, dialect, AttentionInput::Queries, "b", "i", "c");
     let grad = read(spec, dialect, AttentionInput::Grad, "b", "i", "c");
-    let mut body = String::new();
-    writeln!(body, "  {local} {w} ks[{}];", (tk * d).max(1)).unwrap();
-    writeln!(body, "  {local} {w} vs[{}];", (tk * dv).max(1)).unwrap();
-    body.push_str(&query_block_header(words));
+    let mut body = query_block_header(spec, words, tk);
     write!(
         body,
         "    {w} qr[{}], dor[{}], dq[{}];

@@ -185,12 +185,7 @@ fn kernels() -> Vec<Kernel> {
             masked,
             wide,
         };
-        for pass in [
-            AttentionPass::Forward,
-            AttentionPass::RowProducts,
-            AttentionPass::KeyGradients,
-            AttentionPass::QueryGradients,
-        ] {
+        for pass in AttentionPass::ALL {
             out.push(attention(&spec, pass, Dialect::Cuda).unwrap());
         }
     }

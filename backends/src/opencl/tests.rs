@@ -518,12 +518,7 @@ fn attention_kernels_build_in_every_type_and_index_width() {
             masked: true,
             wide,
         };
-        for pass in [
-            AttentionPass::Forward,
-            AttentionPass::RowProducts,
-            AttentionPass::KeyGradients,
-            AttentionPass::QueryGradients,
-        ] {
+        for pass in AttentionPass::ALL {
             let kernel = attention(&spec, pass, Dialect::OpenCl).unwrap();
             cl.program(&kernel).unwrap();
         }
