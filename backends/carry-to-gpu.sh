@@ -1,38 +1,87 @@
 #!/usr/bin/env bash
-# Builds the CUDA test and benchmark binaries here (release, stripped) into one folder to
-# carry to a GPU machine that has the CUDA driver but no Rust toolchain and no network,
-# with NVRTC (libnvrtc.so.13 and its builtins, from the `nvidia-cuda-nvrtc` wheel that
-# `.ci/run` installs into `.ci/venv`, or from AXES_CUDA_LIB) in `lib/`. There:
+# Builds everything a GPU check runs (release, stripped) into one folder to carry to a GPU
+# machine that has the CUDA driver but no Rust toolchain and no network, with a `run.sh`
+# that runs it all and appends each step's output to one log as it goes:
 #
-#   cd gpu-carry && export LD_LIBRARY_PATH=$PWD/lib:$LD_LIBRARY_PATH
-#   ./cuda-tests --nocapture          # the library on the GPU; none prints SKIPPED there
-#   ./cuda-kernels --nocapture cuda   # the generated kernels against the reference
-#   ./cuda-bench --bench              # bandwidth vs a device copy; dot vs cuBLAS
+#   cuda-kernels       the generated kernels against the reference (axes-backends' unit tests)
+#   cuda-tests         the shared suite, training and attention on the GPU (backends/tests/cuda.rs)
+#   cuda-memory        the driver's memory pool (backends/tests/cuda_memory.rs)
+#   attention-launches launches and bytes of one fused attention call (attention_launches.rs)
+#   nccl-dist          axes-dist's NCCL collectives, one process (needs libmpi.so.40)
+#   train, gpt         the examples, on `--device cuda` (their data in `data/`)
+#   train-step-bench   the MLP step bench on the GPU (benches/train_step.rs)
+#   cuda-bench         bandwidth against a device copy, dot against cuBLAS
 #
-# cuBLAS (libcublas.so.13, libcublasLt.so.13) comes from the machine's CUDA toolkit or the
-# `nvidia-cublas` wheel's lib folder added to LD_LIBRARY_PATH; without it contractions use
-# the generated tiled kernel and the bench skips the cuBLAS comparison.
+# There (e.g. through the workplace's `run`, which carries ignored paths: pack the folder
+# with `tar cJf` to stay under its size limit):
 #
-# usage: backends/carry-to-gpu.sh [OUT_DIR]   (default: target/gpu-carry)
+#   gpu-carry/run.sh "$OUT/gpu-check.log"        # every step, the quick benches
+#   gpu-carry/run.sh "$OUT/gpu-check.log" tests  # the tests only
+#
+# NVRTC (libnvrtc.so.13, 105 MB), cuBLAS and NCCL are found on that machine: in `lib/` here
+# (`--with-nvrtc` copies NVRTC from the `nvidia-cuda-nvrtc` wheel that `.ci/run` installs, or
+# from AXES_CUDA_LIB), else in a Python's `site-packages/nvidia/*/lib`, else on the system's
+# library path. Without cuBLAS, contractions use the generated tiled kernel.
+#
+# usage: backends/carry-to-gpu.sh [--with-nvrtc] [OUT_DIR]   (default: target/gpu-carry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_nvrtc=0
+if [ "${1:-}" = "--with-nvrtc" ]; then
+    with_nvrtc=1
+    shift
+fi
 out="${1:-target/gpu-carry}"
-mkdir -p "$out/lib"
-executable() { sed -n 's/^ *Executable .*(\(.*\))$/\1/p' | tail -1; }
-tests="$(cargo test -p axes-backends --features cuda --release --test cuda --no-run 2>&1 | executable)"
-kernels="$(cargo test -p axes-backends --features cuda --release --lib --no-run 2>&1 | executable)"
-bench="$(cargo bench -p axes-backends --features cuda --bench cuda --no-run 2>&1 | executable)"
-cp "$tests" "$out/cuda-tests"
-cp "$kernels" "$out/cuda-kernels"
-cp "$bench" "$out/cuda-bench"
-strip "$out/cuda-tests" "$out/cuda-kernels" "$out/cuda-bench"
-lib="${AXES_CUDA_LIB:-}"
-if [ -z "$lib" ] && [ -x .ci/venv/bin/python ]; then
-    lib="$(.ci/venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')"
+rm -rf "$out"
+mkdir -p "$out/lib" "$out/data"
+
+# Runs a cargo command; the executables it names (its output shown only where it fails).
+built() {
+    local log
+    log="$("$@" 2>&1)" || { echo "$log" >&2; exit 1; }
+    echo "$log" | sed -n 's/^ *Executable .* (\(.*\))$/\1/p'
+}
+# The executable of target `$1` among those on stdin.
+pick() { grep -E "/$1-[0-9a-f]+$" | tail -1; }
+
+features="axes-backends/cuda,axes-backends/nccl"
+tests="$(built cargo test --release -p axes-backends --features "$features" --no-run \
+    --lib --test cuda --test cuda_memory --test attention_launches)"
+cp "$(echo "$tests" | pick axes_backends)" "$out/cuda-kernels"
+cp "$(echo "$tests" | pick cuda)" "$out/cuda-tests"
+cp "$(echo "$tests" | pick cuda_memory)" "$out/cuda-memory"
+cp "$(echo "$tests" | pick attention_launches)" "$out/attention-launches"
+
+benches="$(built cargo test --release -p axes-backends --features "$features" --no-run \
+    --bench cuda)"
+cp "$(echo "$benches" | pick cuda)" "$out/cuda-bench"
+root="$(built cargo test --release --no-run --bench train_step)"
+cp "$(echo "$root" | pick train_step)" "$out/train-step-bench"
+cargo build --release --example train --example gpt
+cp target/release/examples/train target/release/examples/gpt "$out/"
+
+dist="$(cd axes-dist && built cargo test --release --target-dir ../target --features nccl \
+    --no-run --test nccl)"
+cp "$(echo "$dist" | pick nccl)" "$out/nccl-dist"
+
+for binary in cuda-kernels cuda-tests cuda-memory attention-launches cuda-bench \
+    train-step-bench train gpt nccl-dist; do
+    strip "$out/$binary"
+done
+cp -r data/digits data/kjv "$out/data/"
+cp backends/gpu-run.sh "$out/run.sh"
+
+if [ "$with_nvrtc" = 1 ]; then
+    lib="${AXES_CUDA_LIB:-}"
+    if [ -z "$lib" ] && [ -x .ci/venv/bin/python ]; then
+        lib="$(.ci/venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')"
+    fi
+    if [ -n "$lib" ] && [ -e "$lib/libnvrtc.so.13" ]; then
+        cp "$lib"/libnvrtc.so.13 "$lib"/libnvrtc-builtins.so.13.* "$out/lib/"
+    else
+        echo "NVRTC not found (run .ci/run once, or set AXES_CUDA_LIB)" >&2
+        exit 1
+    fi
 fi
-if [ -n "$lib" ] && [ -e "$lib/libnvrtc.so.13" ]; then
-    cp "$lib"/libnvrtc.so.13 "$lib"/libnvrtc-builtins.so.13.* "$out/lib/"
-else
-    echo "NVRTC not found (run .ci/run once, or set AXES_CUDA_LIB): bring libnvrtc.so.13" >&2
-fi
-ls -la "$out" "$out/lib"
+du -sh "$out"
+ls -la "$out"

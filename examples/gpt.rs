@@ -15,7 +15,8 @@
 //!
 //! Options: `--steps N` (800), `--batch N` (32), `--context N` (128), `--lr X` (the peak
 //! learning rate, 3e-3; the cosine ends at a tenth of it), `--seed N`, `--eval-every N`,
-//! `--device cpu|opencl|cuda[:N]`, `--out DIR`.
+//! `--device cpu|opencl|cuda[:N]`, `--out DIR`, `--data DIR` (the folder holding `kjv/`; the
+//! repository's `data/` by default).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ struct Options {
     eval_every: usize,
     device: Device,
     out: PathBuf,
+    data: PathBuf,
 }
 
 fn options() -> Result<Options, String> {
@@ -53,6 +55,7 @@ fn options() -> Result<Options, String> {
         eval_every: 50,
         device: Device::Cpu,
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/gpt"),
+        data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -69,10 +72,11 @@ fn options() -> Result<Options, String> {
                 options.device = axes::device(&value()?).map_err(|e| format!("--device: {e}"))?
             }
             "--out" => options.out = PathBuf::from(value()?),
+            "--data" => options.data = PathBuf::from(value()?),
             other => {
                 return Err(format!(
                     "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
-                     [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR]"
+                     [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] [--data DIR]"
                 ));
             }
         }
@@ -86,8 +90,8 @@ struct Text {
     ids: Vec<i64>,
 }
 
-fn load_text() -> Result<Text, Box<dyn std::error::Error>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/kjv/kjv.txt.gz");
+fn load_text(data: &Path) -> Result<Text, Box<dyn std::error::Error>> {
+    let path = data.join("kjv/kjv.txt.gz");
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&path)?).read_to_string(&mut text)?;
     let mut chars: Vec<char> = text.chars().collect();
@@ -209,7 +213,7 @@ fn sample(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = options()?;
-    let text = load_text()?;
+    let text = load_text(&options.data)?;
     let split = text.ids.len() * 9 / 10;
     let (train, valid) = (&text.ids[..split], &text.ids[split..]);
     let config = GptConfig {
@@ -277,7 +281,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The most bytes held at once during a training step (not a validation).
     let peak = || options.device.counters().map_or(0, |c| c.peak_bytes);
     let mut step_peak = 0;
+    // The first step (which compiles the kernels it launches, where they are not on disk
+    // yet) and the later ones, without the validation.
+    let (mut first_step, mut later_steps) = (0.0, 0.0);
     for step in 0..options.steps {
+        let step_started = Instant::now();
         if step > 0 {
             let made = next.next().ok_or("the window thread stopped early")??;
             slot.swap(made)?;
@@ -292,6 +300,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.lr = schedule.at(step);
         adam.step(&mut params, &grad)?;
         let bits = f64::from(loss.value().to_vec()[0]) / std::f64::consts::LN_2;
+        match step {
+            0 => first_step = step_started.elapsed().as_secs_f64(),
+            _ => later_steps += step_started.elapsed().as_secs_f64(),
+        }
         step_launches += launches().zip(launched).map_or(0, |(now, then)| now - then);
         step_peak = step_peak.max(peak());
         train_curve.push((step + 1, bits));
@@ -324,6 +336,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None => String::new(),
         },
         step_peak as f64 / 1e6
+    );
+    println!(
+        "first step {:.0} ms{}, later steps {:.1} ms on average (validation not counted)",
+        1e3 * first_step,
+        if options.device.is_host() {
+            ""
+        } else {
+            " (compiles its kernels or loads them from disk)"
+        },
+        1e3 * later_steps / (options.steps.max(2) - 1) as f64
     );
     std::fs::create_dir_all(&options.out)?;
     write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;

@@ -9,7 +9,8 @@
 //!
 //! Options: `--device NAME` (`cpu`, the default; `opencl` or `opencl:0`; `cuda` or `cuda:N`:
 //! the parameters, every batch, the forward and backward passes and Adam live there),
-//! `--epochs N`, `--seed N`, `--out DIR`.
+//! `--epochs N`, `--seed N`, `--out DIR`, `--data DIR` (the folder holding `digits/`; the
+//! repository's `data/` by default).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -84,8 +85,8 @@ struct Split {
 }
 
 /// The digits, pixels scaled to [0, 1], shuffled with `seed` and split 80/20.
-fn load_digits(seed: u64) -> Result<(Split, Split), Box<dyn std::error::Error>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits/digits.csv.gz");
+fn load_digits(data: &Path, seed: u64) -> Result<(Split, Split), Box<dyn std::error::Error>> {
+    let path = data.join("digits/digits.csv.gz");
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&path)?).read_to_string(&mut text)?;
     let rows: Vec<Vec<f32>> = text
@@ -177,6 +178,8 @@ struct Options {
     epochs: usize,
     seed: u64,
     out: PathBuf,
+    /// The folder holding `digits/`.
+    data: PathBuf,
     /// Make each batch on another thread while the step before runs (`--no-prefetch`: in
     /// the loop).
     prefetch: bool,
@@ -188,6 +191,7 @@ fn options() -> Result<Options, String> {
         epochs: EPOCHS,
         seed: 7,
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train"),
+        data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
         prefetch: true,
     };
     let mut args = std::env::args().skip(1);
@@ -205,10 +209,11 @@ fn options() -> Result<Options, String> {
             }
             "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--out" => options.out = PathBuf::from(value()?),
+            "--data" => options.data = PathBuf::from(value()?),
             "--no-prefetch" => options.prefetch = false,
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--no-prefetch]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -268,7 +273,7 @@ impl StepReport {
         let compiles = if device.is_host() {
             ""
         } else {
-            " (compiles its kernels)"
+            " (compiles its kernels or loads them from disk)"
         };
         print!(
             "step time: first {:.1} ms{compiles}, later {:.2} ms on average",
@@ -369,7 +374,7 @@ fn plot(history: &History, path: &Path) -> Result<(), Box<dyn std::error::Error>
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = options()?;
     std::fs::create_dir_all(&options.out)?;
-    let (train, test) = load_digits(options.seed)?;
+    let (train, test) = load_digits(&options.data, options.seed)?;
     let train_count = train.y.len_of::<Sample>();
     println!(
         "digits: {train_count} training and {} held-out images, {} threads",
