@@ -1,6 +1,7 @@
-//! The CUDA backend: NVRTC compiles the generated CUDA C once per (source, device); the
-//! driver runs it. Every library is probed before its first call (cudarc panics on a missing
-//! one), so a machine without CUDA gets an error that says what is missing.
+//! The CUDA backend: NVRTC compiles the generated CUDA C once per (source, device) — once per
+//! machine, with the cubins kept on disk (`crate::disk_cache`) — and the driver runs it.
+//! Every library is probed before its first call (cudarc panics on a missing one), so a
+//! machine without CUDA gets an error that says what is missing.
 //!
 //! Operations on tensors that live on the device queue their kernels (or cuBLAS calls) on
 //! the device's one stream and return at once, so the host builds the next launch while the
@@ -9,6 +10,7 @@
 //! pool, which keeps freed memory for reuse.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::DType;
@@ -26,6 +28,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
 use crate::attention::{AttentionDevice, LaunchArg};
+use crate::disk_cache::DiskCache;
 use crate::{Destination, Index, JobPlan, Slot};
 
 pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
@@ -116,6 +119,69 @@ fn arch_of(major: i32, minor: i32) -> &'static str {
     }
 }
 
+/// A cubin for `kernel`, compiled by NVRTC for the real architecture `sm` (e.g. `"sm_90"`):
+/// code the driver loads without translating it. A compile error shows NVRTC's log.
+pub fn compile_cubin(kernel: &Kernel, sm: &str) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
+    nvrtc_available()?;
+    let failed = |what: &str, e: &dyn std::fmt::Debug| Error::Unsupported {
+        what: format!("CUDA: NVRTC {what} `{}` for {sm}: {e:?}", kernel.name),
+    };
+    let source = std::ffi::CString::new(kernel.source.as_str())
+        .map_err(|e| failed("could not take the source of", &e))?;
+    let program =
+        result::create_program(&source, None).map_err(|e| failed("could not start", &e))?;
+    let options = [format!("--gpu-architecture={sm}")];
+    // SAFETY: `program` was just created and is destroyed only below; `source` outlives it.
+    let compiled = unsafe { result::compile_program(program, &options) };
+    let cubin = compiled
+        .map_err(|e| {
+            // SAFETY: as above.
+            let log = unsafe { result::get_program_log(program) }.unwrap_or_default();
+            let log: Vec<u8> = log
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&c| c != 0)
+                .collect();
+            let log = String::from_utf8_lossy(&log);
+            failed("could not compile", &format!("{e:?}\n{log}"))
+        })
+        .and_then(|()| {
+            let mut size = 0usize;
+            // SAFETY: `program` compiled; NVRTC writes the cubin's size into `size`, then
+            // exactly that many bytes into a buffer of that size.
+            unsafe {
+                sys::nvrtcGetCUBINSize(program, &mut size)
+                    .result()
+                    .map_err(|e| failed("has no cubin of", &e))?;
+                let mut cubin = vec![0u8; size];
+                sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
+                    .result()
+                    .map_err(|e| failed("has no cubin of", &e))?;
+                Ok(cubin)
+            }
+        });
+    // SAFETY: created above, not destroyed before.
+    unsafe { result::destroy_program(program) }.ok();
+    cubin
+}
+
+/// NVRTC's version and the driver's, a line each: what compiled code depends on besides its
+/// source and architecture.
+fn compiler_versions() -> String {
+    let (mut major, mut minor, mut driver) = (0, 0, 0);
+    // SAFETY: each call writes plain integers through the pointers it is given.
+    unsafe {
+        cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor)
+            .result()
+            .ok();
+        cudarc::driver::sys::cuDriverGetVersion(&mut driver)
+            .result()
+            .ok();
+    }
+    format!("nvrtc {major}.{minor}\ndriver {driver}\n")
+}
+
 /// Keeps memory freed to the device's default pool (which stream-ordered allocations draw
 /// from) for the next allocation, instead of handing it back to the driver at every
 /// synchronisation (the pool's default): each step of a loop allocates the same result
@@ -186,6 +252,13 @@ pub struct Cuda {
     stream: Arc<CudaStream>,
     arch: &'static str,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Cubins from earlier processes.
+    disk: DiskCache,
+    /// What a cubin depends on besides its source: the architecture, NVRTC's version and
+    /// the driver's (the start of every key into `disk`).
+    cubin_key: String,
+    /// Kernels this object compiled (not loaded from a kept cubin).
+    compiled: AtomicUsize,
     /// cuBLAS on this device's stream, made on the first product (or why it cannot be).
     blas: OnceLock<std::result::Result<CudaBlas, String>>,
     /// Launches and the bytes of the buffers this device holds.
@@ -212,6 +285,11 @@ impl Cuda {
     /// Device `ordinal`; an error (not a panic) when there is no driver, no NVRTC or no such
     /// device.
     pub fn new(ordinal: usize) -> Result<Cuda> {
+        Cuda::with_cache(ordinal, DiskCache::from_env())
+    }
+
+    /// [`Cuda::new`], its cubins kept in `disk`.
+    pub(crate) fn with_cache(ordinal: usize, disk: DiskCache) -> Result<Cuda> {
         driver_available()?;
         nvrtc_available()?;
         let context =
@@ -223,12 +301,16 @@ impl Cuda {
         if context.has_async_alloc() {
             keep_freed_memory(&context)?;
         }
+        let arch = arch_of(major, minor);
         Ok(Cuda {
             ordinal,
             context,
             stream,
-            arch: arch_of(major, minor),
+            arch,
             functions: Mutex::new(HashMap::new()),
+            disk,
+            cubin_key: format!("cuda\n{arch}\n{}", compiler_versions()),
+            compiled: AtomicUsize::new(0),
             blas: OnceLock::new(),
             meter: Arc::default(),
         })
@@ -328,16 +410,47 @@ impl Cuda {
         if let Some(f) = cache.get(&kernel.source) {
             return Ok(f.clone());
         }
-        let ptx = compile_ptx(kernel, self.arch)?;
-        let module = self
-            .context
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(|e| cuda_error(&format!("loading `{}`", kernel.name), e))?;
+        let module = self.module(kernel)?;
         let f = module
             .load_function(&kernel.name)
             .map_err(|e| cuda_error(&format!("finding `{}`", kernel.name), e))?;
         cache.insert(kernel.source.clone(), f.clone());
         Ok(f)
+    }
+
+    /// How many kernels this object compiled rather than loaded from a cubin kept on disk.
+    #[cfg(test)]
+    pub(crate) fn built_from_source(&self) -> usize {
+        self.compiled.load(Ordering::Relaxed)
+    }
+
+    /// `kernel` compiled and loaded: from the cubin an earlier process kept on disk where
+    /// the driver takes it, else compiled by NVRTC to a cubin for this device's architecture
+    /// (kept on disk), else — where this NVRTC has no such architecture — to PTX that the
+    /// driver translates.
+    fn module(&self, kernel: &Kernel) -> Result<Arc<cudarc::driver::CudaModule>> {
+        use cudarc::nvrtc::Ptx;
+        let key = format!("{}{}", self.cubin_key, kernel.source);
+        if let Some(cubin) = self.disk.load(&key)
+            && let Ok(module) = self.context.load_module(Ptx::from_binary(cubin))
+        {
+            return Ok(module);
+        }
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        let sm = self.arch.replacen("compute_", "sm_", 1);
+        let loaded = match compile_cubin(kernel, &sm) {
+            Ok(cubin) => {
+                let module = self.context.load_module(Ptx::from_binary(cubin.clone()));
+                if module.is_ok() {
+                    self.disk.store(&key, &cubin);
+                }
+                module
+            }
+            Err(_) => self
+                .context
+                .load_module(Ptx::from_src(compile_ptx(kernel, self.arch)?)),
+        };
+        loaded.map_err(|e| cuda_error(&format!("loading `{}`", kernel.name), e))
     }
 
     /// Launches `kernel` on `blocks` blocks of `threads` threads with `args` (indices 64-bit

@@ -82,6 +82,8 @@ mod attention;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+mod disk_cache;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 #[cfg(feature = "opencl")]

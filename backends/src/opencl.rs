@@ -1,4 +1,5 @@
-//! The OpenCL backend: compiles generated OpenCL C once per (source, device), keeps device
+//! The OpenCL backend: compiles generated OpenCL C once per (source, device) — once per
+//! machine, with the program binaries kept on disk (`crate::disk_cache`) — keeps device
 //! buffers, and launches elementwise and reduction kernels.
 //!
 //! Result buffers come from a pool of the device's freed ones, by size class (a quarter of a
@@ -8,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
@@ -25,7 +27,28 @@ use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
 
 use crate::attention::{AttentionDevice, LaunchArg};
+use crate::disk_cache::DiskCache;
 use crate::{Destination, Index, JobPlan, Plain, Slot};
+
+/// What an OpenCL program binary for `device` depends on besides its source, one field a line.
+fn binary_key(device: &Device) -> String {
+    let platform = device
+        .platform()
+        .map(opencl3::platform::Platform::new)
+        .map(|p| {
+            (
+                p.name().unwrap_or_default(),
+                p.version().unwrap_or_default(),
+            )
+        });
+    let (platform, platform_version) = platform.unwrap_or_default();
+    format!(
+        "opencl\n{platform}\n{platform_version}\n{}\n{}\n{}\n",
+        device.name().unwrap_or_default(),
+        device.version().unwrap_or_default(),
+        device.driver_version().unwrap_or_default(),
+    )
+}
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Unsupported {
@@ -39,6 +62,18 @@ pub struct OpenCl {
     context: Context,
     queue: CommandQueue,
     programs: Mutex<HashMap<String, Arc<Program>>>,
+    /// Program binaries from earlier processes.
+    disk: DiskCache,
+    /// Programs this object built from source (not from a kept binary).
+    source_builds: AtomicUsize,
+    /// Programs built from source whose binaries are not on disk yet, by key: kept once
+    /// their first launches are done (`keep_binaries`), when the binary holds what the
+    /// runtime compiled for those launches too (PoCL compiles a kernel for its work-group
+    /// size at its first launch, and puts that code into the program's binary).
+    unkept: Mutex<Vec<(String, Arc<Program>)>>,
+    /// What a program binary depends on besides its source: the platform, the device and
+    /// the driver (the start of every key into `disk`).
+    binary_key: String,
     /// Launches and the bytes of the buffers this device holds.
     meter: Arc<Meter>,
     /// Freed result buffers, for the next results of their size class.
@@ -162,6 +197,11 @@ impl OpenCl {
     /// The first OpenCL device of any type. One per process is enough (and PoCL prefers it):
     /// [`OpenCl::shared`] keeps one.
     pub fn first() -> Result<OpenCl> {
+        OpenCl::first_with(DiskCache::from_env())
+    }
+
+    /// [`OpenCl::first`], its program binaries kept in `disk`.
+    pub(crate) fn first_with(disk: DiskCache) -> Result<OpenCl> {
         if !cl3::is_opencl_runtime_available() {
             return Err(Error::Unsupported {
                 what: "OpenCL: no OpenCL runtime (libOpenCL.so with an ICD) on this machine".into(),
@@ -180,11 +220,16 @@ impl OpenCl {
         let queue = CommandQueue::create_default(&context, 0)
             .map_err(|e| cl_error("creating a queue", e))?;
         let meter = Arc::<Meter>::default();
+        let binary_key = binary_key(&device);
         Ok(OpenCl {
             device,
             context,
             queue,
             programs: Mutex::new(HashMap::new()),
+            disk,
+            binary_key,
+            source_builds: AtomicUsize::new(0),
+            unkept: Mutex::new(Vec::new()),
             pool: Arc::new(Pool {
                 held: Mutex::new(Held {
                     buffers: FreeBuffers::new(axes_core::memory::limit_from_env(), |&size| size),
@@ -315,10 +360,12 @@ impl OpenCl {
                     .map_err(|e| cl_error("reading a buffer", e))?;
             }
         }
+        self.keep_binaries();
         Ok(out)
     }
 
-    /// The compiled program of `kernel` (built once per source on this device).
+    /// The compiled program of `kernel` (built once per source on this device: from the
+    /// binary an earlier process kept on disk where there is one, else from the source).
     fn program(&self, kernel: &Kernel) -> Result<Arc<Program>> {
         if kernel.dialect != Dialect::OpenCl {
             return Err(Error::Unsupported {
@@ -332,14 +379,30 @@ impl OpenCl {
         if let Some(program) = cache.get(&kernel.source) {
             return Ok(Arc::clone(program));
         }
-        let program = Program::create_and_build_from_source(&self.context, &kernel.source, "")
-            .map_err(|log| Error::Unsupported {
-                what: format!(
-                    "OpenCL: kernel `{}` did not build:\n{log}\n--- source ---\n{}",
-                    kernel.name, kernel.source
-                ),
-            })?;
-        let program = Arc::new(program);
+        let key = format!("{}{}", self.binary_key, kernel.source);
+        let kept = (self.disk.load(&key)).and_then(|binary| {
+            Program::create_and_build_from_binary(&self.context, &[&binary], "").ok()
+        });
+        let program = match kept {
+            Some(program) => Arc::new(program),
+            None => {
+                let program =
+                    Program::create_and_build_from_source(&self.context, &kernel.source, "")
+                        .map_err(|log| Error::Unsupported {
+                            what: format!(
+                                "OpenCL: kernel `{}` did not build:\n{log}\n--- source ---\n{}",
+                                kernel.name, kernel.source
+                            ),
+                        })?;
+                self.source_builds.fetch_add(1, Ordering::Relaxed);
+                let program = Arc::new(program);
+                if self.disk.is_on() {
+                    let mut unkept = self.unkept.lock().expect("never poisoned");
+                    unkept.push((key, Arc::clone(&program)));
+                }
+                program
+            }
+        };
         cache.insert(kernel.source.clone(), Arc::clone(&program));
         Ok(program)
     }
@@ -406,7 +469,28 @@ impl OpenCl {
     pub fn synchronize(&self) -> Result<()> {
         self.queue
             .finish()
-            .map_err(|e| cl_error("waiting for the queue", e))
+            .map_err(|e| cl_error("waiting for the queue", e))?;
+        self.keep_binaries();
+        Ok(())
+    }
+
+    /// Puts the binaries of the programs built from source since the last call on disk.
+    /// Called when the queue is drained (every launch before has run), so each binary holds
+    /// what the runtime compiled for those launches.
+    fn keep_binaries(&self) {
+        let unkept = std::mem::take(&mut *self.unkept.lock().expect("never poisoned"));
+        for (key, program) in unkept {
+            if let Some(binary) = program.get_binaries().ok().and_then(|mut b| b.pop()) {
+                self.disk.store(&key, &binary);
+            }
+        }
+    }
+
+    /// How many programs this object built from source rather than from a binary kept on
+    /// disk.
+    #[cfg(test)]
+    pub(crate) fn built_from_source(&self) -> usize {
+        self.source_builds.load(Ordering::Relaxed)
     }
 
     /// Whether `kernel`'s program is already built on this device.

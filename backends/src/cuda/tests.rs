@@ -12,7 +12,7 @@ use std::process::Command;
 
 use std::sync::Mutex;
 
-use super::{Cuda, CudaArg, compile_ptx, nvrtc_available};
+use super::{Cuda, CudaArg, compile_cubin, compile_ptx, nvrtc_available};
 use crate::cpu::CPU_BACKEND;
 use crate::global_size;
 use crate::plan::{Destination, JobPlan};
@@ -202,8 +202,9 @@ fn kernels() -> Vec<Kernel> {
     out
 }
 
-/// Compiles every kernel with NVRTC for compute_80 and compute_90 and assembles the
-/// compute_90 PTX with ptxas for sm_90, failing on the first that does not; `false` (after
+/// Compiles every kernel with NVRTC to PTX for compute_80 and compute_90 and to a cubin for
+/// sm_90 (what a device loads and keeps on disk), and assembles the compute_90 PTX with
+/// ptxas for sm_90, failing on the first that does not; `false` (after
 /// printing why) where there is no NVRTC and `AXES_REQUIRE_NVRTC` is not set.
 fn compile_all(kernels: &[Kernel]) -> bool {
     if let Err(e) = nvrtc_available() {
@@ -221,6 +222,8 @@ fn compile_all(kernels: &[Kernel]) -> bool {
     std::fs::create_dir_all(&dir).unwrap();
     for kernel in kernels {
         let _ = compile_ptx(kernel, "compute_80").unwrap();
+        let cubin = compile_cubin(kernel, "sm_90").unwrap();
+        assert!(cubin.starts_with(b"\x7fELF"), "a cubin is an ELF image");
         let ptx = compile_ptx(kernel, "compute_90").unwrap();
         assert!(
             ptx.contains(&format!(".entry {}", kernel.name)),
@@ -422,6 +425,69 @@ fn a_compile_error_shows_the_log_and_the_source() {
     let err = compile_ptx(&kernel, "compute_90").unwrap_err().to_string();
     assert!(err.contains("undeclared"), "{err}");
     assert!(err.contains("--- source ---"), "{err}");
+}
+
+/// A kernel compiled in one process is loaded from its cubin on disk by the next (another
+/// device object here), and runs; an entry with a flipped byte is compiled again.
+#[test]
+fn cubins_are_kept_on_disk() {
+    if device().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("axes-cubins-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    let fresh = || Cuda::with_cache(0, crate::disk_cache::DiskCache::at(&dir)).unwrap();
+    // x · 2.625: an expression no other test compiles.
+    let mut ir = Ir::default();
+    let x = ir.leaf();
+    let k = ir.push(IrNode::Scalar(2.625));
+    ir.push(IrNode::Binary(axes_core::ir::BinaryOp::Mul, x, k));
+    let spec = Spec {
+        ir: &ir,
+        leaves: &[CType::F32],
+        out: CType::F32,
+        wide: false,
+    };
+    let kernel = elementwise(&spec, 1, Dialect::Cuda).unwrap();
+    let run = |gpu: &Cuda| {
+        let input = gpu.upload(&[1.0f32, 2.0, 4.0]).unwrap();
+        let out = gpu.upload(&[0.0f32; 3]).unwrap();
+        let args = [
+            CudaArg::Index(3),
+            CudaArg::Index(3),
+            CudaArg::F32(&out),
+            CudaArg::Index(0),
+            CudaArg::Index(1),
+            CudaArg::F32(&input),
+            CudaArg::Index(0),
+            CudaArg::Index(1),
+        ];
+        launch(gpu, &kernel, false, &args, 1, 64).unwrap();
+        assert_eq!(gpu.download(&out).unwrap(), [2.625, 5.25, 10.5]);
+    };
+    let first = fresh();
+    run(&first);
+    assert_eq!(first.built_from_source(), 1);
+    let kept: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "one entry: {kept:?}");
+    let second = fresh();
+    run(&second);
+    assert_eq!(second.built_from_source(), 0, "loaded from the kept cubin");
+    let mut bytes = std::fs::read(&kept[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&kept[0], &bytes).unwrap();
+    let third = fresh();
+    run(&third);
+    assert_eq!(
+        third.built_from_source(),
+        1,
+        "a damaged entry is not trusted"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn device() -> Option<&'static Cuda> {
