@@ -157,6 +157,39 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// A backend's use of the cache, as processes one after another see it: `fresh` makes a
+/// device object over the cache in a new folder `dir`, `run` has it compile (or load) one
+/// kernel and run it, and `built` counts the kernels that object compiled. The first object
+/// compiles and keeps one entry, the second loads it, and after a byte of the entry is
+/// flipped the third compiles again and the fourth loads the good entry that replaced it.
+#[cfg(test)]
+pub(crate) fn check_kept_on_disk<D>(
+    dir: &Path,
+    fresh: impl Fn(DiskCache) -> D,
+    run: impl Fn(&D),
+    built: impl Fn(&D) -> usize,
+) {
+    std::fs::remove_dir_all(dir).ok();
+    let compiles = || {
+        let device = fresh(DiskCache::at(dir));
+        run(&device);
+        built(&device)
+    };
+    assert_eq!(compiles(), 1, "an empty cache");
+    let kept: Vec<_> = (std::fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "one entry: {kept:?}");
+    assert_eq!(compiles(), 0, "loaded from the kept entry");
+    let mut bytes = std::fs::read(&kept[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&kept[0], &bytes).unwrap();
+    assert_eq!(compiles(), 1, "a damaged entry is not trusted");
+    assert_eq!(compiles(), 0, "the damaged entry was replaced");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -402,9 +402,6 @@ fn program_binaries_are_kept_on_disk() {
     if device().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("axes-opencl-binaries-{}", std::process::id()));
-    std::fs::remove_dir_all(&dir).ok();
-    let fresh = || OpenCl::first_with(crate::disk_cache::DiskCache::at(&dir)).unwrap();
     // 1.75 · x + x: an expression no other test builds.
     let mut ir = axes_core::ir::Ir::default();
     let x = ir.leaf();
@@ -442,37 +439,9 @@ fn program_binaries_are_kept_on_disk() {
         launch(cl, &kernel, false, &args, 64, 64).unwrap();
         assert_eq!(cl.download(&out).unwrap(), [2.75, 5.5, 11.0]);
     };
-    let entries = || {
-        let names = std::fs::read_dir(&dir).map(|d| d.map(|e| e.unwrap().path()).collect());
-        names.unwrap_or_else(|_| Vec::new())
-    };
-    let first = fresh();
-    run(&first);
-    assert_eq!(first.built_from_source(), 1);
-    let kept = entries();
-    assert_eq!(kept.len(), 1, "one entry: {kept:?}");
-    let second = fresh();
-    run(&second);
-    assert_eq!(second.built_from_source(), 0, "built from the kept binary");
-    let mut bytes = std::fs::read(&kept[0]).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x40;
-    std::fs::write(&kept[0], &bytes).unwrap();
-    let third = fresh();
-    run(&third);
-    assert_eq!(
-        third.built_from_source(),
-        1,
-        "a damaged entry is not trusted"
-    );
-    let fourth = fresh();
-    run(&fourth);
-    assert_eq!(
-        fourth.built_from_source(),
-        0,
-        "the damaged entry was replaced"
-    );
-    std::fs::remove_dir_all(&dir).ok();
+    let dir = std::env::temp_dir().join(format!("axes-opencl-binaries-{}", std::process::id()));
+    let fresh = |cache| OpenCl::first_with(cache).unwrap();
+    crate::disk_cache::check_kept_on_disk(&dir, fresh, run, OpenCl::built_from_source);
 }
 
 /// The generated tiled matrix product against a plain triple loop, over random batch
