@@ -62,7 +62,8 @@ cp target/release/examples/train target/release/examples/gpt "$out/"
 
 dist="$(cd axes-dist && built cargo test --release --target-dir ../target --features nccl \
     --no-run --test nccl)"
-cp "$(echo "$dist" | pick nccl)" "$out/nccl-dist"
+# Cargo names it relative to axes-dist/.
+cp "axes-dist/$(echo "$dist" | pick nccl)" "$out/nccl-dist"
 
 for binary in cuda-kernels cuda-tests cuda-memory attention-launches cuda-bench \
     train-step-bench train gpt nccl-dist; do
