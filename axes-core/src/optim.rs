@@ -1,8 +1,9 @@
-//! Optimizers: each updates every parameter of a [`Params`] arena with fused passes over the
-//! flat buffers (parameters, gradient and optimizer state side by side), where the
-//! parameters live: in host memory a few passes of the typed engine, on a device one kernel
-//! launch that writes the next parameters and state together (two for half-precision
-//! parameters, whose state is f32: one launch writes one element type).
+//! Optimizers: each updates every parameter of a [`Params`] arena over the flat buffers
+//! (parameters, gradient and optimizer state side by side), its update written once as typed
+//! expressions of the next parameters and the next state. Where the parameters live, those
+//! run as a fused pass of the typed engine each (host memory), or together as one kernel
+//! launch that writes the next parameters and state (a device; two launches for
+//! half-precision parameters, whose state is f32: one launch writes one element type).
 //!
 //! A step writes the next parameters and state into buffers the optimizer keeps — those the
 //! previous step replaced — so nothing is allocated once training runs, and tensors taken
@@ -10,12 +11,13 @@
 
 use std::any::{Any, TypeId};
 
-use crate::dispatch::{Input, Output, filled, passes_or_job, placed, run_outputs};
-use crate::element::{DType, Element};
+use crate::Device;
+use crate::dispatch::{JointJob, Output, filled, placed, run_outputs};
+use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
-use crate::expr::{Borrowed, Cast, Expr, IntoExpr, Lazy, Scalar};
-use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
+use crate::expr::{Borrowed, Cast, Expr, Lazy, Scalar};
+use crate::ir::ReduceOp;
 use crate::layout::Layout;
 use crate::nn::params::{ArenaElement, Flat, flat};
 use crate::nn::{Gradient, Params};
@@ -57,8 +59,9 @@ impl<T: Float> Sgd<T> {
     }
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
-    /// passes over the arena in host memory, one launch on a device (two for half-precision
-    /// parameters, updated in f32 with an f32 velocity and rounded once).
+    /// passes over the arena in host memory (the velocity; the parameters, which compute
+    /// the velocity again rather than read it back), one launch on a device (two for
+    /// half-precision parameters, updated in f32 with an f32 velocity and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         check_setting(
             "Sgd::lr",
@@ -76,32 +79,14 @@ impl<T: Float> Sgd<T> {
         if self.check_finite {
             check_finite(params, grad)?;
         }
-        self.buffers.prepare(params, 1)?;
-        let constants = [self.momentum, self.lr];
-        let on = (&mut self.buffers, params, grad);
-        passes_or_job(
-            on.1.device(),
-            on,
-            |(buffers, params, grad)| {
-                let [mu, lr] = buffers.constants(params, constants)?;
-                let (p, g) = buffers.views(params, grad)?;
-                let v = buffers.state(0);
-                let v = buffers.write_state(0, &v * &mu + wide(&g))?;
-                let p = buffers.write_params((wide(&p) - &v * &lr).cast::<T>())?;
-                buffers.finish(params, p.storage().clone(), [v.storage().clone()])
-            },
-            |(buffers, params, grad)| {
-                // v = mu v + g; p = p - lr v
-                let mut u = Update::new::<T>(1);
-                let [mu, lr] = u.constants();
-                let (p, g, v) = (u.params(), u.gradient(), u.state(0));
-                let kept = u.mul(v, mu);
-                let v = u.add(kept, g);
-                let step = u.mul(v, lr);
-                let p = u.sub(p, step);
-                buffers.update(params, grad, u, p, [v], constants)
-            },
-        )
+        let buffers = &mut self.buffers;
+        buffers.prepare(params, 1)?;
+        let [mu, lr] = buffers.constants(params, [self.momentum, self.lr])?;
+        let (p, g) = buffers.views(params, grad)?;
+        let v = buffers.state(0);
+        let v_next = &v * &mu + wide(&g);
+        let p_next = (wide(&p) - v_next * &lr).cast::<T>();
+        buffers.apply(params, &p_next, [&v_next])
     }
 }
 
@@ -206,9 +191,9 @@ impl<T: Float> Adam<T> {
     }
 
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): three fused
-    /// passes over the arena in host memory (the two moments, then the parameters), one
-    /// launch on a device (two for half-precision parameters, updated in f32 with f32 moments
-    /// and rounded once).
+    /// passes over the arena in host memory (each moment; the parameters, which compute the
+    /// moments again rather than read them back), one launch on a device (two for
+    /// half-precision parameters, updated in f32 with f32 moments and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
         self.check_settings()?;
         if self.check_finite {
@@ -231,39 +216,14 @@ impl<T: Float> Adam<T> {
             self.lr * c2.sqrt() / c1,
             self.eps * c2.sqrt(),
         ];
-        let on = (&mut self.buffers, params, grad);
-        passes_or_job(
-            on.1.device(),
-            on,
-            |(buffers, params, grad)| {
-                let [b1, a1, b2, a2, keep, step, eps] = buffers.constants(params, constants)?;
-                let (p, g) = buffers.views(params, grad)?;
-                let (m, v) = (buffers.state(0), buffers.state(1));
-                let m = buffers.write_state(0, &m * &b1 + wide(&g) * &a1)?;
-                let v = buffers.write_state(1, &v * &b2 + wide(&g) * wide(&g) * &a2)?;
-                let change = &m * &step / (v.sqrt() + &eps);
-                let p = buffers.write_params((wide(&p) * &keep - change).cast::<T>())?;
-                let state = [m.storage().clone(), v.storage().clone()];
-                buffers.finish(params, p.storage().clone(), state)
-            },
-            |(buffers, params, grad)| {
-                // The passes above as one expression of three results.
-                let mut u = Update::new::<T>(2);
-                let [b1, a1, b2, a2, keep, step, eps] = u.constants();
-                let (p, g, m, v) = (u.params(), u.gradient(), u.state(0), u.state(1));
-                let (m_kept, m_new) = (u.mul(m, b1), u.mul(g, a1));
-                let m = u.add(m_kept, m_new);
-                let (v_kept, g2) = (u.mul(v, b2), u.mul(g, g));
-                let v_new = u.mul(g2, a2);
-                let v = u.add(v_kept, v_new);
-                let root = u.sqrt(v);
-                let denominator = u.add(root, eps);
-                let (shrunk, moved) = (u.mul(p, keep), u.mul(m, step));
-                let change = u.div(moved, denominator);
-                let p = u.sub(shrunk, change);
-                buffers.update(params, grad, u, p, [m, v], constants)
-            },
-        )
+        let buffers = &mut self.buffers;
+        let [b1, a1, b2, a2, keep, step, eps] = buffers.constants(params, constants)?;
+        let (p, g) = buffers.views(params, grad)?;
+        let (m, v) = (buffers.state(0), buffers.state(1));
+        let m_next = &m * &b1 + wide(&g) * &a1;
+        let v_next = &v * &b2 + wide(&g) * wide(&g) * &a2;
+        let p_next = (wide(&p) * &keep - m_next * &step / (v_next.sqrt() + &eps)).cast::<T>();
+        buffers.apply(params, &p_next, [&m_next, &v_next])
     }
 }
 
@@ -478,91 +438,36 @@ impl WarmupCosine {
     }
 }
 
-/// An optimizer's update as one expression over the arena's elements: leaf 0 the
-/// parameters, leaf 1 the gradient, then each state buffer, then each constant (one value
-/// for every element). It computes in the parameters' [`Float::Wide`] type, as the state and
-/// the constants are: half-precision parameters and gradients are read as f32, and the next
-/// parameters rounded back once.
-struct Update {
-    ir: Ir,
-    states: usize,
-    /// The nodes reading the parameters and the gradient (as `T::Wide`), and each state
-    /// buffer.
-    read: Vec<usize>,
-    /// The type results are rounded to, where it is not the one computed in.
-    narrow: Option<DType>,
+/// The buffers of the next parameters and of the next state.
+type Next<T> = (Storage<T>, Vec<Storage<<T as Float>::Wide>>);
+
+/// One result of an optimizer's update, written once as a typed expression over the arena's
+/// elements: in host memory a pass of the typed engine of its own, on a device a part of the
+/// one job that computes every result.
+trait ArenaUpdate<W: Float> {
+    /// The result, in `spare` where nothing else holds it, else in a new buffer.
+    fn written(&self, spare: &mut Option<Storage<W>>) -> Result<Storage<W>>;
+    /// Its nodes and leaves added to `job`; the node holding it.
+    fn joined<'a>(&'a self, job: &mut JointJob<'a>) -> usize;
 }
 
-impl Update {
-    /// An update of parameters `T`, reading `states` state buffers (of `T::Wide`).
-    fn new<T: Float>(states: usize) -> Self {
-        let mut ir = Ir::default();
-        let (narrow, wide) = (T::DTYPE, <T::Wide as Element>::DTYPE);
-        let mut read: Vec<usize> = (0..2)
-            .map(|_| {
-                let leaf = ir.leaf();
-                match narrow == wide {
-                    true => leaf,
-                    false => ir.push(IrNode::Cast(wide, leaf)),
-                }
-            })
-            .collect();
-        read.extend((0..states).map(|_| ir.leaf()));
-        Update {
-            ir,
-            states,
-            read,
-            narrow: (narrow != wide).then_some(narrow),
+impl<W: Float, E> ArenaUpdate<W> for E
+where
+    E: Expr<Elem = W, Axes = (ArenaElement,)> + Copy,
+{
+    fn written(&self, spare: &mut Option<Storage<W>>) -> Result<Storage<W>> {
+        match spare.take().filter(Storage::is_unique) {
+            Some(buffer) => {
+                let mut into = flat(buffer);
+                into.assign(*self)?;
+                Ok(into.storage().clone())
+            }
+            None => Ok(self.eval()?.storage().clone()),
         }
     }
 
-    fn params(&self) -> usize {
-        self.read[0]
-    }
-
-    fn gradient(&self) -> usize {
-        self.read[1]
-    }
-
-    fn state(&self, k: usize) -> usize {
-        self.read[2 + k]
-    }
-
-    /// Node `root` in the parameters' type: what is written.
-    fn result(&mut self, root: usize) -> usize {
-        match self.narrow {
-            Some(narrow) => self.ir.push(IrNode::Cast(narrow, root)),
-            None => root,
-        }
-    }
-
-    /// `N` constants, as leaves after the state buffers.
-    fn constants<const N: usize>(&mut self) -> [usize; N] {
-        std::array::from_fn(|_| self.ir.leaf())
-    }
-
-    fn binary(&mut self, op: BinaryOp, a: usize, b: usize) -> usize {
-        self.ir.push(IrNode::Binary(op, a, b))
-    }
-
-    fn add(&mut self, a: usize, b: usize) -> usize {
-        self.binary(BinaryOp::Add, a, b)
-    }
-
-    fn sub(&mut self, a: usize, b: usize) -> usize {
-        self.binary(BinaryOp::Sub, a, b)
-    }
-
-    fn mul(&mut self, a: usize, b: usize) -> usize {
-        self.binary(BinaryOp::Mul, a, b)
-    }
-
-    fn div(&mut self, a: usize, b: usize) -> usize {
-        self.binary(BinaryOp::Div, a, b)
-    }
-
-    fn sqrt(&mut self, a: usize) -> usize {
-        self.ir.push(IrNode::Unary(UnaryOp::Sqrt, a))
+    fn joined<'a>(&'a self, job: &mut JointJob<'a>) -> usize {
+        job.add(self)
     }
 }
 
@@ -635,24 +540,6 @@ impl<T: Float> Buffers<T> {
         flat(self.state[k].clone())
     }
 
-    /// `expr` evaluated into the parameters' spare buffer.
-    fn write_params<E>(&mut self, expr: E) -> Result<Flat<T>>
-    where
-        E: IntoExpr,
-        E::Expr: Expr<Elem = T, Axes = (ArenaElement,)>,
-    {
-        written(&mut self.spare_params, expr)
-    }
-
-    /// `expr` evaluated into state `k`'s spare buffer.
-    fn write_state<E>(&mut self, k: usize, expr: E) -> Result<Flat<T::Wide>>
-    where
-        E: IntoExpr,
-        E::Expr: Expr<Elem = T::Wide, Axes = (ArenaElement,)>,
-    {
-        written(&mut self.spare_state[k], expr)
-    }
-
     /// Puts `p` in place of the parameters and `state` in place of the state, keeping the
     /// buffers they replace for the next step.
     fn finish(
@@ -668,83 +555,57 @@ impl<T: Float> Buffers<T> {
         Ok(())
     }
 
-    /// Runs `update` over the arena, its node `p` being the next parameters and its nodes
-    /// `state` the next value of each state buffer, with `constants` (placed on the
-    /// parameters' device in one buffer: operands that change between steps without changing
-    /// the kernel that reads them). Each result is written into the buffer it replaced last
-    /// step when nothing else holds that buffer, else into a new one; then the results take
-    /// the places of the parameters and the state. One job where the state has the
-    /// parameters' type; for half types one job for the state and one for the parameters (a
-    /// job's results share one type).
-    fn update<const S: usize, const N: usize>(
+    /// Takes a step: `p_next` becomes the parameters and `state[k]` state `k`, each written
+    /// into the buffer it replaced last step where nothing else holds that buffer. In host
+    /// memory each result is one pass of the typed engine (each reads only the buffers of
+    /// the step before, so their order does not matter); on a device all of them are one
+    /// job — one launch, two for half-precision parameters (a job's results share one type).
+    fn apply<const S: usize>(
         &mut self,
         params: &mut Params<T>,
-        grad: &Gradient<T>,
-        mut update: Update,
-        p: usize,
-        state: [usize; S],
-        constants: [f64; N],
+        p_next: &dyn ArenaUpdate<T>,
+        state: [&dyn ArenaUpdate<T::Wide>; S],
     ) -> Result<()> {
-        debug_assert_eq!(S, update.states);
-        let p = update.result(p);
-        let arena = params.arena();
-        // Operands on two devices are an error of the job itself.
-        let grad = grad.storage_for(arena)?;
-        let len = arena.len();
-        let values = placed(
-            crate::storage::copied(&constants.map(T::Wide::from_f64))?,
-            params.device(),
-        )?;
-        let whole = Layout::row_major(&[len]);
-        let mut inputs = vec![
-            Input::new(arena.storage(), &whole, &[0], 1)?,
-            Input::new(grad, &whole, &[0], 1)?,
-        ];
-        for state in &self.state {
-            inputs.push(Input::new(state, &whole, &[0], 1)?);
-        }
-        let at = |k: usize| Layout::new(&[], &[], k, N).expect("inside the buffer");
-        let constant_layouts: Vec<Layout> = (0..N).map(at).collect();
-        for layout in &constant_layouts {
-            inputs.push(Input::new(&values, layout, &[], 1)?);
-        }
-        let (ir, lens) = (&update.ir, [len]);
-        let (next_p, next_state): (Storage<T>, Vec<Storage<T::Wide>>) =
-            if TypeId::of::<T>() == TypeId::of::<T::Wide>() {
-                let mut outputs = vec![output(p, self.spare_params.take())];
-                for (k, &root) in state.iter().enumerate() {
-                    outputs.push(output(root, self.spare_state[k].take().map(same_type)));
-                }
-                let mut results = run_outputs(ir, &lens, &inputs, outputs)?.into_iter();
-                let (p, _) = results.next().expect("one result per root");
-                (p, results.map(|(s, _)| same_type(s)).collect())
-            } else {
-                let outputs = (state.iter().enumerate())
-                    .map(|(k, &root)| output(root, self.spare_state[k].take()))
-                    .collect();
-                let next_state = run_outputs(ir, &lens, &inputs, outputs)?;
-                let p = output(p, self.spare_params.take());
-                let (next_p, _) = run_outputs(ir, &lens, &inputs, vec![p])?.remove(0);
-                (next_p, next_state.into_iter().map(|(s, _)| s).collect())
-            };
-        drop(inputs);
+        let (next_p, next_state) = match params.device() {
+            Device::Cpu => {
+                let next_state = (state.iter().zip(&mut self.spare_state))
+                    .map(|(next, spare)| next.written(spare))
+                    .collect::<Result<Vec<_>>>()?;
+                (p_next.written(&mut self.spare_params)?, next_state)
+            }
+            Device::Backend(_) => self.jointly(params.arena().len(), p_next, state)?,
+        };
         self.finish(params, next_p, next_state)
     }
-}
 
-/// `expr` evaluated into `spare` when nothing else holds it, else into a new buffer.
-fn written<T: Float, E>(spare: &mut Option<Storage<T>>, expr: E) -> Result<Flat<T>>
-where
-    E: IntoExpr,
-    E::Expr: Expr<Elem = T, Axes = (ArenaElement,)>,
-{
-    match spare.take().filter(Storage::is_unique) {
-        Some(buffer) => {
-            let mut into = flat(buffer);
-            into.assign(expr)?;
-            Ok(into)
+    /// [`Buffers::apply`]'s results on a device, as one job (two for half types).
+    fn jointly<const S: usize>(
+        &mut self,
+        len: usize,
+        p_next: &dyn ArenaUpdate<T>,
+        state: [&dyn ArenaUpdate<T::Wide>; S],
+    ) -> Result<Next<T>> {
+        let mut job = JointJob::default();
+        let p = p_next.joined(&mut job);
+        let roots = state.map(|next| next.joined(&mut job));
+        let inputs = job.inputs(&[TypeId::of::<ArenaElement>()])?;
+        let (ir, lens) = (job.ir(), [len]);
+        if TypeId::of::<T>() == TypeId::of::<T::Wide>() {
+            let mut outputs = vec![output(p, self.spare_params.take())];
+            for (k, &root) in roots.iter().enumerate() {
+                outputs.push(output(root, self.spare_state[k].take().map(same_type)));
+            }
+            let mut results = run_outputs(ir, &lens, &inputs, outputs)?.into_iter();
+            let (p, _) = results.next().expect("one result per root");
+            return Ok((p, results.map(|(s, _)| same_type(s)).collect()));
         }
-        None => expr.into_expr().eval(),
+        let outputs = (roots.iter().enumerate())
+            .map(|(k, &root)| output(root, self.spare_state[k].take()))
+            .collect();
+        let next_state = run_outputs(ir, &lens, &inputs, outputs)?;
+        let p = output(p, self.spare_params.take());
+        let (next_p, _) = run_outputs(ir, &lens, &inputs, vec![p])?.remove(0);
+        Ok((next_p, next_state.into_iter().map(|(s, _)| s).collect()))
     }
 }
 

@@ -32,6 +32,7 @@
 
 mod interpreted;
 mod join;
+mod joint;
 mod lower;
 mod matmul;
 mod outputs;
@@ -39,11 +40,11 @@ mod transfer;
 mod widened;
 
 pub(crate) use join::{gather_axes, index_range, out_of_range, scattered, unpadded};
+pub(crate) use joint::JointJob;
 pub(crate) use lower::{JobAxes, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
-    Input, Output, assembled, copied_into, filled, passes_or_job, placed, run_output, run_outputs,
-    written_out,
+    Input, Output, assembled, copied_into, filled, placed, run_output, run_outputs, written_out,
 };
 
 use std::any::TypeId;

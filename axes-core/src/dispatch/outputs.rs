@@ -24,7 +24,7 @@ pub(crate) struct Input<'a> {
 }
 
 /// Where an input's elements are.
-enum InputData<'a> {
+pub(crate) enum InputData<'a> {
     Host(Elements<'a>),
     Device(Device, DType, &'a DeviceMemory),
 }
@@ -56,7 +56,12 @@ impl<'a> Input<'a> {
         Input::laid_out(InputData::Host(T::elements(values)), layout, axes, rank)
     }
 
-    fn laid_out(data: InputData<'a>, layout: &Layout, axes: &[usize], rank: usize) -> Result<Self> {
+    pub(crate) fn laid_out(
+        data: InputData<'a>,
+        layout: &Layout,
+        axes: &[usize],
+        rank: usize,
+    ) -> Result<Self> {
         if layout.is_padded() {
             return Err(Error::Unsupported {
                 what: "a padded view as an operand here: write it out with `.contiguous()` first"
@@ -309,24 +314,6 @@ fn on_device<T: Num>(
         }
     }
     Ok(results)
-}
-
-/// Runs an update given in two forms, `passes` where `device` is the CPU and `job` on a
-/// backend's device, each handed `context`. An optimizer's update is a few fused passes of the
-/// typed engine over the parameter arena, or one multi-result job: in host memory the passes
-/// are faster (the interpreter copies every operand through its registers; one job made the
-/// training-step bench's Adam step about 0.6 ms slower), on a device the job is one launch
-/// instead of one per pass.
-pub(crate) fn passes_or_job<C, R>(
-    device: Device,
-    context: C,
-    passes: impl FnOnce(C) -> Result<R>,
-    job: impl FnOnce(C) -> Result<R>,
-) -> Result<R> {
-    match device {
-        Device::Cpu => passes(context),
-        Device::Backend(_) => job(context),
-    }
 }
 
 /// `storage`, on `device`, as a job's leaf.

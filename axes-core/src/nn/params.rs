@@ -419,8 +419,9 @@ impl<T: Float> Gradient<T> {
     }
 }
 
-/// One element of a parameter arena: the axis passes over a whole arena run along.
-#[derive(Axis)]
+/// One element of a parameter arena: the axis passes over a whole arena run along (`Copy`,
+/// so that expressions over it are too: an optimizer's update reuses its parts).
+#[derive(Axis, Clone, Copy)]
 pub(crate) struct ArenaElement;
 
 /// A buffer laid out like a parameter arena, as a tensor.
