@@ -255,7 +255,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max(1)
         .min(options.steps.saturating_sub(1));
     let schedule = WarmupCosine::new(options.lr, options.lr / 10.0, warmup, options.steps)?;
-    let mut adam = Adam::new(options.lr).with_weight_decay(0.01);
+    let mut adam = Adam::new(options.lr)
+        .with_weight_decay(0.01)
+        .with_schedule(schedule);
     let bar = ProgressBar::new(options.steps as u64).with_style(
         ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
             .progress_chars("=> "),
@@ -297,7 +299,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let loss = model.loss(&p, &inputs.get(), &targets.get())?;
         let grad = p.gradient(&loss.backward()?)?;
         let (grad, _) = clip_grad_norm(&params, grad, 1.0)?;
-        adam.lr = schedule.at(step);
         adam.step(&mut params, &grad)?;
         let bits = f64::from(loss.value().to_vec()[0]) / std::f64::consts::LN_2;
         match step {

@@ -19,7 +19,7 @@ use std::time::Instant;
 use axes::Device;
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
 use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, minibatches};
-use axes::optim::Adam;
+use axes::optim::{Adam, WarmupCosine};
 use axes::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -390,8 +390,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         params.count(),
         options.device
     );
-    let mut adam = Adam::new(LEARNING_RATE).with_weight_decay(WEIGHT_DECAY);
-    let total_steps = (options.epochs * train_count.div_ceil(BATCH)) as f64;
+    let total_steps = options.epochs * train_count.div_ceil(BATCH);
+    let mut adam = Adam::new(LEARNING_RATE)
+        .with_weight_decay(WEIGHT_DECAY)
+        .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?);
     let mut history = History::default();
     let mut steps = StepReport::default();
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")?
@@ -437,8 +439,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Some(sum) => (&sum + loss.value()).eval()?,
             });
             let grad = p.gradient(&loss.backward()?)?;
-            let progress = adam.steps() as f64 / total_steps;
-            adam.lr = LEARNING_RATE * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
             adam.step(&mut params, &grad)?;
             steps.finish(&options.device, before)?;
             if step % SHOW_EVERY == SHOW_EVERY - 1

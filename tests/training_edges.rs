@@ -162,6 +162,65 @@ fn half_precision_adam_leaves_untouched_elements_finite() {
 
 /// Settings out of their ranges are errors naming the setting and the range (PyTorch raises
 /// for each optimizer case), checked at every step since they may change between steps.
+/// A rate for each step, as a user writes one: a NaN at step 2.
+#[derive(Debug)]
+struct Halving;
+
+impl axes::optim::Schedule for Halving {
+    fn at(&self, step: usize) -> f64 {
+        [0.4, 0.2, f64::NAN][step.min(2)]
+    }
+}
+
+/// An optimizer's schedule gives each step its rate — SGD's and Adam's, counted from the
+/// first step on the parameters, and again from parameters of another size — and a rate out
+/// of range is an error naming the setting, the step not taken.
+#[test]
+fn schedules_give_each_step_its_rate() {
+    let mut params = two_parameters::<f64>();
+    let grad = gradient(&params, [1.0, 2.0, -1.0, 0.5]);
+    let mut sgd = Sgd::new(0.0, 0.0).with_schedule(Halving);
+    sgd.step(&mut params, &grad).unwrap();
+    assert_eq!(sgd.lr, 0.4);
+    sgd.step(&mut params, &grad).unwrap();
+    assert_eq!(sgd.lr, 0.2);
+    let flat = params.arena().storage().host().unwrap().to_vec();
+    // Plain SGD: -(0.4 + 0.2) g.
+    for (p, g) in values(&params, &flat).iter().zip([1.0, 2.0, -1.0, 0.5]) {
+        assert!((p + 0.6 * g).abs() < 1e-15, "{p} for gradient {g}");
+    }
+    let error = sgd.step(&mut params, &grad).unwrap_err().to_string();
+    assert!(error.contains("`Sgd::lr` is NaN"), "{error}");
+    assert_eq!(
+        params.arena().storage().host().unwrap().to_vec(),
+        flat,
+        "no step taken"
+    );
+    // Parameters of another size: the optimizer, and its count, start over.
+    let mut builder = ParamsBuilder::new();
+    builder
+        .add::<(Feature,)>("w", Feature.len(2), Init::Zeros, 2, 2)
+        .unwrap();
+    let mut others = builder.build::<f64>(0).unwrap();
+    let other_grad = Gradient::from_vec(&others, vec![1.0, 1.0]).unwrap();
+    sgd.step(&mut others, &other_grad).unwrap();
+    assert_eq!(sgd.lr, 0.4);
+
+    let schedule = WarmupCosine::new(1e-2, 1e-3, 3, 10).unwrap();
+    let (mut scheduled, mut by_hand) = (two_parameters::<f32>(), two_parameters::<f32>());
+    let grad = gradient(&scheduled, [1.0, -2.0, 0.5, 3.0]);
+    let grad_by_hand = gradient(&by_hand, [1.0, -2.0, 0.5, 3.0]);
+    let mut adam = Adam::new(0.0).with_schedule(schedule);
+    let mut manual = Adam::new(0.0);
+    for step in 0..12 {
+        adam.step(&mut scheduled, &grad).unwrap();
+        manual.lr = schedule.at(step);
+        manual.step(&mut by_hand, &grad_by_hand).unwrap();
+    }
+    let (a, b) = (scheduled.arena().storage(), by_hand.arena().storage());
+    assert_eq!(a.host().unwrap().to_vec(), b.host().unwrap().to_vec());
+}
+
 #[test]
 fn settings_out_of_range_are_named() {
     let mut params = two_parameters::<f32>();

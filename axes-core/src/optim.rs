@@ -10,6 +10,7 @@
 //! out of the arena earlier keep the values they had.
 
 use std::any::{Any, TypeId};
+use std::sync::Arc;
 
 use crate::Device;
 use crate::dispatch::{JointJob, Output, filled, placed, run_outputs};
@@ -31,10 +32,13 @@ use crate::tensor::Tensor;
 /// one outside its range.
 #[derive(Clone, Debug)]
 pub struct Sgd<T: Float> {
-    /// The learning rate (finite, ≥ 0).
+    /// The learning rate (finite, ≥ 0). With a schedule ([`Sgd::with_schedule`]) each step
+    /// first sets it to the schedule's rate for that step.
     pub lr: f64,
     /// The momentum μ (finite, ≥ 0; 0 for plain SGD).
     pub momentum: f64,
+    schedule: Option<Arc<dyn Schedule>>,
+    steps: usize,
     check_finite: bool,
     buffers: Buffers<T>,
 }
@@ -45,6 +49,8 @@ impl<T: Float> Sgd<T> {
         Sgd {
             lr,
             momentum,
+            schedule: None,
+            steps: 0,
             check_finite: false,
             buffers: Buffers::default(),
         }
@@ -58,11 +64,22 @@ impl<T: Float> Sgd<T> {
         self
     }
 
+    /// With the learning rate of each step taken from `schedule` (its step 0 the optimizer's
+    /// first step, counted again where it starts over on parameters of another size).
+    pub fn with_schedule(mut self, schedule: impl Schedule + 'static) -> Self {
+        self.schedule = Some(Arc::new(schedule));
+        self
+    }
+
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
     /// passes over the arena in host memory (the velocity; the parameters, which compute
     /// the velocity again rather than read it back), one launch on a device (two for
     /// half-precision parameters, updated in f32 with an f32 velocity and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
+        let step = self.buffers.steps_before(params, 1, self.steps);
+        if let Some(schedule) = &self.schedule {
+            self.lr = schedule.at(step);
+        }
         check_setting(
             "Sgd::lr",
             self.lr,
@@ -81,6 +98,7 @@ impl<T: Float> Sgd<T> {
         }
         let buffers = &mut self.buffers;
         buffers.prepare(params, 1)?;
+        self.steps = step + 1;
         let [mu, lr] = buffers.constants(params, [self.momentum, self.lr])?;
         let (p, g) = buffers.views(params, grad)?;
         let v = buffers.state(0);
@@ -96,7 +114,8 @@ impl<T: Float> Sgd<T> {
 /// one outside its range.
 #[derive(Clone, Debug)]
 pub struct Adam<T: Float> {
-    /// The learning rate (finite, ≥ 0).
+    /// The learning rate (finite, ≥ 0). With a schedule ([`Adam::with_schedule`]) each step
+    /// first sets it to the schedule's rate for that step.
     pub lr: f64,
     /// Decay of the first moment (in [0, 1)).
     pub beta1: f64,
@@ -107,6 +126,7 @@ pub struct Adam<T: Float> {
     /// Decoupled weight decay (AdamW): each step also takes `lr · weight_decay · p` off
     /// every parameter. 0 by default (finite, ≥ 0).
     pub weight_decay: f64,
+    schedule: Option<Arc<dyn Schedule>>,
     steps: i32,
     check_finite: bool,
     buffers: Buffers<T>,
@@ -121,6 +141,7 @@ impl<T: Float> Adam<T> {
             beta2: 0.999,
             eps: 1e-8,
             weight_decay: 0.0,
+            schedule: None,
             steps: 0,
             check_finite: false,
             buffers: Buffers::default(),
@@ -130,6 +151,33 @@ impl<T: Float> Adam<T> {
     /// With decoupled weight decay `weight_decay` (AdamW).
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
         self.weight_decay = weight_decay;
+        self
+    }
+
+    /// With the learning rate of each step taken from `schedule` (its step 0 the optimizer's
+    /// first step, counted again where it starts over on parameters of another size): the
+    /// optimizer counts the steps, so a training loop does not set `lr` by hand.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::nn::{Gradient, Init, ParamsBuilder};
+    /// use axes::optim::{Adam, WarmupCosine};
+    /// #[derive(Axis)] struct Feature;
+    /// let mut builder = ParamsBuilder::new();
+    /// builder.add::<(Feature,)>("bias", Feature.len(2), Init::Zeros, 2, 2)?;
+    /// let mut params = builder.build::<f32>(0)?;
+    /// let schedule = WarmupCosine::new(1e-2, 1e-3, 4, 20)?;
+    /// let mut adam = Adam::new(0.0).with_schedule(schedule);
+    /// let grad = Gradient::from_vec(&params, vec![1.0, -1.0])?;
+    /// for step in 0..6 {
+    ///     adam.step(&mut params, &grad)?;
+    ///     assert_eq!(adam.lr, schedule.at(step));
+    /// }
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn with_schedule(mut self, schedule: impl Schedule + 'static) -> Self {
+        self.schedule = Some(Arc::new(schedule));
         self
     }
 
@@ -195,14 +243,16 @@ impl<T: Float> Adam<T> {
     /// moments again rather than read them back), one launch on a device (two for
     /// half-precision parameters, updated in f32 with f32 moments and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
+        let step = self.buffers.steps_before(params, 2, self.steps as usize);
+        if let Some(schedule) = &self.schedule {
+            self.lr = schedule.at(step);
+        }
         self.check_settings()?;
         if self.check_finite {
             check_finite(params, grad)?;
         }
-        if self.buffers.prepare(params, 2)? {
-            self.steps = 0;
-        }
-        self.steps += 1;
+        self.buffers.prepare(params, 2)?;
+        self.steps = i32::try_from(step + 1).unwrap_or(i32::MAX);
         let (b1, b2) = (self.beta1, self.beta2);
         // Bias corrections folded into the step size and epsilon.
         let c1 = 1.0 - b1.powi(self.steps);
@@ -438,6 +488,19 @@ impl WarmupCosine {
     }
 }
 
+/// A learning rate for each step, that an optimizer owns and reads before each of its steps
+/// ([`Adam::with_schedule`], [`Sgd::with_schedule`]).
+pub trait Schedule: std::fmt::Debug + Send + Sync {
+    /// The rate for step `step` (counted from 0).
+    fn at(&self, step: usize) -> f64;
+}
+
+impl Schedule for WarmupCosine {
+    fn at(&self, step: usize) -> f64 {
+        WarmupCosine::at(self, step)
+    }
+}
+
 /// The buffers of the next parameters and of the next state.
 type Next<T> = (Storage<T>, Vec<Storage<<T as Float>::Wide>>);
 
@@ -495,20 +558,32 @@ impl<T: Float> Default for Buffers<T> {
 }
 
 impl<T: Float> Buffers<T> {
-    /// Makes `count` state buffers of zeros for `params` unless they are there already, on
-    /// the parameters' device; whether it made them (the optimizer starts over).
-    fn prepare(&mut self, params: &Params<T>, count: usize) -> Result<bool> {
+    /// Whether `count` state buffers for `params` are there (else the optimizer starts over).
+    fn fit(&self, params: &Params<T>, count: usize) -> bool {
         let arena = params.arena();
         let fits = |s: &Storage<T::Wide>| s.len() == arena.len() && s.device() == arena.device();
-        if self.state.len() == count && self.state.iter().all(fits) {
-            return Ok(false);
+        self.state.len() == count && self.state.iter().all(fits)
+    }
+
+    /// The steps taken on `params` before this one: `taken`, or 0 where the optimizer
+    /// starts over (its `count` state buffers do not fit them).
+    fn steps_before(&self, params: &Params<T>, count: usize, taken: usize) -> usize {
+        if self.fit(params, count) { taken } else { 0 }
+    }
+
+    /// Makes `count` state buffers of zeros for `params` unless they are there already, on
+    /// the parameters' device.
+    fn prepare(&mut self, params: &Params<T>, count: usize) -> Result<()> {
+        if self.fit(params, count) {
+            return Ok(());
         }
+        let arena = params.arena();
         self.state = (0..count)
             .map(|_| filled(arena.device(), arena.len(), T::Wide::zero()))
             .collect::<Result<_>>()?;
         self.spare_params = None;
         self.spare_state = vec![None; count];
-        Ok(true)
+        Ok(())
     }
 
     /// `values` as tensors of no axes, on the parameters' device (one buffer for all):
