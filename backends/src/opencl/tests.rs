@@ -6,10 +6,10 @@
 //! `AXES_REQUIRE_OPENCL=1` (as CI sets) they fail instead.
 
 use super::{Arg, OpenCl};
-use crate::global_size;
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
+use crate::{Index, global_size};
 use axes_core::ir::ReduceOp;
 use axes_kernels::{
     CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, Spec, elementwise, matmul, reduction,
@@ -332,6 +332,29 @@ fn random_reduction_kernels_match_the_reference() {
     }
 }
 
+/// The arguments of a rank-1 elementwise kernel of one input: `count` work items over
+/// `len` elements, written contiguously into `out`, read from `input` from `offset` by
+/// `stride`.
+fn one_input_args<'a>(
+    count: Index,
+    len: Index,
+    out: Arg<'a>,
+    input: Arg<'a>,
+    offset: Index,
+    stride: Index,
+) -> [Arg<'a>; 8] {
+    [
+        Arg::Index(count),
+        Arg::Index(len),
+        out,
+        Arg::Index(0),
+        Arg::Index(1),
+        input,
+        Arg::Index(offset),
+        Arg::Index(stride),
+    ]
+}
+
 /// Kernels are built once per source: a second launch reuses the program.
 #[test]
 fn kernels_are_cached_per_source() {
@@ -356,16 +379,7 @@ fn kernels_are_cached_per_source() {
     let input = cl.upload(&[1.0f32, 2.0, 3.0]).unwrap();
     let out = cl.upload(&[0.0f32; 3]).unwrap();
     let run = || {
-        let args = [
-            Arg::Index(3),
-            Arg::Index(3),
-            out.arg(),
-            Arg::Index(0),
-            Arg::Index(1),
-            input.arg(),
-            Arg::Index(2),
-            Arg::Index(-1),
-        ];
+        let args = one_input_args(3, 3, out.arg(), input.arg(), 2, -1);
         launch(cl, &kernel, false, &args, 64, 64).unwrap();
     };
     assert!(!cl.is_cached(&kernel));
@@ -375,16 +389,7 @@ fn kernels_are_cached_per_source() {
     // A reversed copy (stride -1), scaled.
     assert_eq!(cl.download(&out).unwrap(), [9.75, 6.5, 3.25]);
     // An index beyond 32 bits for a kernel generated with 32-bit indices is an error.
-    let args = [
-        Arg::Index(3_000_000_000),
-        Arg::Index(3),
-        out.arg(),
-        Arg::Index(0),
-        Arg::Index(1),
-        input.arg(),
-        Arg::Index(2),
-        Arg::Index(-1),
-    ];
+    let args = one_input_args(3_000_000_000, 3, out.arg(), input.arg(), 2, -1);
     let err = launch(cl, &kernel, false, &args, 64, 64)
         .unwrap_err()
         .to_string();
@@ -426,16 +431,7 @@ fn program_binaries_are_kept_on_disk() {
     let run = |cl: &OpenCl| {
         let input = cl.upload(&[1.0f32, 2.0, 4.0]).unwrap();
         let out = cl.upload(&[0.0f32; 3]).unwrap();
-        let args = [
-            Arg::Index(3),
-            Arg::Index(3),
-            out.arg(),
-            Arg::Index(0),
-            Arg::Index(1),
-            input.arg(),
-            Arg::Index(0),
-            Arg::Index(1),
-        ];
+        let args = one_input_args(3, 3, out.arg(), input.arg(), 0, 1);
         launch(cl, &kernel, false, &args, 64, 64).unwrap();
         assert_eq!(cl.download(&out).unwrap(), [2.75, 5.5, 11.0]);
     };
