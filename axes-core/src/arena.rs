@@ -227,6 +227,11 @@ impl<T: Element> Arena<T> {
         Ok(std::mem::replace(&mut self.storage, storage))
     }
 
+    /// The buffer, for an optimizer that writes it in place.
+    pub(crate) fn storage_mut(&mut self) -> &mut Storage<T> {
+        &mut self.storage
+    }
+
     /// Distinct for arenas built by different builders.
     pub(crate) fn id(&self) -> u64 {
         self.builder

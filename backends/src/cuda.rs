@@ -575,7 +575,9 @@ impl Cuda {
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
         // and checked that every element each leaf reads lies in its buffer (its whole
         // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
-        // target region the plan checked, held mutably, so no leaf reads it.
+        // target region the plan checked, held mutably, so no leaf reads it; a plan that
+        // writes over leaves (`JobPlan::in_place`) checked that no other leaf reads the
+        // positions written, and its kernel reads each before writing it.
         unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads) }
     }
 }
@@ -904,6 +906,13 @@ impl Backend for Cuda {
         saved: &AttentionSaved<'_>,
     ) -> Result<[DeviceMemory; 3]> {
         crate::attention::backward(self, job, saved, Dialect::Cuda)
+    }
+
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        match JobPlan::in_place(job, over, Dialect::Cuda)? {
+            Some(plan) => self.enqueue_plan(&plan, &job.leaves, &[]),
+            None => Ok(()),
+        }
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

@@ -575,7 +575,9 @@ impl OpenCl {
         // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
         // and checked that every element each leaf reads lies in its buffer (its whole
         // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
-        // target region the plan checked, held mutably, so no leaf reads it.
+        // target region the plan checked, held mutably, so no leaf reads it; a plan that
+        // writes over leaves (`JobPlan::in_place`) checked that no other leaf reads the
+        // positions written, and its kernel reads each before writing it.
         unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local) }
     }
 }
@@ -738,6 +740,13 @@ impl Backend for OpenCl {
             })
             .collect::<Result<Vec<_>>>()?;
         self.launch_plan(&plan, &job.leaves, &outs)
+    }
+
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        match JobPlan::in_place(job, over, Dialect::OpenCl)? {
+            Some(plan) => self.launch_plan(&plan, &job.leaves, &[]),
+            None => Ok(()),
+        }
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

@@ -50,11 +50,13 @@ struct KernelKey {
     op: Option<axes_core::ir::ReduceOp>,
     /// The nodes written, for a kernel of several results (else the last node).
     roots: Vec<usize>,
+    /// The leaves the results are written over, for a kernel that writes in place.
+    over: Option<Vec<usize>>,
     dialect: axes_kernels::Dialect,
 }
 
-/// The elementwise kernel (`op` `None`; writing the nodes `roots` when given) or reduction
-/// kernel for `spec`, generated once per process and then looked up: generating one takes
+/// The elementwise kernel (`op` `None`; writing the nodes `roots` when given, over the
+/// leaves `over` when given) or reduction kernel for `spec`, generated once per process and then looked up: generating one takes
 /// about 10 µs, as long as a small kernel runs, and a training step asks for the same few
 /// kernels every time.
 fn generated(
@@ -63,6 +65,7 @@ fn generated(
     reduced: usize,
     op: Option<axes_core::ir::ReduceOp>,
     roots: &[usize],
+    over: Option<&[usize]>,
     dialect: axes_kernels::Dialect,
 ) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
     static KERNELS: LazyLock<Mutex<HashMap<KernelKey, Arc<axes_kernels::Kernel>>>> =
@@ -76,15 +79,17 @@ fn generated(
         reduced,
         op,
         roots: roots.to_vec(),
+        over: over.map(<[usize]>::to_vec),
         dialect,
     };
     if let Some(kernel) = KERNELS.lock().expect("never poisoned").get(&key) {
         return Ok(Arc::clone(kernel));
     }
-    let kernel = Arc::new(match op {
-        Some(op) => axes_kernels::reduction(spec, kept, reduced, op, dialect)?,
-        None if roots.is_empty() => axes_kernels::elementwise(spec, kept, dialect)?,
-        None => axes_kernels::elementwise_outputs(spec, roots, kept, dialect)?,
+    let kernel = Arc::new(match (op, over) {
+        (_, Some(over)) => axes_kernels::elementwise_in_place(spec, roots, over, kept, dialect)?,
+        (Some(op), None) => axes_kernels::reduction(spec, kept, reduced, op, dialect)?,
+        (None, None) if roots.is_empty() => axes_kernels::elementwise(spec, kept, dialect)?,
+        (None, None) => axes_kernels::elementwise_outputs(spec, roots, kept, dialect)?,
     });
     let mut kernels = KERNELS.lock().expect("never poisoned");
     Ok(Arc::clone(kernels.entry(key).or_insert(kernel)))
@@ -164,7 +169,15 @@ impl JobPlan {
         if reduction {
             args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
         }
-        let kernel = generated(&spec, job.kept.len(), job.reduced.len(), op, &[], dialect)?;
+        let kernel = generated(
+            &spec,
+            job.kept.len(),
+            job.reduced.len(),
+            op,
+            &[],
+            None,
+            dialect,
+        )?;
         args.extend(
             job.kept
                 .iter()
@@ -282,7 +295,7 @@ impl JobPlan {
             wide: Spec::needs_wide(largest),
         };
         let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
-        let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, dialect)?;
+        let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, None, dialect)?;
         let mut args = vec![Slot::Index(count as Index)];
         args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
         let (sources, written) = merged.leaves.split_at(job.leaves.len());
@@ -291,6 +304,69 @@ impl JobPlan {
             args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
         }
         for (k, leaf) in sources.iter().enumerate() {
+            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
+            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+        }
+        Ok(Some(JobPlan {
+            kernel,
+            wide: spec.wide,
+            args,
+            items: count,
+            reduction: false,
+            out_bytes: 0,
+            splits: 1,
+            partial: job.out,
+        }))
+    }
+}
+
+impl JobPlan {
+    /// The plan for `job` with result `k` written over leaf `over[k]` in place, by one
+    /// elementwise kernel over the merged axes; `None` when the results are empty. An error
+    /// unless [`MultiJob::check_in_place`](axes_core::protocol::MultiJob::check_in_place)
+    /// allows it.
+    pub(crate) fn in_place(
+        job: &axes_core::protocol::MultiJob<'_>,
+        over: &[usize],
+        dialect: axes_kernels::Dialect,
+    ) -> axes_core::Result<Option<JobPlan>> {
+        use axes_core::protocol::Job;
+        use axes_kernels::{CType, Spec};
+        job.check_in_place(over)?;
+        let out = CType::of(job.out)?;
+        let types = (job.leaves.iter())
+            .map(|leaf| CType::of(leaf.dtype))
+            .collect::<axes_core::Result<Vec<_>>>()?;
+        let (merged, _) = Job {
+            ir: axes_core::ir::Ir::default(),
+            leaves: job.leaves.clone(),
+            kept: job.lens.clone(),
+            reduced: Vec::new(),
+            reduce: axes_core::ir::ReduceOp::Sum,
+            out: job.out,
+        }
+        .merged(None);
+        let count: usize = merged.kept.iter().product();
+        if count == 0 {
+            return Ok(None);
+        }
+        let largest = (merged.leaves.iter())
+            .map(|leaf| leaf.memory.bytes() / leaf.dtype.size())
+            .chain([count])
+            .max()
+            .unwrap_or(0);
+        let spec = Spec {
+            ir: &job.ir,
+            leaves: &types,
+            out,
+            wide: Spec::needs_wide(largest),
+        };
+        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
+        let rank = merged.kept.len();
+        let kernel = generated(&spec, rank, 0, None, &roots, Some(over), dialect)?;
+        let mut args = vec![Slot::Index(count as Index)];
+        args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
+        for (k, leaf) in merged.leaves.iter().enumerate() {
             args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
             args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
         }

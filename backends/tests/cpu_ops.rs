@@ -149,6 +149,9 @@ impl axes::protocol::Backend for ResultByResult {
     ) -> axes::Result<()> {
         CPU_BACKEND.run_into(job, target)
     }
+    fn run_in_place(&self, job: &axes::protocol::MultiJob<'_>, over: &[usize]) -> axes::Result<()> {
+        CPU_BACKEND.run_in_place(job, over)
+    }
     fn matmul(
         &self,
         job: &axes::protocol::MatmulJob<'_>,
@@ -164,6 +167,12 @@ fn random_multi_into_jobs_match_the_reference() {
         "{ran} random jobs written into buffers matched on {}",
         device()
     );
+}
+
+#[test]
+fn random_in_place_jobs_match_the_reference() {
+    let ran = common::jobs::random_in_place_jobs(&CPU_BACKEND, 48);
+    println!("{ran} random jobs written in place matched on {}", device());
 }
 
 #[test]

@@ -169,6 +169,16 @@ fn gpu_random_multi_jobs_match_the_reference() {
 }
 
 #[test]
+fn gpu_random_in_place_jobs_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let ran = common::jobs::random_in_place_jobs(cuda, 48);
+    println!(
+        "{ran} random jobs written in place matched on {}",
+        axes::Device::Backend(cuda)
+    );
+}
+
+#[test]
 fn gpu_random_multi_into_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
     let ran = common::jobs::random_multi_into_jobs(cuda, 48);

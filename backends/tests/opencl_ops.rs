@@ -134,6 +134,18 @@ fn random_multi_into_jobs_match_the_reference() {
 }
 
 #[test]
+fn random_in_place_jobs_match_the_reference() {
+    let Some(cl) = common::opencl_device() else {
+        return;
+    };
+    let ran = common::jobs::random_in_place_jobs(cl, 12);
+    println!(
+        "{ran} random jobs written in place matched on {}",
+        Device::Backend(cl)
+    );
+}
+
+#[test]
 fn gradients_match_the_cpu() {
     let Some(device) = device() else { return };
     common::ops::gradients(&device);

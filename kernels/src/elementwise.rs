@@ -42,16 +42,75 @@ pub fn elementwise_outputs(
     rank: usize,
     dialect: Dialect,
 ) -> Result<Kernel> {
+    outputs_kernel(spec, roots, None, rank, dialect)
+}
+
+/// An elementwise kernel of rank `rank` writing the value of each of the IR nodes `roots`
+/// over the elements of leaf `over[j]` in place, in one pass: every leaf is loaded before
+/// any value is stored, and a written leaf is read only at the positions it is written, so
+/// each element is read and then overwritten by one work item. Its arguments are those of
+/// [`elementwise`] without an output; the written leaves' pointers are not `const`. How an
+/// optimizer updates parameters and moments in buffers that never change.
+///
+/// ```
+/// use axes_core::ir::{BinaryOp, Ir, IrNode};
+/// use axes_kernels::{CType, Dialect, Spec, elementwise_in_place};
+///
+/// // m = 0.9 m + g, written over m
+/// let mut ir = Ir::default();
+/// let (m, g) = (ir.leaf(), ir.leaf());
+/// let decay = ir.push(IrNode::Scalar(0.9));
+/// let kept = ir.push(IrNode::Binary(BinaryOp::Mul, decay, m));
+/// let next_m = ir.push(IrNode::Binary(BinaryOp::Add, kept, g));
+/// let spec = Spec { ir: &ir, leaves: &[CType::F32; 2], out: CType::F32, wide: false };
+/// let kernel = elementwise_in_place(&spec, &[next_m], &[0], 1, Dialect::Cuda)?;
+/// assert!(kernel.source.contains("in_0[p_0] =") && !kernel.source.contains("out_0"));
+/// # Ok::<(), axes_core::Error>(())
+/// ```
+pub fn elementwise_in_place(
+    spec: &Spec<'_>,
+    roots: &[usize],
+    over: &[usize],
+    rank: usize,
+    dialect: Dialect,
+) -> Result<Kernel> {
+    if over.len() != roots.len() || over.iter().any(|&k| k >= spec.leaves.len()) {
+        return Err(axes_core::Error::Unsupported {
+            what: format!(
+                "{} results written over leaves {over:?} of {}",
+                roots.len(),
+                spec.leaves.len()
+            ),
+        });
+    }
+    if over.iter().any(|&k| spec.leaves[k] != spec.out) {
+        return Err(axes_core::Error::Unsupported {
+            what: "a result written in place over a leaf of another element type".into(),
+        });
+    }
+    outputs_kernel(spec, roots, Some(over), rank, dialect)
+}
+
+/// [`elementwise_outputs`], or with `over` [`elementwise_in_place`].
+fn outputs_kernel(
+    spec: &Spec<'_>,
+    roots: &[usize],
+    over: Option<&[usize]>,
+    rank: usize,
+    dialect: Dialect,
+) -> Result<Kernel> {
     let idx = index_type(spec.wide, dialect);
     let mut params = vec![format!("{idx} n")];
     params.extend((0..rank).map(|a| format!("{idx} len_{a}")));
-    for j in 0..roots.len() {
+    let outputs = if over.is_some() { 0 } else { roots.len() };
+    for j in 0..outputs {
         params.push(format!("{} out_{j}", pointer(dialect, spec.out, false)));
         params.push(format!("{idx} out_{j}_off"));
         params.extend((0..rank).map(|a| format!("{idx} out_{j}_s_{a}")));
     }
     for (k, &ty) in spec.leaves.iter().enumerate() {
-        params.push(format!("{} in_{k}", pointer(dialect, ty, true)));
+        let written = over.is_some_and(|over| over.contains(&k));
+        params.push(format!("{} in_{k}", pointer(dialect, ty, !written)));
         params.push(format!("{idx} in_{k}_off"));
         params.extend((0..rank).map(|a| format!("{idx} in_{k}_s_{a}")));
     }
@@ -68,7 +127,7 @@ pub fn elementwise_outputs(
     let mut body = String::new();
     writeln!(body, "  for ({idx} i = {gid}; i < n; i += {gsize}) {{").unwrap();
     writeln!(body, "    {idx} rest = i;").unwrap();
-    for j in 0..roots.len() {
+    for j in 0..outputs {
         writeln!(body, "    {idx} o_{j} = out_{j}_off;").unwrap();
     }
     for k in 0..spec.leaves.len() {
@@ -77,7 +136,7 @@ pub fn elementwise_outputs(
     for a in (0..rank).rev() {
         let c = coordinate(idx, a, "rest", &format!("len_{a}"));
         writeln!(body, "    {{ {c}").unwrap();
-        for j in 0..roots.len() {
+        for j in 0..outputs {
             writeln!(body, "      o_{j} += c * out_{j}_s_{a};").unwrap();
         }
         for k in 0..spec.leaves.len() {
@@ -89,20 +148,21 @@ pub fn elementwise_outputs(
         .map(|(k, &ty)| emit::load(&format!("in_{k}"), &format!("p_{k}"), ty, dialect))
         .collect();
     let values = emit::expressions(spec, roots, dialect, &loads, &mut body, "    ")?;
+    // Every value is held in a variable before the first store (see `emit::expressions`),
+    // so no store can reach a load of the same iteration.
     for (j, value) in values.iter().enumerate() {
-        let store = emit::store(
-            &format!("out_{j}"),
-            &format!("o_{j}"),
-            value,
-            spec.out,
-            dialect,
-        );
+        let (array, index) = match over {
+            Some(over) => (format!("in_{}", over[j]), format!("p_{}", over[j])),
+            None => (format!("out_{j}"), format!("o_{j}")),
+        };
+        let store = emit::store(&array, &index, value, spec.out, dialect);
         writeln!(body, "    {store}").unwrap();
     }
     body.push_str("  }\n");
-    let kind = match roots.len() {
-        1 => format!("ew{rank}"),
-        outputs => format!("ew{rank}x{outputs}"),
+    let kind = match (over, roots.len()) {
+        (Some(_), outputs) => format!("ew{rank}i{outputs}"),
+        (None, 1) => format!("ew{rank}"),
+        (None, outputs) => format!("ew{rank}x{outputs}"),
     };
     Ok(finish(spec, dialect, &kind, &params, &body))
 }

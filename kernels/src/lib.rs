@@ -52,7 +52,7 @@ pub use attention::{
     ATTENTION_GROUP, ATTENTION_MAX_WIDTH, AttentionArg, AttentionInput, AttentionPass,
     AttentionSpec, attention,
 };
-pub use elementwise::{elementwise, elementwise_outputs};
+pub use elementwise::{elementwise, elementwise_in_place, elementwise_outputs};
 pub use matmul::{MATMUL_TILE, matmul};
 pub use reduction::{REDUCE_GROUP, reduction};
 

@@ -33,6 +33,18 @@ impl<'a> JointJob<'a> {
         self.ir.splice(&expr.ir(), &map)
     }
 
+    /// The index of the leaf reading `tensor`, added where it is new.
+    pub(crate) fn leaf_of<T: crate::element::Element, A: crate::list::AxisSet>(
+        &mut self,
+        tensor: &'a crate::tensor::Tensor<T, A>,
+    ) -> usize {
+        let node = self.add(tensor);
+        match self.ir.nodes[node] {
+            crate::ir::IrNode::Leaf(k) => k,
+            _ => unreachable!("a tensor is one leaf"),
+        }
+    }
+
     /// The index of the leaf reading `buffer` through `layout`, added where it is new.
     fn leaf(&mut self, layout: LeafLayout<'a>, buffer: LeafBuffer<'a>) -> usize {
         let same = |(l, b): &(LeafLayout<'a>, LeafBuffer<'a>)| {

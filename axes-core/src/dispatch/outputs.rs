@@ -316,6 +316,67 @@ fn on_device<T: Num>(
     Ok(results)
 }
 
+/// Computes the nodes `roots[k]` of `ir` over the iteration axes `lens` from `inputs` (leaf
+/// `k` reads `inputs[k]`), result `k` written over the elements of input `over[k]` in place,
+/// as one job on the device the inputs share (see
+/// [`Backend::run_in_place`](crate::protocol::Backend::run_in_place)): how an optimizer
+/// updates the parameters and its state in buffers that stay the same from step to step.
+/// The caller holds each written buffer as its only user, its host copy dropped
+/// ([`unique_for_writing`]). Device buffers only: host memory is written by the typed engine.
+pub(crate) fn run_in_place<T: Num>(
+    ir: &Ir,
+    lens: &[usize],
+    inputs: &[Input<'_>],
+    roots: &[usize],
+    over: &[usize],
+) -> Result<()> {
+    let Some(Device::Backend(backend)) = common_device(inputs.iter().map(Input::device))? else {
+        return Err(Error::Unsupported {
+            what: "a job written in place over buffers in host memory".into(),
+        });
+    };
+    let device = Device::Backend(backend);
+    let leaves = (inputs.iter())
+        .map(|input| match input.data {
+            InputData::Device(_, dtype, memory) => Ok(JobLeaf {
+                dtype,
+                memory,
+                offset: input.offset,
+                strides: input.strides.clone(),
+            }),
+            InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let all: Vec<usize> = (0..lens.len()).collect();
+    let job = MultiJob {
+        ir: ir.clone(),
+        leaves,
+        lens: lens.to_vec(),
+        out: T::DTYPE,
+        outputs: (roots.iter())
+            .map(|&root| JobOutput {
+                root,
+                kept: all.clone(),
+                reduce: ReduceOp::Sum,
+                start: None,
+            })
+            .collect(),
+    };
+    backend.run_in_place(&job, over)
+}
+
+/// Makes `storage` a buffer that only this handle holds, with no host copy, for a job that
+/// writes it in place ([`run_in_place`]): a shared device buffer is copied first (the other
+/// handles keep the values they had). Host buffers are left as they are.
+pub(crate) fn unique_for_writing<T: Num>(storage: &mut Storage<T>) -> Result<()> {
+    if storage.device() == Device::Cpu || storage.unique_memory().is_some() {
+        return Ok(());
+    }
+    *storage = written_out(storage, &Layout::row_major(&[storage.len()]))?.0;
+    storage.unique_memory();
+    Ok(())
+}
+
 /// `storage`, on `device`, as a job's leaf.
 fn device_leaf<T: Num>(
     storage: &Storage<T>,

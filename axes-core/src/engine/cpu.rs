@@ -6,6 +6,8 @@
 //! It is a test device: `axes_backends::cpu` makes it public, as
 //! `Device::Backend(&CPU_BACKEND)`, so that the device lowering runs on every `cargo test`.
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use half::{bf16, f16};
 
 use super::attention::{self as kernel, MaskRows, RowMajorRows, Rows, Saved};
@@ -32,29 +34,40 @@ pub struct CpuBackend {
     name: &'static str,
 }
 
-/// A buffer of the CPU backend: bytes in host memory.
-struct HostBytes(Vec<u8>);
+/// A buffer of the CPU backend: bytes in host memory, behind a lock so that a job can write
+/// a buffer its leaves hold in place ([`Backend::run_in_place`]), as a device kernel does.
+struct HostBytes(Mutex<Vec<u8>>);
 
-/// The elements of a buffer of this backend, read as `T`.
-fn host_elements<T: Element>(memory: &DeviceMemory) -> Result<HostVec<T>> {
+/// The bytes of a buffer of this backend.
+fn bytes_of(memory: &DeviceMemory) -> Result<MutexGuard<'_, Vec<u8>>> {
     let HostBytes(bytes) = memory
         .buffer::<HostBytes>()
         .ok_or_else(|| Error::Unsupported {
             what: "a buffer of another device in a job on the CPU backend".into(),
         })?;
+    Ok(bytes.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The elements of a buffer of this backend, read as `T`.
+fn host_elements<T: Element>(memory: &DeviceMemory) -> Result<HostVec<T>> {
+    let bytes = bytes_of(memory)?;
     // `from_bytes` refuses a length that is not a whole number of elements.
     from_bytes(
-        bytes,
+        &bytes,
         bytes.len() / std::mem::size_of::<T>(),
         Device::Backend(&CPU_BACKEND),
     )
 }
 
+/// A buffer of this backend holding `bytes`.
+fn memory_of_bytes(bytes: Vec<u8>) -> DeviceMemory {
+    let len = bytes.len();
+    DeviceMemory::new(HostBytes(Mutex::new(bytes)), len)
+}
+
 /// A buffer of this backend holding `values`.
 fn memory_of<T: Element>(values: &[T]) -> DeviceMemory {
-    let bytes = as_bytes(values).to_vec();
-    let len = bytes.len();
-    DeviceMemory::new(HostBytes(bytes), len)
+    memory_of_bytes(as_bytes(values).to_vec())
 }
 
 /// An operand of an attention job as the kernel reads it, its elements `data`.
@@ -192,16 +205,11 @@ impl Backend for CpuBackend {
     }
 
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(DeviceMemory::new(HostBytes(bytes.to_vec()), bytes.len()))
+        Ok(memory_of_bytes(bytes.to_vec()))
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
-        let HostBytes(bytes) = memory
-            .buffer::<HostBytes>()
-            .ok_or_else(|| Error::Unsupported {
-                what: "downloading a buffer of another device from the CPU backend".into(),
-            })?;
-        Ok(bytes.clone())
+        Ok(bytes_of(memory)?.clone())
     }
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
@@ -322,6 +330,35 @@ impl Backend for CpuBackend {
         interp::compile_and_run(&job.ir, &roots, &job.lens, job.out, &sources, &mut sinks)?;
         drop(sinks);
         Ok(outs.into_iter().map(Values::into_memory).collect())
+    }
+
+    /// The results computed as by [`Backend::run_multi`], then each copied over its leaf.
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        job.check_in_place(over)?;
+        let results = self.run_multi(job)?;
+        for ((output, fresh), &k) in job.outputs.iter().zip(&results).zip(over) {
+            let leaf = &job.leaves[k];
+            let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
+            let fresh = Values::read(fresh, job.out)?;
+            let mut block = Values::read(leaf.memory, job.out)?;
+            interp::run(
+                &Program::copy(job.out),
+                &kept,
+                &[StridedSource {
+                    data: fresh.elements(),
+                    offset: 0,
+                    strides: row_major_strides(&kept),
+                }],
+                &mut [StridedSink {
+                    data: block.elements_mut(),
+                    offset: leaf.offset,
+                    strides: output.kept.iter().map(|&a| leaf.strides[a]).collect(),
+                    combine: None,
+                }],
+            )?;
+            *bytes_of(leaf.memory)? = with_values!(&block, v => as_bytes(v).to_vec());
+        }
+        Ok(())
     }
 
     fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {

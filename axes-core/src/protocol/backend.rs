@@ -65,6 +65,18 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// Runs `job` with result `k` written over the elements of leaf `over[k]` in place (see
+    /// [`MultiJob::check_in_place`] for what it may be): how an optimizer updates the
+    /// parameters and its state in buffers that never change, so that a recorded step's
+    /// buffers stay the ones it recorded. The caller holds each written buffer as its only
+    /// user. The default refuses.
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        let _ = (job, over);
+        Err(Error::Unsupported {
+            what: format!("writing results in place on {}", self.name()),
+        })
+    }
+
     /// Waits until the work queued on the device is done (reads wait by themselves; this is
     /// for timing). The default has nothing to wait for.
     fn synchronize(&self) -> Result<()> {

@@ -285,6 +285,100 @@ impl MultiJob<'_> {
     }
 }
 
+impl MultiJob<'_> {
+    /// An error unless `job` can write result `k` over leaf `over[k]` in place
+    /// ([`Backend::run_in_place`]): one written leaf per result, distinct, of the result's
+    /// type, in reach and reaching no position twice; every result keeps every iteration
+    /// axis and starts from nothing; and every other leaf of a written leaf's buffer reads
+    /// none of the positions written (each position is read through the leaf that writes
+    /// it, at the iteration that writes it, so the order of work items cannot matter).
+    ///
+    /// ```
+    /// use axes_core::element::DType;
+    /// use axes_core::ir::{Ir, ReduceOp};
+    /// use axes_core::protocol::{DeviceMemory, JobLeaf, JobOutput, MultiJob};
+    /// let memory = DeviceMemory::new((), 16); // four f32
+    /// let leaf = |offset, strides: Vec<isize>| JobLeaf { dtype: DType::F32, memory: &memory, offset, strides };
+    /// let mut ir = Ir::default();
+    /// let (a, _) = (ir.leaf(), ir.leaf());
+    /// let output = JobOutput { root: a, kept: vec![0], reduce: ReduceOp::Sum, start: None };
+    /// let job = |leaves| MultiJob { ir: ir.clone(), leaves, lens: vec![2], out: DType::F32, outputs: vec![output.clone()] };
+    /// // elements 0..2 written over themselves, 2..4 read: fine
+    /// assert!(job(vec![leaf(0, vec![1]), leaf(2, vec![1])]).check_in_place(&[0]).is_ok());
+    /// // elements 1..3 read while 0..2 are written: refused
+    /// assert!(job(vec![leaf(0, vec![1]), leaf(1, vec![1])]).check_in_place(&[0]).is_err());
+    /// // one element written twice
+    /// assert!(job(vec![leaf(0, vec![0]), leaf(2, vec![1])]).check_in_place(&[0]).is_err());
+    /// ```
+    pub fn check_in_place(&self, over: &[usize]) -> Result<()> {
+        let refuse = |what: String| Err(Error::Unsupported { what });
+        if over.len() != self.outputs.len() {
+            return refuse(format!(
+                "{} results written over {} leaves",
+                self.outputs.len(),
+                over.len()
+            ));
+        }
+        let rank = self.lens.len();
+        for output in &self.outputs {
+            let mut kept = output.kept.clone();
+            kept.sort_unstable();
+            if output.start.is_some() || !kept.iter().copied().eq(0..rank) {
+                return refuse("a result written in place that reduces or accumulates".into());
+            }
+        }
+        for (j, &k) in over.iter().enumerate() {
+            let Some(leaf) = self.leaves.get(k) else {
+                return refuse(format!(
+                    "a result written over leaf {k} of {}",
+                    self.leaves.len()
+                ));
+            };
+            if over[..j].contains(&k) {
+                return refuse(format!("two results written over leaf {k}"));
+            }
+            if leaf.dtype != self.out {
+                return refuse(format!(
+                    "a result of {} written over a leaf of {}",
+                    self.out.name(),
+                    leaf.dtype.name()
+                ));
+            }
+            leaf.check_reach(&self.lens)?;
+            if !crate::layout::injective(&self.lens, &leaf.strides) {
+                return refuse(format!(
+                    "a result written in place through strides {:?} over lengths {:?}, which \
+                     reach one position twice",
+                    leaf.strides, self.lens
+                ));
+            }
+            let written = span(leaf, &self.lens);
+            for (other, read) in self.leaves.iter().enumerate() {
+                let overlaps = || {
+                    let (start, end) = span(read, &self.lens);
+                    start <= written.1 && written.0 <= end
+                };
+                if other != k && std::ptr::eq(read.memory, leaf.memory) && overlaps() {
+                    return refuse(format!(
+                        "leaf {other} reading positions that leaf {k} is overwritten at"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first and last positions (in elements) `leaf` reaches over `lens`, of a job with
+/// elements (its reach checked).
+fn span(leaf: &JobLeaf<'_>, lens: &[usize]) -> (isize, isize) {
+    let offset = leaf.offset as isize;
+    (leaf.strides.iter().zip(lens)).fold((offset, offset), |(low, high), (&s, &l)| {
+        let far = s * (l.max(1) as isize - 1);
+        (low + far.min(0), high + far.max(0))
+    })
+}
+
 /// Runs `job` on `backend` one result at a time, each as a [`Job`] (see
 /// [`MultiJob::output_job`]), its starting values combined in by a second job when the
 /// first reduces.

@@ -329,6 +329,12 @@ impl Backend for Recording {
         }
         CPU_BACKEND.run_multi_into(job, targets)
     }
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> axes_core::Result<()> {
+        if let Some(plan) = JobPlan::in_place(job, over, Dialect::Cuda)? {
+            self.keep(&plan.kernel);
+        }
+        CPU_BACKEND.run_in_place(job, over)
+    }
     fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
         // cuBLAS runs f32 and f64 products on a GPU; the tiled kernel is the fallback.
         self.keep(&JobPlan::matmul(job, Dialect::Cuda)?.kernel);
@@ -401,8 +407,9 @@ fn every_kernel_of_a_training_step_compiles_for_cuda() {
         "only {} kernels recorded",
         kernels.len()
     );
-    // Adam writes parameters and two moments in one launch, SGD parameters and velocity.
-    for fused in ["axes_ew1x3_", "axes_ew1x2_"] {
+    // Adam writes parameters and two moments over themselves in one launch, SGD parameters
+    // and velocity; each advances its step scalars (four and two) in place first.
+    for fused in ["axes_ew1i3_", "axes_ew1i2_", "axes_ew0i4_", "axes_ew0i2_"] {
         assert!(
             kernels.iter().any(|k| k.name.starts_with(fused)),
             "no {fused} kernel recorded"

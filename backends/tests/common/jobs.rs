@@ -449,3 +449,100 @@ pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
     }
     cases
 }
+
+/// Runs `cases` random jobs on `backend` whose results are written over leaves in place
+/// ([`Backend::run_in_place`]): random shapes, 0–2 read-only operands of random strides
+/// (broadcast and padded), and 1–2 written leaves, each a random dense region of a buffer of
+/// its own that the expression also reads; each result must equal the reference computed
+/// from the values before the job, and every element outside the regions keep its value.
+/// Returns the number of cases run.
+pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(46);
+    for case in 0..cases {
+        let (dtype, round, tolerance) = case_type(case);
+        let rank = rng.random_range(0..=3);
+        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let operands: Vec<Operand> = (0..rng.random_range(0..=2))
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
+        let regions: Vec<Region> = (0..rng.random_range(1..=2))
+            .map(|_| Region::random(&mut rng, &lens))
+            .collect();
+        let ir = random_ir(&mut rng, operands.len() + regions.len(), 5);
+        let numeric: Vec<usize> = (0..ir.nodes.len())
+            .filter(|&i| !matches!(ir.nodes[i], IrNode::Compare(..)))
+            .collect();
+        let roots: Vec<usize> = (0..regions.len())
+            .map(|_| numeric[rng.random_range(0..numeric.len())])
+            .collect();
+        let upload = |values: &[f64]| backend.upload(&bytes_of(values, dtype)).unwrap();
+        let memories: Vec<DeviceMemory> = (operands.iter().map(|o| upload(&o.data)))
+            .chain(regions.iter().map(|r| upload(&r.before)))
+            .collect();
+        let layouts = (operands.iter().map(|o| (o.offset, &o.strides)))
+            .chain(regions.iter().map(|r| (r.offset, &r.strides)));
+        let job = MultiJob {
+            ir: ir.clone(),
+            leaves: (layouts.zip(&memories))
+                .map(|((offset, strides), memory)| JobLeaf {
+                    dtype,
+                    memory,
+                    offset: offset as usize,
+                    strides: strides.iter().map(|&s| s as isize).collect(),
+                })
+                .collect(),
+            lens: lens.clone(),
+            out: dtype,
+            outputs: (roots.iter())
+                .map(|&root| JobOutput {
+                    root,
+                    kept: (0..rank).collect(),
+                    reduce: ReduceOp::Sum,
+                    start: None,
+                })
+                .collect(),
+        };
+        let over: Vec<usize> = (0..regions.len()).map(|k| operands.len() + k).collect();
+        backend.run_in_place(&job, &over).unwrap();
+        for (k, (root, region)) in roots.iter().zip(&regions).enumerate() {
+            let memory = &memories[operands.len() + k];
+            let mut after = values_of(&backend.download(memory).unwrap(), dtype);
+            let sub = ir.pruned(*root);
+            for index in indices(&lens) {
+                let at = |offset: i64, strides: &[i64]| {
+                    let steps = index.iter().zip(strides).map(|(&i, &s)| i as i64 * s);
+                    (offset + steps.sum::<i64>()) as usize
+                };
+                let values: Vec<f64> = (operands.iter().map(|o| o.at(&index)))
+                    .chain(regions.iter().map(|r| r.before[at(r.offset, &r.strides)]))
+                    .map(round)
+                    .collect();
+                let expected = eval(&sub, &values, round);
+                let position = at(region.offset, &region.strides);
+                assert!(
+                    close(after[position], expected, tolerance),
+                    "case {case}, result {k} ({} over {lens:?}) at {index:?}: {} vs \
+                     {expected}\nexpression {sub}",
+                    dtype.name(),
+                    after[position],
+                );
+                after[position] = round_to(region.before[position], dtype);
+            }
+            let before: Vec<f64> = region.before.iter().map(|&v| round_to(v, dtype)).collect();
+            assert_eq!(
+                after, before,
+                "case {case}, result {k}: elements outside the region"
+            );
+        }
+        // A job with another leaf reading the positions a result overwrites is refused.
+        let mut overlapping = job.clone();
+        overlapping.outputs.truncate(1);
+        overlapping.leaves.push(job.leaves[over[0]].clone());
+        let refused = backend.run_in_place(&overlapping, &over[..1]);
+        assert!(
+            refused.is_err(),
+            "case {case}: an overlapping leaf was accepted"
+        );
+    }
+    cases
+}

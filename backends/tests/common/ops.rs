@@ -977,6 +977,7 @@ pub fn training_steps(device: &Device) -> usize {
             // clipped to a global norm below the gradients' (so it scales them)
             let (g_here, norm_here) = clip_grad_norm(&here, g_here, 0.05).unwrap();
             let (g_there, norm_there) = clip_grad_norm(&there, g_there, 0.05).unwrap();
+            let (norm_here, norm_there) = (norm_here.to_vec()[0], norm_there.to_vec()[0]);
             assert!(norm_here > 0.05 && (norm_here - norm_there).abs() < 1e-4 * norm_here);
             assert_eq!(g_there.device(), *device);
             compare(
@@ -984,6 +985,12 @@ pub fn training_steps(device: &Device) -> usize {
                 &g_here.to_vec().unwrap(),
                 &g_there.to_vec().unwrap(),
             );
+            // A step on a device writes the parameters over themselves: the buffer stays.
+            let buffer = |params: &Params<f32>| {
+                let memory = params.arena().storage().device_memory();
+                memory.map(|m| m as *const axes::protocol::DeviceMemory)
+            };
+            let before = buffer(&there);
             if adam {
                 adam_here.step(&mut here, &g_here).unwrap();
                 adam_there.step(&mut there, &g_there).unwrap();
@@ -991,6 +998,7 @@ pub fn training_steps(device: &Device) -> usize {
                 sgd_here.step(&mut here, &g_here).unwrap();
                 sgd_there.step(&mut there, &g_there).unwrap();
             }
+            assert!(before.is_some() && buffer(&there) == before);
             assert_eq!(there.device(), *device);
             let values = there.to(&Device::Cpu).unwrap();
             compare("parameters", here.arena().flat(), values.arena().flat());

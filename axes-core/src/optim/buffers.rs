@@ -1,0 +1,286 @@
+//! An optimizer's buffers: its state beside the parameter arena, the scalars each step
+//! computes on the device, and how an update written as typed expressions runs.
+
+use std::any::TypeId;
+
+use crate::Device;
+use crate::dispatch::{
+    Input, JointJob, Output, filled, placed, run_in_place, run_outputs, unique_for_writing,
+};
+use crate::element::Element;
+use crate::error::Result;
+use crate::eval::ExprExt;
+use crate::expr::Expr;
+use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp};
+use crate::layout::Layout;
+use crate::nn::params::{ArenaElement, Flat, flat};
+use crate::nn::{Gradient, Params};
+use crate::num::Float;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// One result of an optimizer's update, written once as a typed expression over the arena's
+/// elements: in host memory a pass of the typed engine of its own, on a device a part of the
+/// one job that computes every result.
+pub(super) trait ArenaUpdate<W: Float> {
+    /// The result, in `spare` where nothing else holds it, else in a new buffer.
+    fn written(&self, spare: &mut Option<Storage<W>>) -> Result<Storage<W>>;
+    /// Its nodes and leaves added to `job`; the node holding it.
+    fn joined<'a>(&'a self, job: &mut JointJob<'a>) -> usize;
+}
+
+impl<W: Float, E> ArenaUpdate<W> for E
+where
+    E: Expr<Elem = W, Axes = (ArenaElement,)> + Copy,
+{
+    fn written(&self, spare: &mut Option<Storage<W>>) -> Result<Storage<W>> {
+        match spare.take().filter(Storage::is_unique) {
+            Some(buffer) => {
+                let mut into = flat(buffer);
+                into.assign(*self)?;
+                Ok(into.storage().clone())
+            }
+            None => Ok(self.eval()?.storage().clone()),
+        }
+    }
+
+    fn joined<'a>(&'a self, job: &mut JointJob<'a>) -> usize {
+        job.add(self)
+    }
+}
+
+/// An optimizer's buffers, each laid out like the parameter arena: its state (velocity,
+/// moments) in the parameters' [`Float::Wide`] type (f32 for half types: a second moment of
+/// 1e-3 · g² is 0 in f16 for every |g| below 8e-3), and its step scalars. On a device a step
+/// writes the parameters and the state over themselves, so their buffers never change; in
+/// host memory it writes them into the buffers the step before replaced.
+#[derive(Clone, Debug)]
+pub(super) struct Buffers<T: Float> {
+    state: Vec<Storage<T::Wide>>,
+    /// The parameters' previous buffer (host memory).
+    spare_params: Option<Storage<T>>,
+    /// Each state's previous buffer (host memory).
+    spare_state: Vec<Option<Storage<T::Wide>>>,
+    pub(super) scalars: StepScalars<T::Wide>,
+}
+
+impl<T: Float> Default for Buffers<T> {
+    fn default() -> Self {
+        Buffers {
+            state: Vec::new(),
+            spare_params: None,
+            spare_state: Vec::new(),
+            scalars: StepScalars::default(),
+        }
+    }
+}
+
+impl<T: Float> Buffers<T> {
+    /// Whether `count` state buffers for `params` are there (else the optimizer starts over).
+    fn fit(&self, params: &Params<T>, count: usize) -> bool {
+        let arena = params.arena();
+        let fits = |s: &Storage<T::Wide>| s.len() == arena.len() && s.device() == arena.device();
+        self.state.len() == count && self.state.iter().all(fits)
+    }
+
+    /// The steps taken on `params` before this one: `taken`, or 0 where the optimizer
+    /// starts over (its `count` state buffers do not fit them).
+    pub(super) fn steps_before(&self, params: &Params<T>, count: usize, taken: usize) -> usize {
+        if self.fit(params, count) { taken } else { 0 }
+    }
+
+    /// Makes `count` state buffers of zeros for `params` unless they are there already, on
+    /// the parameters' device (the step count starting over with them), and makes the
+    /// parameters' buffer and the state's ones that only this optimizer writes.
+    pub(super) fn prepare(&mut self, params: &mut Params<T>, count: usize) -> Result<()> {
+        if !self.fit(params, count) {
+            let arena = params.arena();
+            self.state = (0..count)
+                .map(|_| filled(arena.device(), arena.len(), T::Wide::zero()))
+                .collect::<Result<_>>()?;
+            self.spare_params = None;
+            self.spare_state = vec![None; count];
+            self.scalars = StepScalars::default();
+        }
+        unique_for_writing(params.arena_mut().storage_mut())?;
+        for state in &mut self.state {
+            unique_for_writing(state)?;
+        }
+        Ok(())
+    }
+
+    /// The parameters and the gradient, as flat tensors.
+    pub(super) fn views(
+        &self,
+        params: &Params<T>,
+        grad: &Gradient<T>,
+    ) -> Result<(Flat<T>, Flat<T>)> {
+        // Operands on two devices are an error of the evaluation itself.
+        let arena = params.arena();
+        let grad = grad.storage_for(arena)?;
+        Ok((flat(arena.storage().clone()), flat(grad.clone())))
+    }
+
+    /// State buffer `k`, as a flat tensor.
+    pub(super) fn state(&self, k: usize) -> Flat<T::Wide> {
+        flat(self.state[k].clone())
+    }
+
+    /// Takes a step: `p_next` becomes the parameters and `state[k]` state `k`. On a device
+    /// all of them are one job written over the buffers they replace — one launch, two for
+    /// half-precision parameters (a job's results share one type; the parameters go first,
+    /// as no state reads them). In host memory each result is one pass of the typed engine
+    /// into the buffer it replaced last step where nothing else holds that buffer (each
+    /// reads only the buffers of the step before, so their order does not matter).
+    pub(super) fn apply<const S: usize>(
+        &mut self,
+        params: &mut Params<T>,
+        p_next: &dyn ArenaUpdate<T>,
+        state: [&dyn ArenaUpdate<T::Wide>; S],
+    ) -> Result<()> {
+        if let Device::Backend(_) = params.device() {
+            return self.in_place(params, p_next, state);
+        }
+        let next_state = (state.iter().zip(&mut self.spare_state))
+            .map(|(next, spare)| next.written(spare))
+            .collect::<Result<Vec<_>>>()?;
+        let next_p = p_next.written(&mut self.spare_params)?;
+        self.spare_params = Some(params.arena_mut().replace_storage(next_p)?);
+        for (k, next) in next_state.into_iter().enumerate() {
+            self.spare_state[k] = Some(std::mem::replace(&mut self.state[k], next));
+        }
+        Ok(())
+    }
+
+    /// [`Buffers::apply`] on a device: the results written over the parameters and the state.
+    fn in_place<const S: usize>(
+        &mut self,
+        params: &Params<T>,
+        p_next: &dyn ArenaUpdate<T>,
+        state: [&dyn ArenaUpdate<T::Wide>; S],
+    ) -> Result<()> {
+        let p = flat(params.arena().storage().clone());
+        let states: Vec<Flat<T::Wide>> = (0..S).map(|k| self.state(k)).collect();
+        let mut job = JointJob::default();
+        let p_root = p_next.joined(&mut job);
+        let state_roots = state.map(|next| next.joined(&mut job));
+        // The buffers written, as leaves (added where an update does not read its own).
+        let p_leaf = job.leaf_of(&p);
+        let state_leaves: Vec<usize> = states.iter().map(|s| job.leaf_of(s)).collect();
+        let inputs = job.inputs(&[TypeId::of::<ArenaElement>()])?;
+        let (ir, lens) = (job.ir(), [params.arena().len()]);
+        if TypeId::of::<T>() == TypeId::of::<T::Wide>() {
+            let roots: Vec<usize> = [p_root].into_iter().chain(state_roots).collect();
+            let over: Vec<usize> = [p_leaf].into_iter().chain(state_leaves).collect();
+            return run_in_place::<T>(ir, &lens, &inputs, &roots, &over);
+        }
+        run_in_place::<T>(ir, &lens, &inputs, &[p_root], &[p_leaf])?;
+        run_in_place::<T::Wide>(ir, &lens, &inputs, &state_roots, &state_leaves)
+    }
+}
+
+/// The scalars an optimizer's update reads that may change from step to step, on the
+/// parameters' device: its settings (placed there again only when they change), and the
+/// step count with the values each step derives from it and from the settings (the
+/// schedule's rate, bias corrections), which one small job per step computes — on a device
+/// in place — so that no step reads a value back or builds a kernel again.
+#[derive(Clone, Debug, Default)]
+pub(super) struct StepScalars<W: Float> {
+    /// The settings as last placed, and their buffer.
+    settings: Option<(Vec<f64>, Storage<W>)>,
+    /// The step count (steps taken, as `W`), then the values of the last step.
+    scalars: Option<Storage<W>>,
+}
+
+/// The settings and a step's values, as tensors of no axes (views of one buffer each).
+pub(super) struct Scalars<W: Element> {
+    pub(super) settings: Vec<Tensor<W, ()>>,
+    pub(super) values: Vec<Tensor<W, ()>>,
+}
+
+/// The tensor of no axes at element `k` of `storage`.
+fn element<W: Element>(storage: &Storage<W>, k: usize) -> Tensor<W, ()> {
+    let at = Layout::new(&[], &[], k, storage.len()).expect("inside the buffer");
+    Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")
+}
+
+impl<W: Float> StepScalars<W> {
+    /// Advances the step count on `device` and computes the step's values: `derive` adds
+    /// them to an IR whose node `step` is the count before this step (0 at the first) and
+    /// whose nodes `settings[i]` hold `settings[i]`, and returns their nodes.
+    pub(super) fn advance(
+        &mut self,
+        device: Device,
+        settings: &[f64],
+        derive: impl FnOnce(&mut Ir, usize, &[usize]) -> Vec<usize>,
+    ) -> Result<Scalars<W>> {
+        let placed_now = |(values, storage): &(Vec<f64>, Storage<W>)| {
+            storage.device() == device
+                && values.len() == settings.len()
+                && values
+                    .iter()
+                    .zip(settings)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+        };
+        if !self.settings.as_ref().is_some_and(placed_now) {
+            let mut buffer = crate::storage::with_capacity(settings.len())?;
+            buffer.extend(settings.iter().map(|&v| W::from_f64(v)));
+            self.settings = Some((settings.to_vec(), placed(buffer, device)?));
+        }
+        let (_, setting_buffer) = self.settings.as_ref().expect("placed above");
+        let mut ir = Ir::default();
+        let step = ir.leaf();
+        let setting_nodes: Vec<usize> = settings.iter().map(|_| ir.leaf()).collect();
+        let one = ir.push(IrNode::Scalar(1.0));
+        let next = ir.push(IrNode::Binary(BinaryOp::Add, step, one));
+        let derived = derive(&mut ir, step, &setting_nodes);
+        let count = 1 + derived.len();
+        let fits = |s: &Storage<W>| s.device() == device && s.len() == count;
+        if !self.scalars.as_ref().is_some_and(fits) {
+            self.scalars = Some(filled(device, count, W::zero())?);
+        }
+        let scalars = self.scalars.as_mut().expect("made above");
+        unique_for_writing(scalars)?;
+        // Leaves: the count, the settings, then the buffer's other elements (written over).
+        for _ in 1..count {
+            ir.leaf();
+        }
+        let written_leaves = (1..count).map(|k| settings.len() + k);
+        let roots: Vec<usize> = [next].into_iter().chain(derived).collect();
+        let scalar_at = |k: usize| Layout::new(&[], &[], k, count).expect("inside the buffer");
+        let setting_at =
+            |k: usize| Layout::new(&[], &[], k, settings.len()).expect("inside the buffer");
+        let mut inputs = vec![Input::new(&*scalars, &scalar_at(0), &[], 0)?];
+        for k in 0..settings.len() {
+            inputs.push(Input::new(setting_buffer, &setting_at(k), &[], 0)?);
+        }
+        for k in 1..count {
+            inputs.push(Input::new(&*scalars, &scalar_at(k), &[], 0)?);
+        }
+        match device {
+            Device::Backend(_) => {
+                let over: Vec<usize> = [0].into_iter().chain(written_leaves).collect();
+                run_in_place::<W>(&ir, &[], &inputs, &roots, &over)?;
+            }
+            Device::Cpu => {
+                let outputs = (roots.iter())
+                    .map(|&root| Output::new(root, Vec::new(), ReduceOp::Sum))
+                    .collect();
+                let results = run_outputs::<W>(&ir, &[], &inputs, outputs)?;
+                let mut values = crate::storage::with_capacity(count)?;
+                for (storage, layout) in &results {
+                    values.push(storage.host()?[layout.offset()]);
+                }
+                drop(inputs);
+                *scalars = Storage::from_host_vec(values);
+            }
+        }
+        let scalars = self.scalars.as_ref().expect("made above");
+        Ok(Scalars {
+            settings: (0..settings.len())
+                .map(|k| element(setting_buffer, k))
+                .collect(),
+            values: (1..count).map(|k| element(scalars, k)).collect(),
+        })
+    }
+}
