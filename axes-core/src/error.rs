@@ -214,6 +214,12 @@ pub enum Error {
         /// lacks.
         reason: String,
     },
+    /// A recorded step ([`crate::record::Recorded`]) cannot run as recorded.
+    #[error("recorded step: {what}")]
+    RecordedStep {
+        /// What stands in the way.
+        what: String,
+    },
     /// An operation this build or device cannot run.
     #[error("not supported: {what}")]
     Unsupported {

@@ -59,6 +59,7 @@ pub mod autodiff;
 pub mod io;
 pub mod nn;
 pub mod optim;
+pub mod record;
 
 pub use axis::{At, Axis, Dual, Len, PrimalAxis, roles};
 pub use contract::{Attention, dot, dot_on, dot_over, outer};

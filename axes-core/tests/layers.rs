@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["contract"],
     &["autodiff"],
     &["nn", "optim"],
+    &["record"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
     AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, JobLeaf,
-    JobTarget, MatmulJob, Meter, MultiJob, Recycle,
+    JobTarget, MatmulJob, Meter, MultiJob, Recording, Recycle,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -24,7 +24,7 @@ use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
 use opencl3::kernel::Kernel as ClKernel;
 use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
-use opencl3::types::{CL_BLOCKING, cl_int, cl_long};
+use opencl3::types::{CL_BLOCKING, cl_int, cl_long, cl_mem};
 
 use crate::attention::{AttentionDevice, LaunchArg};
 use crate::disk_cache::DiskCache;
@@ -78,12 +78,16 @@ pub struct OpenCl {
     meter: Arc<Meter>,
     /// Freed result buffers, for the next results of their size class.
     pool: Arc<Pool>,
+    /// The commands of each recording under way, by the thread that records it.
+    recorded: Mutex<HashMap<std::thread::ThreadId, Vec<record::Command>>>,
 }
 
 /// The device's freed result buffers by size in bytes, their total, and the most it keeps.
 struct Pool {
     held: Mutex<Held>,
     meter: Arc<Meter>,
+    /// The buffers recordings name (by handle), with how many times: never taken back.
+    named: Mutex<HashMap<usize, usize>>,
 }
 
 struct Held {
@@ -113,6 +117,27 @@ impl Pool {
         buffer
     }
 
+    /// Counts one more recording's reference to the buffer `mem`.
+    fn name(&self, mem: usize) {
+        *self
+            .named
+            .lock()
+            .expect("never poisoned")
+            .entry(mem)
+            .or_default() += 1;
+    }
+
+    /// Counts one recording's reference to `mem` less.
+    fn unname(&self, mem: usize) {
+        let mut named = self.named.lock().expect("never poisoned");
+        if let Some(count) = named.get_mut(&mem) {
+            *count -= 1;
+            if *count == 0 {
+                named.remove(&mem);
+            }
+        }
+    }
+
     /// Sets the most bytes the pool holds, releasing buffers until it holds no more.
     fn set_limit(&self, limit: usize) {
         let mut held = self.lock();
@@ -137,6 +162,11 @@ impl Recycle for Pool {
         let DeviceBuffer {
             buffer, capacity, ..
         } = *buffer;
+        // A buffer a recording names stays the recording's: released here (the recording
+        // keeps a reference), never given to another result.
+        if (self.named.lock().expect("never poisoned")).contains_key(&(buffer.get() as usize)) {
+            return;
+        }
         let mut held = self.lock();
         // A buffer the pool has no room for is released (dropped) here.
         drop(held.buffers.keep(capacity, buffer));
@@ -236,8 +266,10 @@ impl OpenCl {
                     staged: Vec::new(),
                 }),
                 meter: Arc::clone(&meter),
+                named: Mutex::new(HashMap::new()),
             }),
             meter,
+            recorded: Mutex::new(HashMap::new()),
         })
     }
 
@@ -372,6 +404,7 @@ impl OpenCl {
                 what: "OpenCL: a kernel in the CUDA dialect".into(),
             });
         }
+        self.meter.looked_up();
         let mut cache = self
             .programs
             .lock()
@@ -462,7 +495,13 @@ impl OpenCl {
                 .map_err(|e| cl_error(&format!("launching `{}`", kernel.name), e))?;
         }
         self.meter.launched();
-        Ok(())
+        let buffers: Vec<cl_mem> = (args.iter())
+            .filter_map(|arg| match arg {
+                Arg::Buffer(b) => Some(b.get()),
+                Arg::Index(_) => None,
+            })
+            .collect();
+        self.record_launch(cl_kernel, &buffers, global[0], local[0])
     }
 
     /// Waits for everything queued on this device.
@@ -671,7 +710,11 @@ impl Backend for OpenCl {
     /// 1 MiB, a new buffer of exactly that size, filled when made.
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
         if bytes.is_empty() || bytes.len() > STAGED_UPLOAD_MAX {
-            return Ok(self.memory(OpenCl::upload(self, bytes)?, bytes.len()));
+            let buffer = OpenCl::upload(self, bytes)?;
+            if !bytes.is_empty() {
+                self.record_write(buffer.buffer.get(), bytes)?;
+            }
+            return Ok(self.memory(buffer, bytes.len()));
         }
         let mut memory = self.result_buffer(bytes.len())?;
         let buffer = memory
@@ -692,11 +735,19 @@ impl Backend for OpenCl {
             )
         }
         .map_err(|e| cl_error("writing a buffer", e))?;
+        self.record_write(buffer.buffer.get(), &staged)?;
         self.pool.lock().staged.push((event, staged));
         Ok(memory)
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        if self.recording() {
+            return Err(Error::RecordedStep {
+                what: "a device value read back to the host inside the recorded step (read \
+                       it after the step, or return it from the step)"
+                    .into(),
+            });
+        }
         self.meter.read();
         OpenCl::download(self, buffer_of(memory)?)
     }
@@ -740,6 +791,18 @@ impl Backend for OpenCl {
             })
             .collect::<Result<Vec<_>>>()?;
         self.launch_plan(&plan, &job.leaves, &outs)
+    }
+
+    fn begin_recording(&self) -> Result<()> {
+        self.begin()
+    }
+
+    fn end_recording(&self) -> Result<Recording> {
+        self.end()
+    }
+
+    fn replay(&self, recording: &Recording) -> Result<()> {
+        self.replay_recording(recording)
     }
 
     fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
@@ -804,5 +867,6 @@ impl Backend for OpenCl {
     }
 }
 
+mod record;
 #[cfg(test)]
 mod tests;

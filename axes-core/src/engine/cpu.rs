@@ -6,7 +6,7 @@
 //! It is a test device: `axes_backends::cpu` makes it public, as
 //! `Device::Backend(&CPU_BACKEND)`, so that the device lowering runs on every `cargo test`.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use half::{bf16, f16};
 
@@ -18,25 +18,34 @@ use crate::error::{Error, Result};
 use crate::num::{Float, Num};
 use crate::protocol::{
     AttentionJob, AttentionOperand, AttentionSaved, Backend, Device, DeviceKind, DeviceMemory, Job,
-    JobLeaf, JobTarget, MatmulJob, MatrixSide, MultiJob, as_bytes, row_major_strides,
+    JobLeaf, JobTarget, MatmulJob, MatrixSide, Meter, MultiJob, Recording, as_bytes,
+    row_major_strides,
 };
 use crate::storage::{HostVec, from_bytes};
 
 /// The CPU backend (one per process: devices are equal when they are the same backend).
 pub static CPU_BACKEND: CpuBackend = CpuBackend {
     name: "the CPU through the device protocol",
+    meter: Meter::new(),
+    recorder: record::Recorder::new(),
 };
+
+mod record;
 
 /// The CPU as a backend: see the [module docs](self).
 #[derive(Debug)]
 pub struct CpuBackend {
-    /// Not zero-sized, so that the static has an address of its own.
     name: &'static str,
+    /// Its launches (each job, product and attention) and reads; it compiles an
+    /// interpreter program per job and looks up no kernel.
+    meter: Meter,
+    recorder: record::Recorder,
 }
 
 /// A buffer of the CPU backend: bytes in host memory, behind a lock so that a job can write
-/// a buffer its leaves hold in place ([`Backend::run_in_place`]), as a device kernel does.
-struct HostBytes(Mutex<Vec<u8>>);
+/// a buffer its leaves hold in place ([`Backend::run_in_place`]), as a device kernel does,
+/// and shared, so that a recording keeps the buffers it names.
+struct HostBytes(Arc<Mutex<Vec<u8>>>);
 
 /// The bytes of a buffer of this backend.
 fn bytes_of(memory: &DeviceMemory) -> Result<MutexGuard<'_, Vec<u8>>> {
@@ -62,7 +71,7 @@ fn host_elements<T: Element>(memory: &DeviceMemory) -> Result<HostVec<T>> {
 /// A buffer of this backend holding `bytes`.
 fn memory_of_bytes(bytes: Vec<u8>) -> DeviceMemory {
     let len = bytes.len();
-    DeviceMemory::new(HostBytes(Mutex::new(bytes)), len)
+    DeviceMemory::new(HostBytes(Arc::new(Mutex::new(bytes))), len)
 }
 
 /// A buffer of this backend holding `values`.
@@ -205,14 +214,88 @@ impl Backend for CpuBackend {
     }
 
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(memory_of_bytes(bytes.to_vec()))
+        let memory = memory_of_bytes(bytes.to_vec());
+        self.record_upload(&memory, bytes)?;
+        Ok(memory)
+    }
+
+    fn meter(&self) -> Option<&Meter> {
+        Some(&self.meter)
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        self.refuse_reads()?;
+        self.meter.read();
         Ok(bytes_of(memory)?.clone())
     }
 
     fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
+        self.meter.launched();
+        let result = self.run_now(job)?;
+        self.record_run(job, &result)?;
+        Ok(result)
+    }
+
+    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+        self.meter.launched();
+        self.record_run_into(job, &target)?;
+        self.run_into_now(job, target)
+    }
+
+    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+        self.meter.launched();
+        let results = self.run_multi_now(job)?;
+        self.record_multi(job, &results, None)?;
+        Ok(results)
+    }
+
+    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        self.meter.launched();
+        self.run_in_place_now(job, over)?;
+        self.record_multi(job, &[], Some(over))
+    }
+
+    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+        self.meter.launched();
+        let (out, lse) = self.attention_now(job)?;
+        self.record_attention(job, [&out, &lse])?;
+        Ok((out, lse))
+    }
+
+    fn attention_backward(
+        &self,
+        job: &AttentionJob<'_>,
+        saved: &AttentionSaved<'_>,
+    ) -> Result<[DeviceMemory; 3]> {
+        self.meter.launched();
+        let grads = self.attention_backward_now(job, saved)?;
+        self.record_attention_backward(job, saved, &grads)?;
+        Ok(grads)
+    }
+
+    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+        self.meter.launched();
+        let result = self.matmul_now(job)?;
+        self.record_matmul(job, &result)?;
+        Ok(result)
+    }
+
+    fn begin_recording(&self) -> Result<()> {
+        self.begin()
+    }
+
+    fn end_recording(&self) -> Result<Recording> {
+        self.end()
+    }
+
+    fn replay(&self, recording: &Recording) -> Result<()> {
+        self.replay_recording(recording)
+    }
+}
+
+/// The ops of the backend, run now.
+impl CpuBackend {
+    fn run_now(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         // Over merged axes, as the device backends run it (the result's layout is the same).
         let (job, _) = job.merged(None);
         let job = &job;
@@ -250,9 +333,9 @@ impl Backend for CpuBackend {
         Ok(out.into_memory())
     }
 
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+    fn run_into_now(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
         target.check(job.out, &job.kept)?;
-        let fresh = self.run(job)?;
+        let fresh = self.run_now(job)?;
         let fresh = Values::read(&fresh, job.out)?;
         let mut block = Values::read(target.memory, job.out)?;
         interp::run(
@@ -270,11 +353,11 @@ impl Backend for CpuBackend {
                 combine: None,
             }],
         )?;
-        *target.memory = block.into_memory();
+        *bytes_of(target.memory)? = with_values!(&block, v => as_bytes(v).to_vec());
         Ok(())
     }
 
-    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+    fn run_multi_now(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
         let inputs = (job.leaves.iter())
             .map(|leaf| Values::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
@@ -333,9 +416,9 @@ impl Backend for CpuBackend {
     }
 
     /// The results computed as by [`Backend::run_multi`], then each copied over its leaf.
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+    fn run_in_place_now(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
         job.check_in_place(over)?;
-        let results = self.run_multi(job)?;
+        let results = self.run_multi_now(job)?;
         for ((output, fresh), &k) in job.outputs.iter().zip(&results).zip(over) {
             let leaf = &job.leaves[k];
             let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();
@@ -361,7 +444,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
+    fn attention_now(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
         job.check(None)?;
         match job.dtype {
             DType::F32 => attention_forward::<f32>(job),
@@ -372,7 +455,7 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn attention_backward(
+    fn attention_backward_now(
         &self,
         job: &AttentionJob<'_>,
         saved: &AttentionSaved<'_>,
@@ -387,7 +470,7 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
+    fn matmul_now(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let (lhs, rhs) = (
             Values::read(job.lhs.memory, job.dtype)?,
             Values::read(job.rhs.memory, job.dtype)?,

@@ -2,7 +2,7 @@
 
 use super::{
     AttentionJob, AttentionSaved, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter,
-    MultiJob, run_each_output,
+    MultiJob, Recording, run_each_output,
 };
 use crate::error::{Error, Result};
 
@@ -74,6 +74,31 @@ pub trait Backend: Send + Sync {
         let _ = (job, over);
         Err(Error::Unsupported {
             what: format!("writing results in place on {}", self.name()),
+        })
+    }
+
+    /// Starts recording: until [`Backend::end_recording`], the device keeps every launch
+    /// and write it queues (from any thread: record on one), and refuses to read a buffer
+    /// back to the host. An error where it records already. The default refuses.
+    fn begin_recording(&self) -> Result<()> {
+        Err(Error::Unsupported {
+            what: format!("recording steps on {}", self.name()),
+        })
+    }
+
+    /// Ends the recording under way: what it kept, which [`Backend::replay`] queues again.
+    fn end_recording(&self) -> Result<Recording> {
+        Err(Error::Unsupported {
+            what: format!("recording steps on {}", self.name()),
+        })
+    }
+
+    /// Queues `recording`'s launches and writes again, in order, on the buffers they named
+    /// when recorded: no job lowered, planned or looked up.
+    fn replay(&self, recording: &Recording) -> Result<()> {
+        let _ = recording;
+        Err(Error::Unsupported {
+            what: format!("replaying steps on {}", self.name()),
         })
     }
 

@@ -9,6 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct DeviceCounters {
     /// Kernels and library calls (such as a cuBLAS product) launched so far.
     pub launches: u64,
+    /// Kernels looked up (or built) for a launch so far, where the backend keeps compiled
+    /// kernels (the CPU backend compiles an interpreter program per job and counts none): a
+    /// replayed launch looks up none.
+    pub kernel_lookups: u64,
     /// Copies of a buffer to the host so far: each waits for the work queued before it.
     pub reads: u64,
     /// Buffers made so far (on the CPU: every host buffer a tensor took, from the pool or
@@ -49,6 +53,7 @@ pub struct DeviceCounters {
 #[derive(Debug, Default)]
 pub struct Meter {
     launches: AtomicU64,
+    kernel_lookups: AtomicU64,
     reads: AtomicU64,
     buffers: AtomicU64,
     bytes: AtomicU64,
@@ -67,6 +72,7 @@ impl Meter {
     pub const fn new() -> Meter {
         Meter {
             launches: AtomicU64::new(0),
+            kernel_lookups: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             buffers: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -97,6 +103,11 @@ impl Meter {
         self.launches.fetch_add(1, Relaxed);
     }
 
+    /// Counts one kernel looked up for a launch.
+    pub fn looked_up(&self) {
+        self.kernel_lookups.fetch_add(1, Relaxed);
+    }
+
     /// Counts one read of a buffer back to the host.
     pub fn read(&self) {
         self.reads.fetch_add(1, Relaxed);
@@ -106,6 +117,7 @@ impl Meter {
     pub fn counters(&self) -> DeviceCounters {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
+            kernel_lookups: self.kernel_lookups.load(Relaxed),
             reads: self.reads.load(Relaxed),
             buffers: self.buffers.load(Relaxed),
             bytes: self.bytes.load(Relaxed),

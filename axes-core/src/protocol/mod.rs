@@ -15,6 +15,7 @@ mod free_buffers;
 mod job;
 mod memory;
 mod meter;
+mod record;
 
 pub use attention::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape,
@@ -31,3 +32,4 @@ pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer, Recycle};
 pub(crate) use memory::{as_bytes, bytes_into, host_elements};
 pub(crate) use meter::HOST_METER;
 pub use meter::{DeviceCounters, Meter};
+pub use record::Recording;

@@ -1,11 +1,13 @@
 //! Helpers for the backends' integration tests: the plain reference (`reference`), random
-//! jobs (`jobs`) and the shared operation suite (`ops`, and fused attention in `attention`).
+//! jobs (`jobs`), the shared operation suite (`ops`, and fused attention in `attention`) and
+//! recorded steps (`record`).
 #![allow(dead_code, unreachable_pub)]
 
 pub mod attention;
 pub mod edges;
 pub mod jobs;
 pub mod ops;
+pub mod record;
 pub mod reference;
 
 pub use reference::*;
