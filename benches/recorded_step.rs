@@ -3,11 +3,13 @@
 //! MLP first (4 samples, 8-16-16-4: the host's work per launch is most of the step), then the
 //! digits-sized MLP (64-256-256-10 at batch 128) and a 2-layer GPT (64 wide, context 32,
 //! batch 4), all with AdamW and clipping. Each step reads its loss, so the time includes the
-//! device's work. Prints the time per step and per launch, plain and replayed.
+//! device's work; the `host` variants time only the queuing of a step, the device idle
+//! before and waited for after. Prints the time per step and per launch, plain and replayed.
 //!
 //! `cargo bench --bench recorded_step`; `AXES_BENCH_QUICK=1` for a short run.
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use axes::autodiff::{Tape, softmax_cross_entropy};
 use axes::nn::transformer::{Batch as Rows, Gpt, GptConfig, Token};
@@ -147,6 +149,22 @@ fn plain_and_recorded<I: axes::record::StepInputs>(
 ) -> u64 {
     let mut g = c.benchmark_group(group);
     let (mut params, mut optimizer) = (start.to(device).unwrap(), adam());
+    // The host's time to queue a step (the device idle before and waited for after, untimed).
+    g.bench_function("plain host", |b| {
+        b.iter_custom(|iters| {
+            let mut host = Duration::ZERO;
+            for _ in 0..iters {
+                device.synchronize().unwrap();
+                let start = Instant::now();
+                let (loss, grad) = loss_and_gradient(&params, inputs).unwrap();
+                optimizer.step(&mut params, &grad).unwrap();
+                host += start.elapsed();
+                device.synchronize().unwrap();
+                drop((loss, grad));
+            }
+            host
+        })
+    });
     g.bench_function("plain", |b| {
         b.iter(|| {
             let (loss, grad) = loss_and_gradient(&params, inputs).unwrap();
@@ -163,6 +181,20 @@ fn plain_and_recorded<I: axes::record::StepInputs>(
     for _ in 0..2 {
         step.run(&mut params, inputs).unwrap();
     }
+    g.bench_function("recorded host", |b| {
+        b.iter_custom(|iters| {
+            let mut host = Duration::ZERO;
+            for _ in 0..iters {
+                device.synchronize().unwrap();
+                let start = Instant::now();
+                let loss = step.run(&mut params, inputs).unwrap();
+                host += start.elapsed();
+                device.synchronize().unwrap();
+                drop(loss);
+            }
+            host
+        })
+    });
     g.bench_function("recorded", |b| {
         b.iter(|| black_box(step.run(&mut params, inputs).unwrap().to_vec()[0]))
     });
@@ -209,7 +241,10 @@ fn main() {
         rows.push((group, launches));
     }
     c.final_summary();
-    println!("\nrecorded against plain steps (median µs per step; per launch: step / launches)");
+    println!(
+        "\nrecorded against plain steps (median µs per step, waiting for the device; host: the \
+         time to queue a step, the device idle; per launch: divided by the recording's launches)"
+    );
     for (group, launches) in rows {
         let us = |id: &str| median_ns(&group, id).map(|ns| ns / 1e3);
         let (Some(plain), Some(recorded)) = (us("plain"), us("recorded")) else {
@@ -223,5 +258,14 @@ fn main() {
             per(recorded),
             recorded / plain
         );
+        if let (Some(plain), Some(recorded)) = (us("plain host"), us("recorded host")) {
+            println!(
+                "    host: plain {plain:9.1} µs ({:6.2} µs/launch), recorded {recorded:9.1} µs \
+                 ({:6.2} µs/launch); recorded/plain {:.3}",
+                per(plain),
+                per(recorded),
+                recorded / plain
+            );
+        }
     }
 }

@@ -231,8 +231,7 @@ impl JobPlan {
         targets: &[axes_core::protocol::JobTarget<'_>],
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
-        use axes_core::protocol::{Job, JobLeaf};
-        use axes_kernels::{CType, Spec};
+        use axes_core::protocol::JobLeaf;
         let rank = job.lens.len();
         let every_axis = |kept: &[usize]| {
             let mut sorted = kept.to_vec();
@@ -246,10 +245,6 @@ impl JobPlan {
                 what: "one launch for results that reduce, accumulate, or lack a target".into(),
             });
         }
-        let out = CType::of(job.out)?;
-        let types = (job.leaves.iter())
-            .map(|leaf| CType::of(leaf.dtype))
-            .collect::<axes_core::Result<Vec<_>>>()?;
         for leaf in &job.leaves {
             leaf.check_reach(&job.lens)?;
         }
@@ -270,53 +265,7 @@ impl JobPlan {
                 strides,
             });
         }
-        let (merged, _) = Job {
-            ir: axes_core::ir::Ir::default(),
-            leaves,
-            kept: job.lens.clone(),
-            reduced: Vec::new(),
-            reduce: axes_core::ir::ReduceOp::Sum,
-            out: job.out,
-        }
-        .merged(None);
-        let count: usize = merged.kept.iter().product();
-        if count == 0 {
-            return Ok(None);
-        }
-        let largest = (merged.leaves.iter())
-            .map(|leaf| leaf.memory.bytes() / leaf.dtype.size())
-            .chain([count])
-            .max()
-            .unwrap_or(0);
-        let spec = Spec {
-            ir: &job.ir,
-            leaves: &types,
-            out,
-            wide: Spec::needs_wide(largest),
-        };
-        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
-        let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, None, dialect)?;
-        let mut args = vec![Slot::Index(count as Index)];
-        args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
-        let (sources, written) = merged.leaves.split_at(job.leaves.len());
-        for (j, target) in written.iter().enumerate() {
-            args.extend([Slot::Out(j), Slot::Index(target.offset as Index)]);
-            args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
-        }
-        for (k, leaf) in sources.iter().enumerate() {
-            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
-            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
-        }
-        Ok(Some(JobPlan {
-            kernel,
-            wide: spec.wide,
-            args,
-            items: count,
-            reduction: false,
-            out_bytes: 0,
-            splits: 1,
-            partial: job.out,
-        }))
+        elementwise_plan(job, leaves, None, dialect)
     }
 }
 
@@ -330,57 +279,73 @@ impl JobPlan {
         over: &[usize],
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
-        use axes_core::protocol::Job;
-        use axes_kernels::{CType, Spec};
         job.check_in_place(over)?;
-        let out = CType::of(job.out)?;
-        let types = (job.leaves.iter())
-            .map(|leaf| CType::of(leaf.dtype))
-            .collect::<axes_core::Result<Vec<_>>>()?;
-        let (merged, _) = Job {
-            ir: axes_core::ir::Ir::default(),
-            leaves: job.leaves.clone(),
-            kept: job.lens.clone(),
-            reduced: Vec::new(),
-            reduce: axes_core::ir::ReduceOp::Sum,
-            out: job.out,
-        }
-        .merged(None);
-        let count: usize = merged.kept.iter().product();
-        if count == 0 {
-            return Ok(None);
-        }
-        let largest = (merged.leaves.iter())
-            .map(|leaf| leaf.memory.bytes() / leaf.dtype.size())
-            .chain([count])
-            .max()
-            .unwrap_or(0);
-        let spec = Spec {
-            ir: &job.ir,
-            leaves: &types,
-            out,
-            wide: Spec::needs_wide(largest),
-        };
-        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
-        let rank = merged.kept.len();
-        let kernel = generated(&spec, rank, 0, None, &roots, Some(over), dialect)?;
-        let mut args = vec![Slot::Index(count as Index)];
-        args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
-        for (k, leaf) in merged.leaves.iter().enumerate() {
-            args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
-            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
-        }
-        Ok(Some(JobPlan {
-            kernel,
-            wide: spec.wide,
-            args,
-            items: count,
-            reduction: false,
-            out_bytes: 0,
-            splits: 1,
-            partial: job.out,
-        }))
+        elementwise_plan(job, job.leaves.clone(), Some(over), dialect)
     }
+}
+
+/// The plan of one elementwise launch computing `job`'s results over `leaves`: the job's
+/// own leaves, then one per result written into a target (none where the results are
+/// written `over` leaves), all merged over as few axes as their strides allow; `None` when
+/// the results are empty.
+fn elementwise_plan(
+    job: &axes_core::protocol::MultiJob<'_>,
+    leaves: Vec<axes_core::protocol::JobLeaf<'_>>,
+    over: Option<&[usize]>,
+    dialect: axes_kernels::Dialect,
+) -> axes_core::Result<Option<JobPlan>> {
+    use axes_kernels::{CType, Spec};
+    let out = CType::of(job.out)?;
+    let types = (job.leaves.iter())
+        .map(|leaf| CType::of(leaf.dtype))
+        .collect::<axes_core::Result<Vec<_>>>()?;
+    let (merged, _) = axes_core::protocol::Job {
+        ir: axes_core::ir::Ir::default(),
+        leaves,
+        kept: job.lens.clone(),
+        reduced: Vec::new(),
+        reduce: axes_core::ir::ReduceOp::Sum,
+        out: job.out,
+    }
+    .merged(None);
+    let count: usize = merged.kept.iter().product();
+    if count == 0 {
+        return Ok(None);
+    }
+    let largest = (merged.leaves.iter())
+        .map(|leaf| leaf.memory.bytes() / leaf.dtype.size())
+        .chain([count])
+        .max()
+        .unwrap_or(0);
+    let spec = Spec {
+        ir: &job.ir,
+        leaves: &types,
+        out,
+        wide: Spec::needs_wide(largest),
+    };
+    let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
+    let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, over, dialect)?;
+    let mut args = vec![Slot::Index(count as Index)];
+    args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
+    let (sources, written) = merged.leaves.split_at(job.leaves.len());
+    for (j, target) in written.iter().enumerate() {
+        args.extend([Slot::Out(j), Slot::Index(target.offset as Index)]);
+        args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
+    }
+    for (k, leaf) in sources.iter().enumerate() {
+        args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
+        args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+    }
+    Ok(Some(JobPlan {
+        kernel,
+        wide: spec.wide,
+        args,
+        items: count,
+        reduction: false,
+        out_bytes: 0,
+        splits: 1,
+        partial: job.out,
+    }))
 }
 
 /// Row-major strides over `kept` lengths, each result holding `splits` parts.

@@ -196,17 +196,7 @@ fn on_device<T: Num>(
     outputs: Vec<Output<T>>,
 ) -> Result<Vec<(Storage<T>, Layout)>> {
     let device = Device::Backend(backend);
-    let leaves = (inputs.iter())
-        .map(|input| match input.data {
-            InputData::Device(_, dtype, memory) => Ok(JobLeaf {
-                dtype,
-                memory,
-                offset: input.offset,
-                strides: input.strides.clone(),
-            }),
-            InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let leaves = job_leaves(inputs, device)?;
     let (targets, outputs): (Vec<_>, Vec<_>) = (outputs.into_iter())
         .map(|mut output| (output.into.take(), output))
         .unzip();
@@ -336,17 +326,7 @@ pub(crate) fn run_in_place<T: Num>(
         });
     };
     let device = Device::Backend(backend);
-    let leaves = (inputs.iter())
-        .map(|input| match input.data {
-            InputData::Device(_, dtype, memory) => Ok(JobLeaf {
-                dtype,
-                memory,
-                offset: input.offset,
-                strides: input.strides.clone(),
-            }),
-            InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let leaves = job_leaves(inputs, device)?;
     let all: Vec<usize> = (0..lens.len()).collect();
     let job = MultiJob {
         ir: ir.clone(),
@@ -375,6 +355,21 @@ pub(crate) fn unique_for_writing<T: Num>(storage: &mut Storage<T>) -> Result<()>
     *storage = written_out(storage, &Layout::row_major(&[storage.len()]))?.0;
     storage.unique_memory();
     Ok(())
+}
+
+/// `inputs`, on `device`, as a job's leaves.
+fn job_leaves<'a>(inputs: &[Input<'a>], device: Device) -> Result<Vec<JobLeaf<'a>>> {
+    (inputs.iter())
+        .map(|input| match input.data {
+            InputData::Device(_, dtype, memory) => Ok(JobLeaf {
+                dtype,
+                memory,
+                offset: input.offset,
+                strides: input.strides.clone(),
+            }),
+            InputData::Host(_) => Err(mismatch(Device::Cpu, device)),
+        })
+        .collect()
 }
 
 /// `storage`, on `device`, as a job's leaf.

@@ -287,8 +287,8 @@ impl MultiJob<'_> {
 
 impl MultiJob<'_> {
     /// An error unless `job` can write result `k` over leaf `over[k]` in place
-    /// ([`Backend::run_in_place`]): one written leaf per result, distinct, of the result's
-    /// type, in reach and reaching no position twice; every result keeps every iteration
+    /// ([`Backend::run_in_place`]): every leaf in reach; one written leaf per result,
+    /// distinct, of the result's type and reaching no position twice; every result keeps every iteration
     /// axis and starts from nothing; and every other leaf of a written leaf's buffer reads
     /// none of the positions written (each position is read through the leaf that writes
     /// it, at the iteration that writes it, so the order of work items cannot matter).
@@ -327,6 +327,9 @@ impl MultiJob<'_> {
                 return refuse("a result written in place that reduces or accumulates".into());
             }
         }
+        for leaf in &self.leaves {
+            leaf.check_reach(&self.lens)?;
+        }
         for (j, &k) in over.iter().enumerate() {
             let Some(leaf) = self.leaves.get(k) else {
                 return refuse(format!(
@@ -344,7 +347,6 @@ impl MultiJob<'_> {
                     leaf.dtype.name()
                 ));
             }
-            leaf.check_reach(&self.lens)?;
             if !crate::layout::injective(&self.lens, &leaf.strides) {
                 return refuse(format!(
                     "a result written in place through strides {:?} over lengths {:?}, which \

@@ -543,6 +543,20 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
             refused.is_err(),
             "case {case}: an overlapping leaf was accepted"
         );
+        // So is one that reads past its buffer.
+        let small = upload(&[1.0]);
+        let mut outside = job.clone();
+        outside.leaves.push(JobLeaf {
+            dtype,
+            memory: &small,
+            offset: 1,
+            strides: vec![0; rank],
+        });
+        let refused = backend.run_in_place(&outside, &over);
+        assert!(
+            refused.is_err(),
+            "case {case}: a leaf out of reach was accepted"
+        );
     }
     cases
 }

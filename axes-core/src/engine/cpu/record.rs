@@ -59,9 +59,10 @@ impl Shared {
         DeviceMemory::new(HostBytes(Arc::clone(&self.0)), self.1)
     }
 
-    /// Overwrites the bytes with `fresh`'s.
+    /// Puts `fresh`'s bytes (a result just made, which nothing else holds) in place of
+    /// these, without copying them.
     fn overwrite(&self, fresh: &DeviceMemory) -> Result<()> {
-        let bytes = super::bytes_of(fresh)?.clone();
+        let bytes = std::mem::take(&mut *super::bytes_of(fresh)?);
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = bytes;
         Ok(())
     }
@@ -99,6 +100,42 @@ fn bound<'m>(leaves: &[JobLeaf<'static>], memories: &'m [DeviceMemory]) -> Vec<J
             ..leaf.clone()
         })
         .collect()
+}
+
+/// A job kept: the buffers of its leaves, and the job with leaves of no buffer yet.
+struct KeptJob {
+    shared: Vec<Shared>,
+    template: Job<'static>,
+}
+
+impl KeptJob {
+    fn of(job: &Job<'_>) -> Result<KeptJob> {
+        let (shared, leaves) = unbound(&job.leaves)?;
+        Ok(KeptJob {
+            shared,
+            template: Job {
+                ir: job.ir.clone(),
+                leaves,
+                kept: job.kept.clone(),
+                reduced: job.reduced.clone(),
+                reduce: job.reduce,
+                out: job.out,
+            },
+        })
+    }
+
+    /// The buffers to bind.
+    fn memories(&self) -> Vec<DeviceMemory> {
+        self.shared.iter().map(Shared::memory).collect()
+    }
+
+    /// The job reading `memories` (from [`KeptJob::memories`]).
+    fn bind<'m>(&self, memories: &'m [DeviceMemory]) -> Job<'m> {
+        Job {
+            leaves: bound(&self.template.leaves, memories),
+            ..self.template.clone()
+        }
+    }
 }
 
 /// An attention operand's layout, kept.
@@ -248,58 +285,28 @@ impl CpuBackend {
 
     pub(super) fn record_run(&self, job: &Job<'_>, result: &DeviceMemory) -> Result<()> {
         self.record(true, || {
-            let (shared, leaves) = unbound(&job.leaves)?;
-            let (result, template) = (
-                Shared::of(result)?,
-                Job {
-                    ir: job.ir.clone(),
-                    leaves,
-                    kept: job.kept.clone(),
-                    reduced: job.reduced.clone(),
-                    reduce: job.reduce,
-                    out: job.out,
-                },
-            );
+            let (kept, result) = (KeptJob::of(job)?, Shared::of(result)?);
             Ok(Box::new(move || {
-                let memories: Vec<DeviceMemory> = shared.iter().map(Shared::memory).collect();
-                let job = Job {
-                    leaves: bound(&template.leaves, &memories),
-                    ..template.clone()
-                };
-                result.overwrite(&super::CPU_BACKEND.run_now(&job)?)
+                let memories = kept.memories();
+                result.overwrite(&super::CPU_BACKEND.run_now(&kept.bind(&memories))?)
             }))
         })
     }
 
     pub(super) fn record_run_into(&self, job: &Job<'_>, target: &JobTarget<'_>) -> Result<()> {
         self.record(true, || {
-            let (shared, leaves) = unbound(&job.leaves)?;
-            let into = (
-                Shared::of(target.memory)?,
-                target.offset,
-                target.strides.clone(),
-            );
-            let template = Job {
-                ir: job.ir.clone(),
-                leaves,
-                kept: job.kept.clone(),
-                reduced: job.reduced.clone(),
-                reduce: job.reduce,
-                out: job.out,
-            };
+            let kept = KeptJob::of(job)?;
+            let (into, offset) = (Shared::of(target.memory)?, target.offset);
+            let strides = target.strides.clone();
             Ok(Box::new(move || {
-                let memories: Vec<DeviceMemory> = shared.iter().map(Shared::memory).collect();
-                let job = Job {
-                    leaves: bound(&template.leaves, &memories),
-                    ..template.clone()
-                };
-                let mut memory = into.0.memory();
+                let memories = kept.memories();
+                let mut memory = into.memory();
                 let target = JobTarget {
                     memory: &mut memory,
-                    offset: into.1,
-                    strides: into.2.clone(),
+                    offset,
+                    strides: strides.clone(),
                 };
-                super::CPU_BACKEND.run_into_now(&job, target)
+                super::CPU_BACKEND.run_into_now(&kept.bind(&memories), target)
             }))
         })
     }
