@@ -88,6 +88,19 @@ struct Pool {
     meter: Arc<Meter>,
     /// The buffers recordings name (by handle), with how many times: never taken back.
     named: Mutex<HashMap<usize, usize>>,
+    /// Each recording's own buffers, by the thread that records it.
+    private: Mutex<HashMap<std::thread::ThreadId, Private>>,
+}
+
+/// The buffers a recording made, and those of them freed since: a buffer made and freed
+/// during a recording is given again to a later result of the same recording (a replay
+/// reuses it in the same order), as the plain step reuses the pool's — so a replay's working
+/// set is the plain step's, not every intermediate at once.
+#[derive(Default)]
+struct Private {
+    made: std::collections::HashSet<usize>,
+    /// Freed buffers, with their size class.
+    free: Vec<(usize, Buffer<u8>)>,
 }
 
 struct Held {
@@ -115,6 +128,23 @@ impl Pool {
         let buffer = held.buffers.take(bytes, |_| true);
         self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
         buffer
+    }
+
+    /// A buffer of size class `class` this thread's recording made and freed, if it records
+    /// and has one.
+    fn take_private(&self, class: usize) -> Option<Buffer<u8>> {
+        let mut private = self.private.lock().expect("never poisoned");
+        let own = private.get_mut(&std::thread::current().id())?;
+        let at = own.free.iter().position(|(c, _)| *c == class)?;
+        Some(own.free.swap_remove(at).1)
+    }
+
+    /// Notes `mem` as made by this thread's recording, if it records.
+    fn made_privately(&self, mem: usize) {
+        let mut private = self.private.lock().expect("never poisoned");
+        if let Some(own) = private.get_mut(&std::thread::current().id()) {
+            own.made.insert(mem);
+        }
     }
 
     /// Counts one more recording's reference to the buffer `mem`.
@@ -162,9 +192,19 @@ impl Recycle for Pool {
         let DeviceBuffer {
             buffer, capacity, ..
         } = *buffer;
+        let mem = buffer.get() as usize;
+        // A buffer this thread's recording made goes back to that recording alone.
+        let mut private = self.private.lock().expect("never poisoned");
+        if let Some(own) = private.get_mut(&std::thread::current().id())
+            && own.made.contains(&mem)
+        {
+            own.free.push((capacity, buffer));
+            return;
+        }
+        drop(private);
         // A buffer a recording names stays the recording's: released here (the recording
         // keeps a reference), never given to another result.
-        if (self.named.lock().expect("never poisoned")).contains_key(&(buffer.get() as usize)) {
+        if (self.named.lock().expect("never poisoned")).contains_key(&mem) {
             return;
         }
         let mut held = self.lock();
@@ -267,6 +307,7 @@ impl OpenCl {
                 }),
                 meter: Arc::clone(&meter),
                 named: Mutex::new(HashMap::new()),
+                private: Mutex::new(HashMap::new()),
             }),
             meter,
             recorded: Mutex::new(HashMap::new()),
@@ -632,6 +673,15 @@ impl OpenCl {
     /// is one, else a new one of that class; it goes back to the pool when dropped.
     fn result_buffer(&self, bytes: usize) -> Result<DeviceMemory> {
         let class = size_class(bytes);
+        if let Some(buffer) = self.pool.take_private(class) {
+            let buffer = DeviceBuffer {
+                buffer,
+                len: bytes,
+                capacity: class,
+            };
+            let pool: Arc<dyn Recycle> = self.pool.clone();
+            return Ok(DeviceMemory::pooled(buffer, bytes, &self.meter, pool));
+        }
         let pooled = self.pool.take(class);
         self.meter.pool_request(pooled.is_some());
         let buffer = match pooled {
@@ -653,6 +703,7 @@ impl OpenCl {
                 }
             }
         };
+        self.pool.made_privately(buffer.buffer.get() as usize);
         let pool: Arc<dyn Recycle> = self.pool.clone();
         Ok(DeviceMemory::pooled(buffer, bytes, &self.meter, pool))
     }

@@ -122,12 +122,22 @@ impl OpenCl {
             });
         }
         recorded.insert(thread, Vec::new());
+        let mut private = self.pool.private.lock().expect("never poisoned");
+        private.insert(thread, super::Private::default());
         Ok(())
     }
 
     /// Ends this thread's recording.
     pub(super) fn end(&self) -> Result<Recording> {
         let mut recorded = self.recorded.lock().expect("never poisoned");
+        // The recording's freed buffers are released (it keeps a reference to each).
+        drop(
+            self.pool
+                .private
+                .lock()
+                .expect("never poisoned")
+                .remove(&std::thread::current().id()),
+        );
         let commands = (recorded.remove(&std::thread::current().id())).ok_or_else(|| {
             axes_core::Error::RecordedStep {
                 what: format!("no recording under way on {}", self.name()),
