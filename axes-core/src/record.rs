@@ -152,10 +152,10 @@ step_tuples! {
 /// two runs; a replay gives the same values, bit for bit, as running the closure would.
 ///
 /// On the host (`Device::Cpu`) nothing is recorded: the closure runs at every step, its
-/// loop nests compiled code already. What a recording fixes: the parameters' buffer (the optimizers write it in place), the
-/// optimizer's settings and schedule (the step count, the schedule's rate and Adam's bias
-/// corrections advance on the device), and any host data the closure uploads (per-step data
-/// comes in through the inputs). A host read inside the closure is an error, as is a replay
+/// loop nests compiled code already. What a recording fixes: the parameters' buffer (the
+/// optimizers write it in place), the optimizer's settings and schedule (the step count, the
+/// schedule's rate and Adam's bias corrections advance on the device), and any host data the
+/// closure uploads (per-step data comes in through the inputs). A host read inside the closure is an error, as is a replay
 /// with parameters whose buffer is not the recorded one or that a tensor taken out of them
 /// still shares.
 ///
@@ -199,12 +199,12 @@ step_tuples! {
 pub struct Recorded<T, I, O, F> {
     device: Device,
     step: F,
-    layouts: Vec<Layout<I, O>>,
+    layouts: Vec<ByLayout<I, O>>,
     _params: PhantomData<fn(T)>,
 }
 
-/// A layout's state: run once, or recorded.
-struct Layout<I, O> {
+/// An input layout's state: run once, or recorded.
+struct ByLayout<I, O> {
     key: Vec<(DType, Vec<usize>)>,
     recorded: Option<Record<I, O>>,
 }
@@ -269,7 +269,7 @@ where
             if self.layouts.len() == LAYOUTS {
                 self.layouts.remove(0);
             }
-            self.layouts.push(Layout {
+            self.layouts.push(ByLayout {
                 key,
                 recorded: None,
             });
