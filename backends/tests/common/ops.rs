@@ -1011,6 +1011,19 @@ pub fn training_steps(device: &Device) -> usize {
 /// Token ids of a batch of sequences.
 pub type Ids = Tensor<i64, (Batch, Token)>;
 
+/// A 2-layer GPT of 7 symbols, context 6, 8 wide (2 heads of 4), for the shared tests.
+pub fn tiny_gpt() -> axes::nn::transformer::GptConfig {
+    axes::nn::transformer::GptConfig {
+        vocab: 7,
+        context: 6,
+        hidden: 8,
+        heads: 2,
+        head_dim: 4,
+        inner: 16,
+        layers: 2,
+    }
+}
+
 /// A batch of sequences `s SEP s` of random strings `s` of `half` symbols out of 4 (`SEP` is
 /// 4), as ids (the first `2 half` tokens) and targets (the token after each).
 pub fn copy_batch(rng: &mut ChaCha8Rng, batch: usize, half: usize) -> (Ids, Ids) {
@@ -1094,18 +1107,9 @@ pub fn learns_to_copy(device: &Device) -> Vec<f32> {
 pub fn transformer(device: &Device) {
     use axes::autodiff::Tape;
     use axes::nn::ParamsBuilder;
-    use axes::nn::transformer::{Gpt, GptConfig};
-    let config = GptConfig {
-        vocab: 7,
-        context: 6,
-        hidden: 8,
-        heads: 2,
-        head_dim: 4,
-        inner: 16,
-        layers: 2,
-    };
+    use axes::nn::transformer::Gpt;
     let mut builder = ParamsBuilder::new();
-    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let model = Gpt::new(&mut builder, "gpt", &tiny_gpt()).unwrap();
     let params = builder.build::<f32>(4).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let (ids, targets) = copy_batch(&mut rng, 3, 3);

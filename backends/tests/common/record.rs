@@ -246,41 +246,21 @@ pub fn recorded_step_errors(device: &Device) {
 }
 
 /// A 2-layer GPT's token ids and targets.
-type Tokens = (
-    Tensor<i64, (axes::nn::transformer::Batch, axes::nn::transformer::Token)>,
-    Tensor<i64, (axes::nn::transformer::Batch, axes::nn::transformer::Token)>,
-);
+type Tokens = (super::ops::Ids, super::ops::Ids);
 
 /// `steps` steps of a 2-layer GPT with AdamW, a warmup and cosine schedule and clipping to
 /// `max_norm` on `device`, plainly and recorded, over the same batches: the losses and the
 /// parameters must be the same bits. Returns the replays.
 pub fn recorded_gpt_steps_match_plain(device: &Device, steps: usize, max_norm: f64) -> usize {
-    use axes::nn::transformer::{Batch, Gpt, GptConfig, Token};
-    let config = GptConfig {
-        vocab: 7,
-        context: 6,
-        hidden: 8,
-        heads: 2,
-        head_dim: 4,
-        inner: 16,
-        layers: 2,
-    };
+    use axes::nn::transformer::Gpt;
     let mut builder = ParamsBuilder::new();
-    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let model = Gpt::new(&mut builder, "gpt", &super::ops::tiny_gpt()).unwrap();
     let start = builder.build::<f32>(11).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(47);
     let batches: Vec<Tokens> = (0..3)
         .map(|_| {
-            let ids: Vec<i64> = (0..3 * 7).map(|_| rng.random_range(0..7)).collect();
-            let lengths = (Batch.len(3), Token.len(6));
-            let window = |skip: usize| {
-                let values = (0..3).flat_map(|b| ids[b * 7 + skip..b * 7 + skip + 6].to_vec());
-                Tensor::from_vec(lengths, values.collect())
-                    .unwrap()
-                    .to(device)
-                    .unwrap()
-            };
-            (window(0), window(1))
+            let (ids, targets) = super::ops::copy_batch(&mut rng, 3, 3);
+            (ids.to(device).unwrap(), targets.to(device).unwrap())
         })
         .collect();
     let loss_and_gradient = |params: &Params<f32>, (ids, targets): &Tokens| {
