@@ -6,6 +6,7 @@
 #   cuda-kernels       the generated kernels against the reference (axes-backends' unit tests)
 #   cuda-tests         the shared suite, training and attention on the GPU (backends/tests/cuda.rs)
 #   cuda-memory        the driver's memory pool (backends/tests/cuda_memory.rs)
+#   recorded-steps     recorded steps replayed as CUDA graphs against plain ones (recorded_steps.rs)
 #   attention-launches launches and bytes of one fused attention call (attention_launches.rs)
 #   nccl-dist          axes-dist's NCCL collectives, one process (needs libmpi.so.40)
 #   train, gpt         the examples, on `--device cuda` (their data in `data/`)
@@ -46,11 +47,12 @@ pick() { grep -E "/$1-[0-9a-f]+$" | tail -1; }
 
 features="axes-backends/cuda,axes-backends/nccl"
 tests="$(built cargo test --release -p axes-backends --features "$features" --no-run \
-    --lib --test cuda --test cuda_memory --test attention_launches)"
+    --lib --test cuda --test cuda_memory --test attention_launches --test recorded_steps)"
 cp "$(echo "$tests" | pick axes_backends)" "$out/cuda-kernels"
 cp "$(echo "$tests" | pick cuda)" "$out/cuda-tests"
 cp "$(echo "$tests" | pick cuda_memory)" "$out/cuda-memory"
 cp "$(echo "$tests" | pick attention_launches)" "$out/attention-launches"
+cp "$(echo "$tests" | pick recorded_steps)" "$out/recorded-steps"
 
 benches="$(built cargo test --release -p axes-backends --features "$features" --no-run \
     --bench cuda)"
@@ -65,7 +67,7 @@ dist="$(cd axes-dist && built cargo test --release --target-dir ../target --feat
 # Cargo names it relative to axes-dist/.
 cp "axes-dist/$(echo "$dist" | pick nccl)" "$out/nccl-dist"
 
-for binary in cuda-kernels cuda-tests cuda-memory attention-launches cuda-bench \
+for binary in cuda-kernels cuda-tests cuda-memory attention-launches recorded-steps cuda-bench \
     train-step-bench train gpt nccl-dist; do
     strip "$out/$binary"
 done

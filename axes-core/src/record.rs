@@ -149,15 +149,16 @@ step_tuples! {
 /// inputs are copied into the buffers the recording reads, the recorded launches are queued
 /// again, and copies of the outputs come back. What the closure does on the host — building
 /// the tape, lowering and planning jobs, looking up kernels — happens only at those first
-/// two runs; a replay gives the same values, bit for bit, as running the closure would.
+/// two runs; a replay gives the same values, bit for bit, as running the closure would. On
+/// CUDA a replay is one CUDA graph, launched by one driver call.
 ///
 /// On the host (`Device::Cpu`) nothing is recorded: the closure runs at every step, its
 /// loop nests compiled code already. What a recording fixes: the parameters' buffer (the
 /// optimizers write it in place), the optimizer's settings and schedule (the step count, the
 /// schedule's rate and Adam's bias corrections advance on the device), and any host data the
-/// closure uploads (per-step data comes in through the inputs). A host read inside the closure is an error, as is a replay
-/// with parameters whose buffer is not the recorded one or that a tensor taken out of them
-/// still shares.
+/// closure uploads (per-step data comes in through the inputs). A host read inside the
+/// closure is an error, as is a replay with parameters whose buffer is not the recorded one
+/// or that a tensor taken out of them still shares.
 ///
 /// ```
 /// # extern crate axes_core as axes;

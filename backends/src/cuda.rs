@@ -8,6 +8,11 @@
 //! GPU runs; a copy to the host waits for them and reports a failed kernel. Time device work
 //! with [`Cuda::synchronize`] after it. Result buffers come from the driver's stream-ordered
 //! pool, which keeps freed memory for reuse.
+//!
+//! A recorded step ([`axes_core::record::Recorded`]) is captured as one CUDA graph, which
+//! each replay launches (one driver call for the whole step); `AXES_CUDA_GRAPHS=off` makes
+//! replays queue the recorded launches one by one instead, as they do where the driver cannot
+//! capture them ([`Cuda::graph_error`] says why).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,11 +22,11 @@ use axes_core::DType;
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
     AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget,
-    MatmulJob, MatrixSide, Meter, MultiJob,
+    MatmulJob, MatrixSide, Meter, MultiJob, Recording, Recycle,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, REDUCE_GROUP};
+use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
@@ -30,6 +35,9 @@ use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 use crate::attention::{AttentionDevice, LaunchArg};
 use crate::disk_cache::DiskCache;
 use crate::{Destination, Index, JobPlan, Slot};
+
+mod record;
+use record::{ArgValue, Command, GemmCall, Recordings, address};
 
 pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Unsupported {
@@ -260,9 +268,22 @@ pub struct Cuda {
     /// Kernels this object compiled (not loaded from a kept cubin).
     compiled: AtomicUsize,
     /// cuBLAS on this device's stream, made on the first product (or why it cannot be).
-    blas: OnceLock<std::result::Result<CudaBlas, String>>,
+    blas: OnceLock<std::result::Result<Blas, String>>,
     /// Launches and the bytes of the buffers this device holds.
     meter: Arc<Meter>,
+    /// Recordings under way and alive, which every dropped buffer passes by.
+    recordings: Arc<Recordings>,
+    /// The stream recordings are captured into graphs on (or why there is none), and a lock
+    /// so that one capture runs at a time.
+    capture: Mutex<Option<std::result::Result<record::CaptureStream, String>>>,
+    /// Why the last recording could not be captured as a graph.
+    graph_error: Mutex<Option<String>>,
+}
+
+/// cuBLAS on the device's stream, with a workspace of its own.
+struct Blas {
+    blas: CudaBlas,
+    _workspace: CudaSlice<u8>,
 }
 
 /// An argument of a launch.
@@ -313,6 +334,9 @@ impl Cuda {
             compiled: AtomicUsize::new(0),
             blas: OnceLock::new(),
             meter: Arc::default(),
+            recordings: Arc::default(),
+            capture: Mutex::new(None),
+            graph_error: Mutex::new(None),
         })
     }
 
@@ -348,10 +372,18 @@ impl Cuda {
     /// A result buffer of `bytes` bytes, not initialised: every launch that gets one writes
     /// all of it (each kernel writes every result element; cuBLAS with beta 0 every element
     /// of C) before anything reads it — no memset costs bandwidth.
+    /// While this thread records a step, a buffer of that size the recording made and freed
+    /// comes first.
     pub(crate) fn result_buffer(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        if let Some(buffer) = self.recordings.take_free(bytes) {
+            return Ok(buffer);
+        }
         // SAFETY: u8 has no invalid bit patterns, and the buffer is written in full before
         // it is read (above).
-        unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| self.allocation_error(bytes, e))
+        let buffer = unsafe { self.stream.alloc::<u8>(bytes) }
+            .map_err(|e| self.allocation_error(bytes, e))?;
+        self.recordings.made(address(&buffer, &self.stream));
+        Ok(buffer)
     }
 
     /// The error of a failed allocation of `bytes`: [`Error::OutOfMemory`] (with the free
@@ -407,6 +439,7 @@ impl Cuda {
             .functions
             .lock()
             .expect("the kernel cache is never poisoned");
+        self.meter.looked_up();
         if let Some(f) = cache.get(&kernel.source) {
             return Ok(f.clone());
         }
@@ -526,6 +559,31 @@ impl Cuda {
         unsafe { builder.launch(config) }
             .map_err(|e| cuda_error(&format!("launching `{}`", kernel.name), e))?;
         self.meter.launched();
+        if self.recordings.recording() {
+            let mut names = Vec::new();
+            let mut named = |address: u64, len: usize| {
+                if len > 0 {
+                    names.push(address);
+                }
+                ArgValue::Pointer(address)
+            };
+            let values = (args.iter().enumerate())
+                .map(|(i, arg)| match arg {
+                    CudaArg::Index(_) if wide => ArgValue::Long(long[i]),
+                    CudaArg::Index(_) => ArgValue::Int(narrow[i]),
+                    CudaArg::F32(b) => named(address(*b, &self.stream), b.len()),
+                    CudaArg::F64(b) => named(address(*b, &self.stream), b.len()),
+                    CudaArg::U8(b) => named(address(*b, &self.stream), b.len()),
+                })
+                .collect();
+            let launch = Command::Launch {
+                function,
+                args: values,
+                blocks: config.grid_dim.0,
+                threads: config.block_dim.0,
+            };
+            self.recordings.push(launch, &names);
+        }
         Ok(())
     }
 
@@ -606,14 +664,32 @@ impl Cuda {
     fn blas(&self) -> Result<&CudaBlas> {
         let blas = self.blas.get_or_init(|| {
             cublas_available().map_err(|e| e.to_string())?;
-            CudaBlas::new(Arc::clone(&self.stream)).map_err(|e| format!("{e:?}"))
+            let blas = CudaBlas::new(Arc::clone(&self.stream)).map_err(|e| format!("{e:?}"))?;
+            let workspace = self.workspace().map_err(|e| e.to_string())?;
+            // SAFETY: `Blas` keeps the workspace as long as the handle.
+            unsafe { record::set_workspace(*blas.handle(), &workspace, &self.stream) }
+                .map_err(|e| e.to_string())?;
+            Ok(Blas {
+                blas,
+                _workspace: workspace,
+            })
         });
         blas.as_ref()
+            .map(|b| &b.blas)
             .map_err(|what| Error::Unsupported { what: what.clone() })
     }
 
-    /// `job` through cuBLAS strided batched GEMM when its element type is f32 or f64 and each
-    /// operand has a unit stride; `None` when it does not apply (the tiled kernel runs).
+    /// A cuBLAS workspace: the same size for the device's handle and the one captures use,
+    /// so that both choose the same algorithms.
+    fn workspace(&self) -> Result<CudaSlice<u8>> {
+        let bytes = record::BLAS_WORKSPACE;
+        // SAFETY: u8 has no invalid bit patterns; cuBLAS writes the workspace before reading.
+        unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| self.allocation_error(bytes, e))
+    }
+
+    /// `job` through cuBLAS strided batched GEMM when its element type is f32, f64, f16 or
+    /// bf16 and each operand has a unit stride; `None` when it does not apply (the tiled
+    /// kernel runs). cuBLAS computes Cᵀ = Bᵀ·Aᵀ column-major, which is the row-major C = A·B.
     fn blas_matmul(&self, job: &MatmulJob<'_>) -> Result<Option<DeviceMemory>> {
         let (m, n, k) = (job.m, job.n, job.k);
         let dims_fit = [m, n, k, job.batch]
@@ -634,109 +710,159 @@ impl Cuda {
         let Ok(blas) = self.blas() else {
             return Ok(None);
         };
-        let operands = BlasOperands {
-            lhs: buffer_of(job.lhs.memory)?,
-            rhs: buffer_of(job.rhs.memory)?,
-            op_a: (op_b, ld_b),
-            op_b: (op_a, ld_a),
-        };
-        // The half types go through cuBLAS's mixed precision: 16-bit operands and result,
-        // f32 accumulation (cudarc's `GemmEx` with `CUBLAS_COMPUTE_32F`).
-        let (out, bytes) = match job.dtype {
-            DType::F32 => self.gemm::<f32>(blas, job, &operands, 1.0, 0.0)?,
-            DType::F16 => {
-                let (one, zero) = (half::f16::ONE, half::f16::ZERO);
-                self.gemm::<half::f16>(blas, job, &operands, one, zero)?
+        let size = job.dtype.size();
+        let bytes = job.batch * m * n * size;
+        let out = self.result_buffer(bytes)?;
+        let (lhs, rhs) = (buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?);
+        let at = |buffer: &CudaSlice<u8>, offset: usize| {
+            let bytes = offset * size;
+            if bytes > buffer.len() {
+                return Err(Error::Unsupported {
+                    what: format!("CUDA: an operand offset {offset} outside its buffer"),
+                });
             }
-            DType::BF16 => {
-                let (one, zero) = (half::bf16::ONE, half::bf16::ZERO);
-                self.gemm::<half::bf16>(blas, job, &operands, one, zero)?
-            }
-            _ => self.gemm::<f64>(blas, job, &operands, 1.0, 0.0)?,
+            Ok(address(buffer, &self.stream) + bytes as u64)
         };
-        Ok(Some(self.metered_memory(out, bytes)))
-    }
-
-    /// `job` through cuBLAS for elements `T`: Cᵀ = Bᵀ·Aᵀ column-major, which is the
-    /// row-major C = A·B.
-    fn gemm<T: DeviceRepr + crate::Plain>(
-        &self,
-        blas: &CudaBlas,
-        job: &MatmulJob<'_>,
-        operands: &BlasOperands<'_>,
-        one: T,
-        zero: T,
-    ) -> Result<(CudaSlice<u8>, usize)>
-    where
-        CudaBlas: Gemm<T>,
-    {
-        let (m, n, k) = (job.m, job.n, job.k);
-        let count = job.batch * m * n;
-        let bytes = count * std::mem::size_of::<T>();
-        let mut out = self.result_buffer(bytes)?;
-        let config = StridedBatchedConfig {
-            gemm: GemmConfig {
-                transa: operands.op_a.0,
-                transb: operands.op_b.0,
-                m: n as i32,
-                n: m as i32,
-                k: k as i32,
-                alpha: one,
-                lda: operands.op_a.1,
-                ldb: operands.op_b.1,
-                beta: zero,
-                ldc: n as i32,
-            },
-            batch_size: job.batch as i32,
+        let call = GemmCall {
+            dtype: job.dtype,
+            transa: op_b,
+            transb: op_a,
+            m: n as i32,
+            n: m as i32,
+            k: k as i32,
+            a: at(rhs, job.rhs.offset)?,
+            lda: ld_b,
             stride_a: job.rhs.batch_stride as i64,
+            b: at(lhs, job.lhs.offset)?,
+            ldb: ld_a,
             stride_b: job.lhs.batch_stride as i64,
+            c: address(&out, &self.stream),
+            ldc: n as i32,
             stride_c: (m * n) as i64,
+            batch: job.batch as i32,
         };
-        let a = typed::<T>(operands.rhs, job.rhs.offset)?;
-        let b = typed::<T>(operands.lhs, job.lhs.offset)?;
-        // SAFETY: `out` holds exactly `count` elements of `T` (its byte length over their size).
-        let mut c = unsafe { out.transmute_mut::<T>(count) }.ok_or_else(|| Error::Unsupported {
-            what: "CUDA: a GEMM result buffer of the wrong size".into(),
-        })?;
         // SAFETY: cuBLAS reads each operand within the lengths, leading dimensions and batch
         // strides of the job's matrix views, which the core keeps inside their buffers, and
-        // writes batch×m×n elements of `c`.
-        unsafe { blas.gemm_strided_batched(config, &a, &b, &mut c) }
-            .map_err(|e| cuda_error("cuBLAS GEMM", e))?;
+        // writes batch×m×n elements of `out`, which holds exactly that many.
+        unsafe { call.enqueue(*blas.handle())? };
         self.meter.launched();
-        Ok((out, bytes))
+        let names = [
+            address(lhs, &self.stream),
+            address(rhs, &self.stream),
+            call.c,
+        ];
+        self.recordings.push(Command::Gemm(call), &names);
+        Ok(Some(self.metered_memory(out, bytes)))
     }
-}
-
-/// The operands of a cuBLAS product: buffers, and (transpose, leading dimension) of cuBLAS's
-/// A (our right operand) and B (our left one).
-struct BlasOperands<'a> {
-    lhs: &'a CudaSlice<u8>,
-    rhs: &'a CudaSlice<u8>,
-    op_a: (cublasOperation_t, i32),
-    op_b: (cublasOperation_t, i32),
-}
-
-/// A buffer's elements of `T` from `offset` on.
-fn typed<T>(buffer: &CudaSlice<u8>, offset: usize) -> Result<cudarc::driver::CudaView<'_, T>> {
-    let len = buffer.len() / std::mem::size_of::<T>();
-    // SAFETY: the buffer holds elements of `T` (the job's element type), written by the core
-    // or a kernel; the view covers only whole elements of it.
-    let view = unsafe { buffer.transmute::<T>(len) };
-    view.and_then(|v| v.try_slice(offset..))
-        .ok_or_else(|| Error::Unsupported {
-            what: format!("CUDA: an operand offset {offset} outside its buffer"),
-        })
 }
 
 impl Cuda {
-    /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
+    /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter; when
+    /// dropped, kept while a recording names it (else freed).
     pub(crate) fn metered_memory<B: std::any::Any + Send + Sync>(
         &self,
         buffer: B,
         bytes: usize,
     ) -> DeviceMemory {
-        DeviceMemory::metered(buffer, bytes, &self.meter)
+        let recordings: Arc<dyn Recycle> = self.recordings.clone();
+        DeviceMemory::pooled(buffer, bytes, &self.meter, recordings)
+    }
+
+    /// An error naming `what` while this thread records a step: it cannot be recorded.
+    #[cfg_attr(
+        not(feature = "nccl"),
+        expect(dead_code, reason = "NCCL's collectives use it")
+    )]
+    pub(crate) fn not_recording(&self, what: &str) -> Result<()> {
+        if self.recordings.recording() {
+            return Err(Error::RecordedStep {
+                what: format!("{what} inside the recorded step, which cannot be recorded"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends this thread's recording and captures it as a graph, unless `AXES_CUDA_GRAPHS`
+    /// is `off` or the driver cannot capture it (then a replay queues the commands one by
+    /// one, and [`Cuda::graph_error`] says why).
+    fn end_recording_here(&self) -> Result<Recording> {
+        let commands = self.recordings.end(&self.name(), &self.stream)?;
+        let graphs = std::env::var("AXES_CUDA_GRAPHS").map_or(true, |v| v != "off");
+        if graphs && commands.launches() > 0 {
+            match self.capture_graph(&commands) {
+                Ok(graph) => commands.set_graph(graph),
+                Err(e) => {
+                    *self.graph_error.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(e.to_string())
+                }
+            }
+        }
+        Ok(commands.into_recording())
+    }
+
+    /// `commands` captured on the capture stream as a graph.
+    fn capture_graph(&self, commands: &record::Commands) -> Result<record::Graph> {
+        self.context
+            .bind_to_thread()
+            .map_err(|e| cuda_error("binding the context", e))?;
+        let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
+        if capture.is_none() {
+            *capture = Some(record::CaptureStream::new().map_err(|e| e.to_string()));
+        }
+        let capture = match capture.as_mut() {
+            Some(Ok(capture)) => capture,
+            Some(Err(what)) => return Err(Error::Unsupported { what: what.clone() }),
+            None => unreachable!("made above"),
+        };
+        let blas = if commands.has_products() {
+            self.blas()?;
+            capture.blas(|| self.workspace(), &self.stream)?
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the capture stream is a live non-blocking stream of this context, queued on
+        // only here, under the capture lock; `blas` is on it (or unused: no product); the
+        // recording keeps every buffer its commands name.
+        unsafe { record::Graph::capture(capture.stream, || commands.enqueue(capture.stream, blas)) }
+    }
+
+    /// Queues `recording` again: its graph where it has one, else its commands.
+    fn replay_here(&self, recording: &Recording) -> Result<()> {
+        let Some(commands) = recording.commands::<record::Commands>() else {
+            return Err(Error::RecordedStep {
+                what: format!("a recording of another device replayed on {}", self.name()),
+            });
+        };
+        if self.recordings.recording() {
+            return Err(Error::RecordedStep {
+                what: "a recording replayed inside another".into(),
+            });
+        }
+        self.context
+            .bind_to_thread()
+            .map_err(|e| cuda_error("binding the context", e))?;
+        if !commands.launch_graph()? {
+            let blas = if commands.has_products() {
+                *self.blas()?.handle()
+            } else {
+                std::ptr::null_mut()
+            };
+            // SAFETY: `blas` is the device's cuBLAS handle, on the device's stream (or
+            // unused: the recording has no product).
+            unsafe { commands.enqueue(self.stream.cu_stream(), blas)? };
+        }
+        for _ in 0..commands.launches() {
+            self.meter.launched();
+        }
+        Ok(())
+    }
+
+    /// Why the last recording could not be captured as a graph, if one could not.
+    pub fn graph_error(&self) -> Option<String> {
+        self.graph_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -844,11 +970,27 @@ impl Backend for Cuda {
         DeviceKind::Cuda(self.ordinal)
     }
 
+    /// While this thread records a step, the bytes are kept in a second buffer, which a
+    /// replay copies again.
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory> {
-        Ok(self.metered_memory(Cuda::upload(self, bytes)?, bytes.len()))
+        let buffer = Cuda::upload(self, bytes)?;
+        if !bytes.is_empty() && self.recordings.recording() {
+            let to = address(&buffer, &self.stream);
+            self.recordings.made(to);
+            let source = Cuda::upload(self, bytes)?;
+            self.recordings.push(Command::Write { to, source }, &[to]);
+        }
+        Ok(self.metered_memory(buffer, bytes.len()))
     }
 
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
+        if self.recordings.recording() {
+            return Err(Error::RecordedStep {
+                what: "a device value read back to the host inside the recorded step (read \
+                       it after the step, or return it from the step)"
+                    .into(),
+            });
+        }
         self.meter.read();
         Cuda::download(self, buffer_of(memory)?)
     }
@@ -898,6 +1040,18 @@ impl Backend for Cuda {
 
     fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
         crate::attention::forward(self, job, Dialect::Cuda)
+    }
+
+    fn begin_recording(&self) -> Result<()> {
+        self.recordings.begin(&self.name())
+    }
+
+    fn end_recording(&self) -> Result<Recording> {
+        self.end_recording_here()
+    }
+
+    fn replay(&self, recording: &Recording) -> Result<()> {
+        self.replay_here(recording)
     }
 
     fn attention_backward(

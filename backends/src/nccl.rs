@@ -199,6 +199,7 @@ impl Nccl {
                 right: self.device().to_string(),
             });
         }
+        self.cuda.not_recording("an NCCL collective")?;
         let memory = storage.device_memory().ok_or_else(foreign)?;
         let input: &CudaSlice<u8> = memory.buffer().ok_or_else(foreign)?;
         let (len, bytes) = (storage.len(), memory.bytes());

@@ -1,6 +1,6 @@
 //! Recorded training steps against plain ones on the host (where the closure runs at every
-//! step), the CPU backend and, where there is one, OpenCL: one test, so that no other test's
-//! launches count in its counters.
+//! step), the CPU backend and, where there are, OpenCL and CUDA (its replays launched as CUDA
+//! graphs): one test, so that no other test's launches count in its counters.
 
 mod common;
 
@@ -12,6 +12,17 @@ fn recorded_steps_match_plain_steps_and_misuse_is_named() {
     let mut devices = vec![Device::Cpu, Device::Backend(&CPU_BACKEND)];
     #[cfg(feature = "opencl")]
     devices.extend(common::opencl_device().map(|cl| Device::Backend(cl)));
+    #[cfg(feature = "cuda")]
+    let cuda = match axes_backends::cuda::Cuda::shared(0) {
+        Ok(cuda) => {
+            devices.push(Device::Backend(cuda));
+            Some(cuda)
+        }
+        Err(e) => {
+            println!("SKIPPED on CUDA (no CUDA device): {e}");
+            None
+        }
+    };
     for device in devices {
         if device != Device::Cpu {
             common::record::recorded_step_errors(&device);
@@ -28,5 +39,14 @@ fn recorded_steps_match_plain_steps_and_misuse_is_named() {
                  on {device} in {seconds:.1} s"
             );
         }
+    }
+    // Every recording was captured as a graph, which each replay launched.
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = cuda {
+        assert_eq!(
+            cuda.graph_error(),
+            None,
+            "a recording not captured as a graph"
+        );
     }
 }
