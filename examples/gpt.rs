@@ -16,7 +16,8 @@
 //! Options: `--steps N` (800), `--batch N` (32), `--context N` (128), `--lr X` (the peak
 //! learning rate, 3e-3; the cosine ends at a tenth of it), `--seed N`, `--eval-every N`,
 //! `--device cpu|opencl|cuda[:N]`, `--out DIR`, `--data DIR` (the folder holding `kjv/`; the
-//! repository's `data/` by default).
+//! repository's `data/` by default), `--record` (on a device, the step is recorded once and
+//! replayed: `axes::record::Recorded`; a CUDA graph on CUDA).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,9 +27,10 @@ use axes::Device;
 use axes::autodiff::Tape;
 use axes::memory::Swappable;
 use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
-use axes::nn::{ParamsBuilder, Prefetch};
+use axes::nn::{Params, ParamsBuilder, Prefetch};
 use axes::optim::{Adam, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
+use axes::record::Recorded;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,6 +45,8 @@ struct Options {
     device: Device,
     out: PathBuf,
     data: PathBuf,
+    /// Record the step once and replay it (`--record`).
+    record: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -56,6 +60,7 @@ fn options() -> Result<Options, String> {
         device: Device::Cpu,
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/gpt"),
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
+        record: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -73,10 +78,12 @@ fn options() -> Result<Options, String> {
             }
             "--out" => options.out = PathBuf::from(value()?),
             "--data" => options.data = PathBuf::from(value()?),
+            "--record" => options.record = true,
             other => {
                 return Err(format!(
                     "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
-                     [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] [--data DIR]"
+                     [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] \
+                     [--data DIR] [--record]"
                 ));
             }
         }
@@ -258,6 +265,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut adam = Adam::new(options.lr)
         .with_weight_decay(0.01)
         .with_schedule(schedule);
+    // One training step: forward, loss, backward (the tape dropped before the update, which
+    // writes the parameters in place), clipping, AdamW; the loss comes back.
+    let take_step = |params: &mut Params<f32>, (inputs, targets): &Pair| {
+        let (loss, grad) = {
+            let tape = Tape::new();
+            let p = params.bind(&tape);
+            let loss = model.loss(&p, inputs, targets)?;
+            let grad = p.gradient(&loss.backward()?)?;
+            (loss.value().clone(), grad)
+        };
+        let (grad, _) = clip_grad_norm(params, grad, 1.0)?;
+        adam.step(params, &grad)?;
+        Ok(loss)
+    };
+    let mut take_step: Box<dyn FnMut(&mut Params<f32>, &Pair) -> axes::Result<_>> =
+        if options.record {
+            let mut recorded = Recorded::new(&options.device, take_step);
+            Box::new(move |params, batch| recorded.run(params, batch))
+        } else {
+            Box::new(take_step)
+        };
     let bar = ProgressBar::new(options.steps as u64).with_style(
         ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
             .progress_chars("=> "),
@@ -294,13 +322,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let launched = launches();
         options.device.reset_peak();
-        let tape = Tape::new();
-        let p = params.bind(&tape);
-        let loss = model.loss(&p, &inputs.get(), &targets.get())?;
-        let grad = p.gradient(&loss.backward()?)?;
-        let (grad, _) = clip_grad_norm(&params, grad, 1.0)?;
-        adam.step(&mut params, &grad)?;
-        let bits = f64::from(loss.value().to_vec()[0]) / std::f64::consts::LN_2;
+        let loss: Tensor<f32, ()> = take_step(&mut params, &(inputs.get(), targets.get()))?;
+        let bits = f64::from(loss.to_vec()[0]) / std::f64::consts::LN_2;
         match step {
             0 => first_step = step_started.elapsed().as_secs_f64(),
             _ => later_steps += step_started.elapsed().as_secs_f64(),

@@ -10,7 +10,8 @@
 //! Options: `--device NAME` (`cpu`, the default; `opencl` or `opencl:0`; `cuda` or `cuda:N`:
 //! the parameters, every batch, the forward and backward passes and Adam live there),
 //! `--epochs N`, `--seed N`, `--out DIR`, `--data DIR` (the folder holding `digits/`; the
-//! repository's `data/` by default).
+//! repository's `data/` by default), `--record` (on a device, each batch size's step is
+//! recorded once and replayed: `axes::record::Recorded`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use axes::autodiff::{Tape, Var, softmax_cross_entropy};
 use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, minibatches};
 use axes::optim::{Adam, WarmupCosine};
 use axes::prelude::*;
+use axes::record::Recorded;
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Axis)]
@@ -183,6 +185,8 @@ struct Options {
     /// Make each batch on another thread while the step before runs (`--no-prefetch`: in
     /// the loop).
     prefetch: bool,
+    /// Record each batch size's step once and replay it (`--record`).
+    record: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -193,6 +197,7 @@ fn options() -> Result<Options, String> {
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train"),
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
         prefetch: true,
+        record: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -211,9 +216,10 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             "--data" => options.data = PathBuf::from(value()?),
             "--no-prefetch" => options.prefetch = false,
+            "--record" => options.record = true,
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch] [--record]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -394,6 +400,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut adam = Adam::new(LEARNING_RATE)
         .with_weight_decay(WEIGHT_DECAY)
         .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?);
+    // One training step: forward, loss, backward (the tape dropped before the update, which
+    // writes the parameters in place), AdamW; the loss comes back.
+    let take_step = |params: &mut Params<f32>, (x, y): &(Images, Labels)| {
+        let (loss, grad) = {
+            let tape = Tape::new();
+            let p = params.bind(&tape);
+            let logits = model.logits(&p, &tape.constant(x.clone()))?;
+            let loss = softmax_cross_entropy::<Class, _, _, _, _>(logits, y)?.mean::<(Batch,)>()?;
+            let grad = p.gradient(&loss.backward()?)?;
+            (loss.value().clone(), grad)
+        };
+        adam.step(params, &grad)?;
+        Ok(loss)
+    };
+    let mut take_step: Box<dyn FnMut(&mut Params<f32>, &(Images, Labels)) -> axes::Result<_>> =
+        if options.record {
+            let mut recorded = Recorded::new(&options.device, take_step);
+            Box::new(move |params, batch| recorded.run(params, batch))
+        } else {
+            Box::new(take_step)
+        };
     let mut history = History::default();
     let mut steps = StepReport::default();
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")?
@@ -428,18 +455,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (launches, reads) = counted();
         for (step, made) in made.enumerate() {
             let before = steps.start(&options.device);
-            let (x, y) = made?;
-            let tape = Tape::new();
-            let p = params.bind(&tape);
-            let logits = model.logits(&p, &tape.constant(x))?;
-            let loss =
-                softmax_cross_entropy::<Class, _, _, _, _>(logits, &y)?.mean::<(Batch,)>()?;
+            let loss: Tensor<f32, ()> = take_step(&mut params, &made?)?;
             loss_sum = Some(match loss_sum {
-                None => loss.value().clone(),
-                Some(sum) => (&sum + loss.value()).eval()?,
+                None => loss,
+                Some(sum) => (&sum + &loss).eval()?,
             });
-            let grad = p.gradient(&loss.backward()?)?;
-            adam.step(&mut params, &grad)?;
             steps.finish(&options.device, before)?;
             if step % SHOW_EVERY == SHOW_EVERY - 1
                 && let Some(sum) = &loss_sum
