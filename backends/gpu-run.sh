@@ -56,7 +56,8 @@ step cuda-kernels 120 ./cuda-kernels cuda nccl --nocapture
 step cuda-tests 300 ./cuda-tests --nocapture
 step cuda-memory 60 ./cuda-memory --nocapture
 step attention-launches 60 ./attention-launches --nocapture
-step recorded-steps 120 ./recorded-steps --nocapture
+step recorded-steps 240 ./recorded-steps --nocapture
+step recorded-steps-no-graphs 240 env AXES_CUDA_GRAPHS=off ./recorded-steps --nocapture
 step nccl-dist 60 ./nccl-dist --nocapture
 if [ "$what" = all ]; then
     # Each example first with an empty kernel cache (its first step compiles), then with

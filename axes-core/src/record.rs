@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use crate::dispatch::{copied_into, written_out};
 use crate::element::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::nn::Params;
 use crate::num::{Float, Num};
@@ -65,6 +66,19 @@ impl<T: Num, A: AxisSet> StepInputs for Tensor<T, A> {
     }
 
     fn copy_into(&self, into: &mut Self) -> Result<()> {
+        // Contiguous elements on the same device: the device copies the bytes.
+        if let (Device::Backend(backend), Some(from), Some((from_at, bytes)), Some((to_at, _))) = (
+            self.device(),
+            self.storage().device_memory(),
+            contiguous::<T>(self.layout()),
+            contiguous::<T>(into.layout()),
+        ) && into.device() == self.device()
+        {
+            let to = into.storage_mut().unique_memory().ok_or_else(held_input)?;
+            if backend.copy_bytes(from, from_at, to, to_at, bytes)? {
+                return Ok(());
+            }
+        }
         // The buffer is moved into the copy, so that a buffer nothing else holds is written
         // in place.
         let layout = *into.layout();
@@ -74,14 +88,33 @@ impl<T: Num, A: AxisSet> StepInputs for Tensor<T, A> {
         let same = written.device_memory().map(address) == recorded;
         *into.storage_mut() = written;
         if !same {
-            return Err(Error::RecordedStep {
-                what: "an input of the recorded step is held by something the step kept, so \
-                       the next batch cannot be written over it"
-                    .into(),
-            });
+            return Err(held_input());
         }
         Ok(())
     }
+}
+
+/// The error for a recorded input that something else holds too.
+fn held_input() -> Error {
+    Error::RecordedStep {
+        what: "an input of the recorded step is held by something the step kept, so the next \
+               batch cannot be written over it"
+            .into(),
+    }
+}
+
+/// The first byte and the length in bytes of a tensor's elements where they lie one after
+/// another, in row-major order, in its buffer; `None` for other layouts.
+fn contiguous<T>(layout: &Layout) -> Option<(usize, usize)> {
+    let row_major = Layout::row_major(layout.lens());
+    let in_order = (layout.lens().iter().zip(layout.strides()))
+        .zip(row_major.strides())
+        .all(|((&len, stride), row_major)| len <= 1 || stride == row_major);
+    if !in_order || layout.is_padded() {
+        return None;
+    }
+    let size = std::mem::size_of::<T>();
+    Some((layout.offset() * size, layout.element_count()? * size))
 }
 
 /// A device buffer's identity while it lives: its address.
@@ -90,7 +123,22 @@ fn address(memory: &DeviceMemory) -> usize {
 }
 
 impl<T: Num, A: AxisSet> StepOutputs for Tensor<T, A> {
+    /// Contiguous elements on a device are copied by the device, as bytes.
     fn copies(&self) -> Result<Self> {
+        if let (Device::Backend(backend), Some(from), Some((at, bytes))) = (
+            self.device(),
+            self.storage().device_memory(),
+            contiguous::<T>(self.layout()),
+        ) && let Some(copy) = backend.copied_bytes(from, at, bytes)?
+        {
+            let count = bytes / std::mem::size_of::<T>().max(1);
+            let storage = Storage::from_device_memory(self.device(), copy, count)?;
+            return Tensor::from_parts(storage, Layout::row_major(self.lens())).ok_or_else(|| {
+                Error::Unsupported {
+                    what: "a copy that does not fit its buffer".into(),
+                }
+            });
+        }
         let (storage, layout) = written_out(self.storage(), self.layout())?;
         Tensor::from_parts(storage, layout).ok_or_else(|| Error::Unsupported {
             what: "a copy that does not fit its buffer".into(),
@@ -322,7 +370,9 @@ where
         let inputs = inputs.copies()?;
         let before = params_buffer(params);
         backend.begin_recording()?;
+        let mut unwinding = EndsRecording(Some(backend));
         let outputs = (self.step)(params, &inputs);
+        unwinding.0 = None;
         let recording = backend.end_recording();
         let (outputs, recording) = (outputs?, recording?);
         let after = params_buffer(params);
@@ -340,6 +390,18 @@ where
             recording,
             params: after.unwrap_or(0),
         })
+    }
+}
+
+/// Ends the recording under way where the step panics, so that its thread does not go on
+/// recording.
+struct EndsRecording(Option<&'static dyn Backend>);
+
+impl Drop for EndsRecording {
+    fn drop(&mut self) {
+        if let Some(backend) = self.0 {
+            drop(backend.end_recording());
+        }
     }
 }
 

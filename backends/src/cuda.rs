@@ -782,22 +782,19 @@ impl Cuda {
         Ok(())
     }
 
-    /// Ends this thread's recording and captures it as a graph, unless `AXES_CUDA_GRAPHS`
-    /// is `off` or the driver cannot capture it (then a replay queues the commands one by
-    /// one, and [`Cuda::graph_error`] says why).
-    fn end_recording_here(&self) -> Result<Recording> {
-        let commands = self.recordings.end(&self.name(), &self.stream)?;
+    /// The graph of `commands`, unless `AXES_CUDA_GRAPHS` is `off` or the driver cannot
+    /// capture them (then a replay queues the commands one by one, and
+    /// [`Cuda::graph_error`] says why).
+    fn graph_of(&self, commands: &record::Commands) -> Option<record::Graph> {
         let graphs = std::env::var("AXES_CUDA_GRAPHS").map_or(true, |v| v != "off");
-        if graphs && commands.launches() > 0 {
-            match self.capture_graph(&commands) {
-                Ok(graph) => commands.set_graph(graph),
-                Err(e) => {
-                    *self.graph_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some(e.to_string())
-                }
-            }
+        if !graphs || commands.launches() == 0 {
+            return None;
         }
-        Ok(commands.into_recording())
+        self.capture_graph(commands)
+            .map_err(|e| {
+                *self.graph_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string())
+            })
+            .ok()
     }
 
     /// `commands` captured on the capture stream as a graph.
@@ -841,7 +838,7 @@ impl Cuda {
         self.context
             .bind_to_thread()
             .map_err(|e| cuda_error("binding the context", e))?;
-        if !commands.launch_graph()? {
+        if !commands.launch_graph(|commands| self.graph_of(commands))? {
             let blas = if commands.has_products() {
                 *self.blas()?.handle()
             } else {
@@ -857,7 +854,8 @@ impl Cuda {
         Ok(())
     }
 
-    /// Why the last recording could not be captured as a graph, if one could not.
+    /// Why a recording could not be captured as a graph (the latest that could not), if
+    /// any could not.
     pub fn graph_error(&self) -> Option<String> {
         self.graph_error
             .lock()
@@ -983,6 +981,61 @@ impl Backend for Cuda {
         Ok(self.metered_memory(buffer, bytes.len()))
     }
 
+    /// The driver's device-to-device copy, in stream order.
+    fn copy_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        to: &mut DeviceMemory,
+        to_at: usize,
+        bytes: usize,
+    ) -> Result<bool> {
+        if self.recordings.recording() {
+            return Ok(false);
+        }
+        let (source, target) = (buffer_of(from)?, buffer_of(to)?);
+        from.check_span(from_at, bytes)?;
+        to.check_span(to_at, bytes)?;
+        if from_at + bytes > source.len() || to_at + bytes > target.len() {
+            return Err(Error::Unsupported {
+                what: "CUDA: a copy past the end of a buffer".into(),
+            });
+        }
+        if bytes == 0 {
+            return Ok(true);
+        }
+        let source = address(source, &self.stream) + from_at as u64;
+        let target = address(target, &self.stream) + to_at as u64;
+        // SAFETY: both spans lie inside live buffers of this device (checked above), which
+        // two `DeviceMemory` never share; the copy is queued on the device's stream, after
+        // the work on them queued before.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                target,
+                source,
+                bytes,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(|e| cuda_error("copying a buffer", e))?;
+        self.meter.launched();
+        Ok(true)
+    }
+
+    fn copied_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        bytes: usize,
+    ) -> Result<Option<DeviceMemory>> {
+        if self.recordings.recording() {
+            return Ok(None);
+        }
+        let mut copy = self.metered_memory(self.result_buffer(bytes)?, bytes);
+        self.copy_bytes(from, from_at, &mut copy, 0, bytes)?;
+        Ok(Some(copy))
+    }
+
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
         if self.recordings.recording() {
             return Err(Error::RecordedStep {
@@ -1046,8 +1099,10 @@ impl Backend for Cuda {
         self.recordings.begin(&self.name())
     }
 
+    /// The recording is captured as a CUDA graph at its first replay.
     fn end_recording(&self) -> Result<Recording> {
-        self.end_recording_here()
+        let commands = self.recordings.end(&self.name(), &self.stream)?;
+        Ok(commands.into_recording())
     }
 
     fn replay(&self, recording: &Recording) -> Result<()> {

@@ -791,6 +791,59 @@ impl Backend for OpenCl {
         Ok(memory)
     }
 
+    /// `clEnqueueCopyBuffer`.
+    fn copy_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        to: &mut DeviceMemory,
+        to_at: usize,
+        bytes: usize,
+    ) -> Result<bool> {
+        if self.recording() {
+            return Ok(false);
+        }
+        from.check_span(from_at, bytes)?;
+        to.check_span(to_at, bytes)?;
+        if bytes == 0 {
+            return Ok(true);
+        }
+        let (source, target) = (buffer_of(from)?.buffer.get(), buffer_of(to)?.buffer.get());
+        // SAFETY: both are live buffers of this context (two `DeviceMemory` never share one)
+        // holding the spans checked above; the queue is in order, so the copy runs after
+        // what was queued on them and before what comes next.
+        let event = unsafe {
+            cl3::command_queue::enqueue_copy_buffer(
+                self.queue.get(),
+                source,
+                target,
+                from_at,
+                to_at,
+                bytes,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| cl_error("copying a buffer", e))?;
+        drop(opencl3::event::Event::new(event));
+        self.meter.launched();
+        Ok(true)
+    }
+
+    fn copied_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        bytes: usize,
+    ) -> Result<Option<DeviceMemory>> {
+        if self.recording() {
+            return Ok(None);
+        }
+        let mut copy = self.result_buffer(bytes)?;
+        self.copy_bytes(from, from_at, &mut copy, 0, bytes)?;
+        Ok(Some(copy))
+    }
+
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
         if self.recording() {
             return Err(Error::RecordedStep {

@@ -170,6 +170,12 @@ fn random_multi_into_jobs_match_the_reference() {
 }
 
 #[test]
+fn random_byte_copies_match_the_host() {
+    let copies = common::jobs::random_byte_copies(&CPU_BACKEND, 48);
+    assert_eq!(copies, 96, "the CPU backend copies bytes");
+}
+
+#[test]
 fn random_in_place_jobs_match_the_reference() {
     let ran = common::jobs::random_in_place_jobs(&CPU_BACKEND, 48);
     println!("{ran} random jobs written in place matched on {}", device());

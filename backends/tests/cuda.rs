@@ -169,6 +169,13 @@ fn gpu_random_multi_jobs_match_the_reference() {
 }
 
 #[test]
+fn gpu_random_byte_copies_match_the_host() {
+    let Some(cuda) = device() else { return };
+    let copies = common::jobs::random_byte_copies(cuda, 48);
+    assert_eq!(copies, 96, "CUDA copies bytes");
+}
+
+#[test]
 fn gpu_random_in_place_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
     let ran = common::jobs::random_in_place_jobs(cuda, 48);

@@ -134,6 +134,15 @@ fn random_multi_into_jobs_match_the_reference() {
 }
 
 #[test]
+fn random_byte_copies_match_the_host() {
+    let Some(cl) = common::opencl_device() else {
+        return;
+    };
+    let copies = common::jobs::random_byte_copies(cl, 24);
+    assert_eq!(copies, 48, "OpenCL copies bytes");
+}
+
+#[test]
 fn random_in_place_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;

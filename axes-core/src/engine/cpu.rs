@@ -223,6 +223,48 @@ impl Backend for CpuBackend {
         Some(&self.meter)
     }
 
+    fn copy_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        to: &mut DeviceMemory,
+        to_at: usize,
+        bytes: usize,
+    ) -> Result<bool> {
+        if self.recording() {
+            return Ok(false);
+        }
+        from.check_span(from_at, bytes)?;
+        to.check_span(to_at, bytes)?;
+        let same = matches!(
+            (from.buffer::<HostBytes>(), to.buffer::<HostBytes>()),
+            (Some(HostBytes(a)), Some(HostBytes(b))) if Arc::ptr_eq(a, b)
+        );
+        if same {
+            bytes_of(to)?.copy_within(from_at..from_at + bytes, to_at);
+        } else {
+            let source = bytes_of(from)?;
+            bytes_of(to)?[to_at..to_at + bytes].copy_from_slice(&source[from_at..from_at + bytes]);
+        }
+        self.meter.launched();
+        Ok(true)
+    }
+
+    fn copied_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        bytes: usize,
+    ) -> Result<Option<DeviceMemory>> {
+        if self.recording() {
+            return Ok(None);
+        }
+        from.check_span(from_at, bytes)?;
+        let copy = bytes_of(from)?[from_at..from_at + bytes].to_vec();
+        self.meter.launched();
+        Ok(Some(memory_of_bytes(copy)))
+    }
+
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>> {
         self.refuse_reads()?;
         self.meter.read();

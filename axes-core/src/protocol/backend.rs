@@ -77,9 +77,38 @@ pub trait Backend: Send + Sync {
         })
     }
 
+    /// Copies `bytes` bytes of `from`, from byte `from_at` on, to `to` at byte `to_at`
+    /// (two buffers of this device, or one), as the driver copies memory: no job lowered or
+    /// planned. `Ok(false)` where the backend has no such copy, or cannot use it now (while
+    /// this thread records a step: a job copies instead, which the recording keeps). The
+    /// default has none.
+    fn copy_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        to: &mut DeviceMemory,
+        to_at: usize,
+        bytes: usize,
+    ) -> Result<bool> {
+        let _ = (from, from_at, to, to_at, bytes);
+        Ok(false)
+    }
+
+    /// A new buffer holding `bytes` bytes of `from` from byte `from_at` on, copied as
+    /// [`Backend::copy_bytes`] copies; `None` where it would return `false`.
+    fn copied_bytes(
+        &self,
+        from: &DeviceMemory,
+        from_at: usize,
+        bytes: usize,
+    ) -> Result<Option<DeviceMemory>> {
+        let _ = (from, from_at, bytes);
+        Ok(None)
+    }
+
     /// Starts recording: until [`Backend::end_recording`], the device keeps every launch
-    /// and write it queues (from any thread: record on one), and refuses to read a buffer
-    /// back to the host. An error where it records already. The default refuses.
+    /// and write this thread queues, and refuses to read a buffer back to the host on it. An
+    /// error where this thread records already. The default refuses.
     fn begin_recording(&self) -> Result<()> {
         Err(Error::Unsupported {
             what: format!("recording steps on {}", self.name()),

@@ -79,6 +79,19 @@ impl DeviceMemory {
         self.bytes
     }
 
+    /// An error unless `bytes` bytes from byte `at` on lie inside this buffer.
+    pub fn check_span(&self, at: usize, bytes: usize) -> Result<()> {
+        match at.checked_add(bytes) {
+            Some(end) if end <= self.bytes => Ok(()),
+            _ => Err(Error::Unsupported {
+                what: format!(
+                    "a copy of {bytes} bytes from byte {at} of a buffer of {} bytes",
+                    self.bytes
+                ),
+            }),
+        }
+    }
+
     /// The backend's buffer, if it is a `B`.
     pub fn buffer<B: Any>(&self) -> Option<&B> {
         self.buffer.downcast_ref()

@@ -318,7 +318,7 @@ impl Recordings {
             launches,
             recordings: Arc::clone(self),
             stream: Arc::clone(stream),
-            graph: Mutex::new(None),
+            graph: Mutex::new(Captured::NotYet),
         })
     }
 
@@ -390,9 +390,12 @@ impl Recycle for Recordings {
         };
         let address = address(&buffer, buffer.stream());
         let mut state = self.state();
-        // A buffer this thread's recording made goes back to that recording alone.
+        // A buffer this thread's recording made goes back to that recording alone, unless
+        // another recording names it too.
+        let names = state.named.get(&address).copied().unwrap_or(0);
         if let Some(own) = state.under_way.get_mut(&std::thread::current().id())
             && own.made.contains(&address)
+            && names <= usize::from(own.named.contains(&address))
         {
             own.free.push((address, *buffer));
             return;
@@ -420,7 +423,16 @@ pub(super) struct Commands {
     recordings: Arc<Recordings>,
     /// The device's stream, which replays queue on.
     stream: Arc<CudaStream>,
-    graph: Mutex<Option<Graph>>,
+    graph: Mutex<Captured>,
+}
+
+/// Whether a recording's graph is captured.
+enum Captured {
+    /// Not tried: the first replay tries (so a recording whose step failed is not).
+    NotYet,
+    Graph(Graph),
+    /// Not to be: the replays queue the commands one by one.
+    Never,
 }
 
 impl Commands {
@@ -447,15 +459,17 @@ impl Commands {
         self.list.iter().any(|c| matches!(c, Command::Gemm(_)))
     }
 
-    /// Keeps `graph`, the commands captured, for the replays.
-    pub(super) fn set_graph(&self, graph: Graph) {
-        *self.graph.lock().unwrap_or_else(|e| e.into_inner()) = Some(graph);
-    }
-
-    /// Launches the captured graph on the device's stream; `false` where there is none.
-    pub(super) fn launch_graph(&self) -> Result<bool> {
-        let graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(graph) = graph.as_ref() else {
+    /// Launches the recording's graph on the device's stream, captured by `capture` at the
+    /// first call (where `capture` gives none, never); `false` where there is none.
+    pub(super) fn launch_graph(
+        &self,
+        capture: impl FnOnce(&Commands) -> Option<Graph>,
+    ) -> Result<bool> {
+        let mut captured = self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        if let Captured::NotYet = *captured {
+            *captured = capture(self).map_or(Captured::Never, Captured::Graph);
+        }
+        let Captured::Graph(graph) = &*captured else {
             return Ok(false);
         };
         // SAFETY: the executable graph is alive (held under the lock); its nodes name only
@@ -474,12 +488,12 @@ impl Commands {
 
 impl Drop for Commands {
     fn drop(&mut self) {
-        if let Some(graph) = self
-            .graph
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        // Freed from whichever thread drops the recording.
+        let _ = self.stream.context().bind_to_thread();
+        if let Captured::Graph(graph) = std::mem::replace(
+            self.graph.get_mut().unwrap_or_else(|e| e.into_inner()),
+            Captured::Never,
+        ) {
             // A launch of the graph may still run: the graph goes once it is done (the
             // buffers are freed in stream order anyway).
             let _ = self.stream.synchronize();
@@ -518,6 +532,13 @@ impl Graph {
         // SAFETY: the capture began above on this stream; ending it is required even when
         // queuing failed, so the stream leaves capture mode.
         let graph = unsafe { result::stream::end_capture(stream) };
+        if let (Err(e), Ok(graph)) = (&queued, &graph) {
+            if !graph.is_null() {
+                // SAFETY: just captured, held by nothing else.
+                let _ = unsafe { result::graph::destroy(*graph) };
+            }
+            return Err(e.clone());
+        }
         queued?;
         let graph = graph.map_err(|e| cuda_error("ending a graph capture", e))?;
         if graph.is_null() {
@@ -570,7 +591,7 @@ impl CaptureStream {
     pub(super) fn blas(
         &mut self,
         workspace: impl FnOnce() -> Result<CudaSlice<u8>>,
-        device_stream: &CudaStream,
+        device_stream: &Arc<CudaStream>,
     ) -> Result<cublasHandle_t> {
         use cudarc::cublas::result as blas;
         if let Some((handle, _)) = &self.blas {
@@ -583,7 +604,10 @@ impl CaptureStream {
         let set = unsafe { blas::set_stream(handle, self.stream as _) }
             .map_err(|e| cuda_error("setting cuBLAS's stream", e))
             .and_then(|()| unsafe { set_workspace(handle, &workspace, device_stream) });
-        if let Err(e) = set {
+        // A first product outside any capture, so that what cuBLAS sets up at a handle's
+        // first call is not captured.
+        let warmed = set.and_then(|()| warm_up(handle, device_stream, self.stream));
+        if let Err(e) = warmed {
             // SAFETY: made above, used by nothing.
             let _ = unsafe { blas::destroy_handle(handle) };
             return Err(e);
@@ -603,6 +627,49 @@ impl Drop for CaptureStream {
             let _ = result::stream::destroy(self.stream);
         }
     }
+}
+
+/// A 1×1×1 f32 product on `handle` (whose stream is `stream`), waited for.
+fn warm_up(
+    handle: cublasHandle_t,
+    device_stream: &Arc<CudaStream>,
+    stream: CUstream,
+) -> Result<()> {
+    let scratch = device_stream
+        .alloc_zeros::<f32>(3)
+        .map_err(|e| cuda_error("allocating 12 bytes", e))?;
+    let at = address(&scratch, device_stream);
+    // The product, on another stream, waits for the zeros.
+    device_stream
+        .synchronize()
+        .map_err(|e| cuda_error("waiting for the device", e))?;
+    let call = GemmCall {
+        dtype: DType::F32,
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: 1,
+        n: 1,
+        k: 1,
+        a: at,
+        lda: 1,
+        stride_a: 1,
+        b: at + 4,
+        ldb: 1,
+        stride_b: 1,
+        c: at + 8,
+        ldc: 1,
+        stride_c: 1,
+        batch: 1,
+    };
+    // SAFETY: the three one-element operands are the three f32 of `scratch`, which lives
+    // until the product is done (waited for below).
+    unsafe { call.enqueue(handle)? };
+    // SAFETY: a live stream of the current context.
+    unsafe { cudarc::driver::sys::cuStreamSynchronize(stream) }
+        .result()
+        .map_err(|e| cuda_error("waiting for a capture stream", e))?;
+    drop(scratch);
+    Ok(())
 }
 
 /// The bytes of cuBLAS workspace each handle gets (cuBLAS's recommendation for Hopper).

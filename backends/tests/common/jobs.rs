@@ -560,3 +560,45 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
     }
     cases
 }
+
+/// `cases` random byte copies on `backend` (random buffer lengths and spans, into an existing
+/// buffer and into a new one) against the same bytes moved on the host; spans past a
+/// buffer's end are errors naming the lengths. Returns the copies made.
+pub fn random_byte_copies(backend: &dyn Backend, cases: usize) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(48);
+    let mut copies = 0;
+    for _ in 0..cases {
+        let (from_len, to_len) = (rng.random_range(0..=300), rng.random_range(0..=300));
+        let from_bytes: Vec<u8> = (0..from_len).map(|_| rng.random()).collect();
+        let mut to_bytes: Vec<u8> = (0..to_len).map(|_| rng.random()).collect();
+        let bytes = rng.random_range(0..=from_len.min(to_len));
+        let from_at = rng.random_range(0..=from_len - bytes);
+        let to_at = rng.random_range(0..=to_len - bytes);
+        let from = backend.upload(&from_bytes).unwrap();
+        let mut to = backend.upload(&to_bytes).unwrap();
+        if !backend
+            .copy_bytes(&from, from_at, &mut to, to_at, bytes)
+            .unwrap()
+        {
+            return copies;
+        }
+        to_bytes[to_at..to_at + bytes].copy_from_slice(&from_bytes[from_at..from_at + bytes]);
+        assert_eq!(backend.download(&to).unwrap(), to_bytes, "{bytes} bytes");
+        let copy = backend
+            .copied_bytes(&from, from_at, bytes)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            backend.download(&copy).unwrap(),
+            &from_bytes[from_at..from_at + bytes]
+        );
+        let past = backend.copy_bytes(&from, from_at, &mut to, to_len - bytes + 1, bytes);
+        let error = past.unwrap_err().to_string();
+        assert!(
+            error.contains(&format!("buffer of {to_len} bytes")),
+            "{error}"
+        );
+        copies += 2;
+    }
+    copies
+}

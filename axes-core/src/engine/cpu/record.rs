@@ -232,7 +232,7 @@ impl Attention {
 
 impl CpuBackend {
     /// Whether this thread records.
-    fn recording(&self) -> bool {
+    pub(super) fn recording(&self) -> bool {
         let thread = std::thread::current().id();
         let recordings = self
             .recorder
