@@ -114,6 +114,9 @@ fn load_text(data: &Path) -> Result<Text, Box<dyn std::error::Error>> {
 /// Token ids and the ids that follow them.
 type Pair = (Tensor<i64, (Batch, Token)>, Tensor<i64, (Batch, Token)>);
 
+/// A training step on a batch: the loss.
+type Step<'a> = Box<dyn FnMut(&mut Params<f32>, &Pair) -> axes::Result<Tensor<f32, ()>> + 'a>;
+
 /// SplitMix64: the generator that picks the windows, simple enough that
 /// `benches/gpt_torch.py` draws the same ones.
 struct SplitMix(u64);
@@ -279,13 +282,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.step(params, &grad)?;
         Ok(loss)
     };
-    let mut take_step: Box<dyn FnMut(&mut Params<f32>, &Pair) -> axes::Result<_>> =
-        if options.record {
-            let mut recorded = Recorded::new(&options.device, take_step);
-            Box::new(move |params, batch| recorded.run(params, batch))
-        } else {
-            Box::new(take_step)
-        };
+    let mut take_step: Step<'_> = if options.record {
+        let mut recorded = Recorded::new(&options.device, take_step);
+        Box::new(move |params, batch| recorded.run(params, batch))
+    } else {
+        Box::new(take_step)
+    };
     let bar = ProgressBar::new(options.steps as u64).with_style(
         ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
             .progress_chars("=> "),

@@ -146,6 +146,10 @@ fn shifted(data: &Split, seed: u64) -> axes::Result<Split> {
 type Images = Tensor<f32, (Pixel, Batch)>;
 type Labels = Tensor<i64, (Batch,)>;
 
+/// A training step on a batch: the loss.
+type Step<'a> =
+    Box<dyn FnMut(&mut Params<f32>, &(Images, Labels)) -> axes::Result<Tensor<f32, ()>> + 'a>;
+
 /// The images of `indices` as a batch (a gather along `Sample`, in host memory), on `device`.
 fn batch(
     data: &Split,
@@ -414,13 +418,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.step(params, &grad)?;
         Ok(loss)
     };
-    let mut take_step: Box<dyn FnMut(&mut Params<f32>, &(Images, Labels)) -> axes::Result<_>> =
-        if options.record {
-            let mut recorded = Recorded::new(&options.device, take_step);
-            Box::new(move |params, batch| recorded.run(params, batch))
-        } else {
-            Box::new(take_step)
-        };
+    let mut take_step: Step<'_> = if options.record {
+        let mut recorded = Recorded::new(&options.device, take_step);
+        Box::new(move |params, batch| recorded.run(params, batch))
+    } else {
+        Box::new(take_step)
+    };
     let mut history = History::default();
     let mut steps = StepReport::default();
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")?
