@@ -418,6 +418,29 @@ fn every_bad_input_gives_its_error() {
             &["`bias`", "NaN"],
         ),
         (
+            "one optimizer stepped with two models of the same layout",
+            || {
+                let model = || {
+                    let mut builder = ParamsBuilder::new();
+                    builder.add::<(Hidden,)>("bias", Hidden.len(2), Init::Zeros, 2, 2)?;
+                    builder.build::<f32>(0)
+                };
+                let (mut first, mut second) = (model()?, model()?);
+                let mut adam = axes::optim::Adam::new(0.1);
+                let grad = axes::nn::Gradient::from_vec(&first, vec![1.0, 1.0])?;
+                adam.step(&mut first, &grad)?;
+                let grad = axes::nn::Gradient::from_vec(&second, vec![1.0, 1.0])?;
+                adam.step(&mut second, &grad)
+            },
+            |e| matches!(e, Error::OptimizerMismatch { .. }),
+            &[
+                "`Adam`",
+                "model #",
+                "(2 elements: `bias`)",
+                "an optimizer of its own",
+            ],
+        ),
+        (
             "a sequence past a model's context",
             || {
                 use axes::nn::transformer::{Batch, Gpt, GptConfig, Token};

@@ -197,15 +197,21 @@ fn schedules_give_each_step_its_rate() {
         flat,
         "no step taken"
     );
-    // Parameters of another size: the optimizer, and its count, start over.
+    // Another model's parameters: an error naming both, and no step taken.
     let mut builder = ParamsBuilder::new();
     builder
         .add::<(Feature,)>("w", Feature.len(2), Init::Zeros, 2, 2)
         .unwrap();
     let mut others = builder.build::<f64>(0).unwrap();
     let other_grad = Gradient::from_vec(&others, vec![1.0, 1.0]).unwrap();
-    sgd.step(&mut others, &other_grad).unwrap();
-    assert_eq!(sgd.lr, 0.4);
+    let error = sgd.step(&mut others, &other_grad).unwrap_err().to_string();
+    assert!(
+        error.contains("`Sgd` steps the parameters of model #")
+            && error.contains("(4 elements: `weight` … `bias`)")
+            && error.contains("(2 elements: `w`)"),
+        "{error}"
+    );
+    assert_eq!(others.arena().storage().host().unwrap().to_vec(), [0.0; 2]);
 
     let schedule = WarmupCosine::new(1e-2, 1e-3, 3, 10).unwrap();
     let (mut scheduled, mut by_hand) = (two_parameters::<f32>(), two_parameters::<f32>());
@@ -368,4 +374,34 @@ fn common_mistakes_are_named_in_the_users_words() {
         "the tensor (Row=2, Col=3) is a view of a buffer of 12 elements where a buffer of 6 is \
          needed; make it contiguous first (`.contiguous()`)"
     );
+}
+
+#[test]
+fn an_optimizer_follows_its_parameters_to_another_device() {
+    let device = Device::Backend(&axes::engine::cpu::CPU_BACKEND);
+    let (mut moved, mut stayed) = (two_parameters::<f32>(), two_parameters::<f32>());
+    let values = [0.5, -1.0, 2.0, 0.25];
+    let schedule = WarmupCosine::new(0.1, 0.01, 1, 6).unwrap();
+    let mut adam = Adam::new(0.1)
+        .with_weight_decay(0.01)
+        .with_schedule(schedule);
+    let mut reference = adam.clone();
+    for _ in 0..2 {
+        let (g, h) = (gradient(&moved, values), gradient(&stayed, values));
+        adam.step(&mut moved, &g).unwrap();
+        reference.step(&mut stayed, &h).unwrap();
+    }
+    // The moments, the step count and the schedule's position go with the parameters.
+    let mut moved = moved.to(&device).unwrap();
+    for _ in 0..3 {
+        let (g, h) = (gradient(&moved, values), gradient(&stayed, values));
+        adam.step(&mut moved, &g).unwrap();
+        reference.step(&mut stayed, &h).unwrap();
+    }
+    assert_eq!(adam.steps(), 5);
+    let moved = moved.to(&Device::Cpu).unwrap();
+    let (a, b) = (moved.arena().storage(), stayed.arena().storage());
+    for (a, b) in a.host().unwrap().iter().zip(b.host().unwrap()) {
+        assert!((a - b).abs() <= 1e-6 * b.abs().max(1e-3), "{a} against {b}");
+    }
 }

@@ -293,6 +293,19 @@ pub enum Error {
         /// The elements needed.
         needed: usize,
     },
+    /// An optimizer given parameters other than those it steps (its state belongs to them).
+    #[error(
+        "`{optimizer}` steps {bound} and was given {given}: each model needs an optimizer of \
+         its own"
+    )]
+    OptimizerMismatch {
+        /// The optimizer.
+        optimizer: String,
+        /// The parameters it steps.
+        bound: String,
+        /// The parameters it was given.
+        given: String,
+    },
     /// Saved parameters do not match the model they are loaded into.
     #[error("parameter `{name}`: {reason}")]
     ParameterMismatch {

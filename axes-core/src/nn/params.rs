@@ -166,6 +166,23 @@ impl<T: Float> Params<T> {
         &mut self.arena
     }
 
+    /// These parameters as errors name them: the model's number in this process (one per
+    /// [`ParamsBuilder`]; kept by [`Params::to`]), its size and its first and last names.
+    pub(crate) fn described(&self) -> String {
+        let names = match (self.entries.first(), self.entries.last()) {
+            (Some(first), Some(last)) if self.entries.len() > 1 => {
+                format!(": `{}` … `{}`", first.name, last.name)
+            }
+            (Some(only), _) => format!(": `{}`", only.name),
+            _ => String::new(),
+        };
+        format!(
+            "the parameters of model #{} ({} elements{names})",
+            self.arena.id(),
+            self.count()
+        )
+    }
+
     /// The number of parameters (elements), gaps between tensors excluded.
     pub fn count(&self) -> usize {
         self.arena

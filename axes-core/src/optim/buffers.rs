@@ -8,7 +8,7 @@ use crate::dispatch::{
     Input, JointJob, Output, filled, placed, run_in_place, run_outputs, unique_for_writing,
 };
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::expr::Expr;
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp};
@@ -56,6 +56,9 @@ where
 /// host memory it writes them into the buffers the step before replaced.
 #[derive(Clone, Debug)]
 pub(super) struct Buffers<T: Float> {
+    /// The parameters the state belongs to: their arena's identity, and how errors name
+    /// them.
+    bound: Option<(u64, String)>,
     state: Vec<Storage<T::Wide>>,
     /// The parameters' previous buffer (host memory).
     spare_params: Option<Storage<T>>,
@@ -67,6 +70,7 @@ pub(super) struct Buffers<T: Float> {
 impl<T: Float> Default for Buffers<T> {
     fn default() -> Self {
         Buffers {
+            bound: None,
             state: Vec::new(),
             spare_params: None,
             spare_state: Vec::new(),
@@ -76,31 +80,45 @@ impl<T: Float> Default for Buffers<T> {
 }
 
 impl<T: Float> Buffers<T> {
-    /// Whether `count` state buffers for `params` are there (else the optimizer starts over).
-    fn fit(&self, params: &Params<T>, count: usize) -> bool {
-        let arena = params.arena();
-        let fits = |s: &Storage<T::Wide>| s.len() == arena.len() && s.device() == arena.device();
-        self.state.len() == count && self.state.iter().all(fits)
+    /// Binds the optimizer (named `optimizer`) to `params` at its first step; an error
+    /// naming both where it is bound to others.
+    pub(super) fn bind(&mut self, params: &Params<T>, optimizer: &str) -> Result<()> {
+        let id = params.arena().id();
+        match &self.bound {
+            Some((bound, _)) if *bound == id => Ok(()),
+            Some((_, bound)) => Err(Error::OptimizerMismatch {
+                optimizer: optimizer.into(),
+                bound: bound.clone(),
+                given: params.described(),
+            }),
+            None => {
+                self.bound = Some((id, params.described()));
+                Ok(())
+            }
+        }
     }
 
-    /// The steps taken on `params` before this one: `taken`, or 0 where the optimizer
-    /// starts over (its `count` state buffers do not fit them).
-    pub(super) fn steps_before(&self, params: &Params<T>, count: usize, taken: usize) -> usize {
-        if self.fit(params, count) { taken } else { 0 }
-    }
-
-    /// Makes `count` state buffers of zeros for `params` unless they are there already, on
-    /// the parameters' device (the step count starting over with them), and makes the
-    /// parameters' buffer and the state's ones that only this optimizer writes.
+    /// Makes `count` state buffers of zeros for `params` at the first step, moves the state
+    /// to the parameters' device where they moved, and makes the parameters' buffer and the
+    /// state's ones that only this optimizer writes.
     pub(super) fn prepare(&mut self, params: &mut Params<T>, count: usize) -> Result<()> {
-        if !self.fit(params, count) {
-            let arena = params.arena();
+        let arena = params.arena();
+        let device = arena.device();
+        if self.state.len() != count {
             self.state = (0..count)
-                .map(|_| filled(arena.device(), arena.len(), T::Wide::zero()))
+                .map(|_| filled(device, arena.len(), T::Wide::zero()))
                 .collect::<Result<_>>()?;
             self.spare_params = None;
             self.spare_state = vec![None; count];
             self.scalars = StepScalars::default();
+        } else if self.state.iter().any(|s| s.device() != device) {
+            // The parameters moved: their state, step count and settings follow them.
+            for state in &mut self.state {
+                *state = moved(state, device)?;
+            }
+            self.scalars.move_to(device)?;
+            self.spare_params = None;
+            self.spare_state = vec![None; count];
         }
         unique_for_writing(params.arena_mut().storage_mut())?;
         for state in &mut self.state {
@@ -204,7 +222,23 @@ fn element<W: Element>(storage: &Storage<W>, k: usize) -> Tensor<W, ()> {
     Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")
 }
 
+/// `storage`'s elements in a buffer on `device`.
+fn moved<E: Element>(storage: &Storage<E>, device: Device) -> Result<Storage<E>> {
+    placed(crate::storage::copied(storage.host()?)?, device)
+}
+
 impl<W: Float> StepScalars<W> {
+    /// Moves the settings and the step's values to `device`.
+    fn move_to(&mut self, device: Device) -> Result<()> {
+        if let Some((_, settings)) = &mut self.settings {
+            *settings = moved(settings, device)?;
+        }
+        if let Some(scalars) = &mut self.scalars {
+            *scalars = moved(scalars, device)?;
+        }
+        Ok(())
+    }
+
     /// Advances the step count on `device` and computes the step's values: `derive` adds
     /// them to an IR whose node `step` is the count before this step (0 at the first) and
     /// whose nodes `settings[i]` hold `settings[i]`, and returns their nodes.

@@ -34,7 +34,9 @@ use clip::check_finite;
 /// Stochastic gradient descent with momentum: `v = μ v + g; p -= lr v`.
 ///
 /// The settings are checked at every step (they may change between steps): an error names
-/// one outside its range.
+/// one outside its range. An optimizer belongs to the parameters of its first step (one
+/// model, wherever [`Params::to`] moves it: its state follows); a step with another model's
+/// is an error naming both.
 #[derive(Clone, Debug)]
 pub struct Sgd<T: Float> {
     /// The learning rate (finite, ≥ 0). With a schedule ([`Sgd::with_schedule`]) each step
@@ -70,8 +72,7 @@ impl<T: Float> Sgd<T> {
     }
 
     /// With the learning rate of each step taken from `schedule` (its step 0 the optimizer's
-    /// first step, counted again where it starts over on parameters of another size),
-    /// evaluated on the parameters' device.
+    /// first step), evaluated on the parameters' device.
     pub fn with_schedule(mut self, schedule: impl Schedule + 'static) -> Self {
         self.schedule = Some(schedule.rate());
         self
@@ -82,7 +83,8 @@ impl<T: Float> Sgd<T> {
     /// the velocity again rather than read it back), one launch on a device (two for
     /// half-precision parameters, updated in f32 with an f32 velocity and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
-        let step = self.buffers.steps_before(params, 1, self.steps);
+        self.buffers.bind(params, "Sgd")?;
+        let step = self.steps;
         if let Some(schedule) = &self.schedule {
             self.lr = schedule.at(step as f64);
         }
@@ -124,7 +126,8 @@ impl<T: Float> Sgd<T> {
 /// Adam (Kingma & Ba) with bias correction.
 ///
 /// The settings are checked at every step (they may change between steps): an error names
-/// one outside its range.
+/// one outside its range. As [`Sgd`], an optimizer belongs to the parameters of its first
+/// step.
 #[derive(Clone, Debug)]
 pub struct Adam<T: Float> {
     /// The learning rate (finite, ≥ 0). With a schedule ([`Adam::with_schedule`]) each step
@@ -168,8 +171,8 @@ impl<T: Float> Adam<T> {
     }
 
     /// With the learning rate of each step taken from `schedule` (its step 0 the optimizer's
-    /// first step, counted again where it starts over on parameters of another size): the
-    /// optimizer counts the steps, so a training loop does not set `lr` by hand.
+    /// first step): the optimizer counts the steps, so a training loop does not set `lr` by
+    /// hand.
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -256,7 +259,8 @@ impl<T: Float> Adam<T> {
     /// moments again rather than read them back), one launch on a device (two for
     /// half-precision parameters, updated in f32 with f32 moments and rounded once).
     pub fn step(&mut self, params: &mut Params<T>, grad: &Gradient<T>) -> Result<()> {
-        let step = self.buffers.steps_before(params, 2, self.steps as usize);
+        self.buffers.bind(params, "Adam")?;
+        let step = self.steps as usize;
         if let Some(schedule) = &self.schedule {
             self.lr = schedule.at(step as f64);
         }
