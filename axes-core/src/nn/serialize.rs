@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::params::Params;
 use crate::dispatch::placed;
+use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::io::{TensorFile, axis_names};
 use crate::layout::Layout;
@@ -55,25 +56,85 @@ impl Load {
     }
 }
 
+/// The values of tensor `name` of `file` for a parameter with axes `axes` laid out as
+/// `layout`, with the layout that reads them in the parameter's axis order (stored in the
+/// order of `stored` where the file records none); an error where the lengths differ.
+fn entry_values<W: Float>(
+    file: &TensorFile,
+    name: &str,
+    axes: &[String],
+    layout: &Layout,
+    stored: Option<&[String]>,
+) -> Result<(crate::storage::HostVec<W>, Layout)> {
+    let (data, lens, from) = file.values_in_order::<W>(name, axes, stored)?;
+    let wanted: Vec<usize> = from.iter().map(|&at| lens[at]).collect();
+    if wanted != layout.lens() {
+        return Err(Error::ParameterMismatch {
+            name: name.into(),
+            reason: format!(
+                "saved with lengths {wanted:?} for ({}), the model has {:?}",
+                axes.join(", "),
+                layout.lens()
+            ),
+        });
+    }
+    Ok((data, Layout::row_major(&lens).permuted(&from)))
+}
+
 impl<T: Float> Params<T> {
     /// Writes every parameter to `path` (safetensors), with its axis names. PyTorch's
     /// `safetensors.torch.load_file` reads the file.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let flat = self.arena.storage().host()?;
         let mut file = TensorFile::new();
+        self.insert_arena_values(self.arena.storage().host()?, "", &mut file);
+        file.write(path)
+    }
+
+    /// Adds to `file`, for each parameter, the tensor `{name}{suffix}` holding the elements
+    /// of `flat` (laid out like the arena) at the parameter's place, with its axis names.
+    pub(crate) fn insert_arena_values<W: Element>(
+        &self,
+        flat: &[W],
+        suffix: &str,
+        file: &mut TensorFile,
+    ) {
         for (entry, layout) in self.entries.iter().zip(self.arena.layouts()) {
-            let values: Vec<T> = layout
+            let values: Vec<W> = layout
                 .positions()
                 .map(|p| flat[p.expect("not padded")])
                 .collect();
             file.insert_values(
-                &entry.name,
+                &format!("{}{suffix}", entry.name),
                 entry.axes.clone(),
                 layout.lens().to_vec(),
                 &values,
             );
         }
-        file.write(path)
+    }
+
+    /// The elements of the tensors `{name}{suffix}` of `file` (as [`Params::insert_arena_values`]
+    /// writes them), laid out like the arena, zeros between the parameters. An error names
+    /// the first tensor absent or of other axes or lengths.
+    pub(crate) fn arena_values_in<W: Float>(
+        &self,
+        file: &TensorFile,
+        suffix: &str,
+    ) -> Result<Vec<W>> {
+        let mut flat = vec![W::zero(); self.arena.len()];
+        for (entry, layout) in self.entries.iter().zip(self.arena.layouts()) {
+            let name = format!("{}{suffix}", entry.name);
+            if !file.names().any(|n| n == name) {
+                return Err(Error::ParameterMismatch {
+                    name,
+                    reason: "not in the file".into(),
+                });
+            }
+            let (data, stored) = entry_values::<W>(file, &name, &entry.axes, layout, None)?;
+            for (to, from) in layout.positions().zip(stored.positions()) {
+                flat[to.expect("not padded")] = data[from.expect("not padded")];
+            }
+        }
+        Ok(flat)
     }
 
     /// Replaces every parameter's values by those of the tensors of the same names in the
@@ -109,19 +170,13 @@ impl<T: Float> Params<T> {
                 return Err(mismatch(&entry.name, format!("not in {}", path.display())));
             }
             let stored = options.stored.get(&entry.name).map(Vec::as_slice);
-            let (data, lens, from) = file.values_in_order::<T>(&entry.name, &entry.axes, stored)?;
-            let wanted: Vec<usize> = from.iter().map(|&at| lens[at]).collect();
-            if wanted != layout.lens() {
-                return Err(mismatch(
-                    &entry.name,
-                    format!(
-                        "saved with lengths {wanted:?} for ({}), the model has {:?}",
-                        entry.axes.join(", "),
-                        layout.lens()
-                    ),
-                ));
-            }
-            values.push((data, Layout::row_major(&lens).permuted(&from)));
+            values.push(entry_values::<T>(
+                &file,
+                &entry.name,
+                &entry.axes,
+                layout,
+                stored,
+            )?);
         }
         if !options.partial
             && let Some(extra) = file

@@ -5,12 +5,14 @@ use std::any::TypeId;
 
 use crate::Device;
 use crate::dispatch::{
-    Input, JointJob, Output, filled, placed, run_in_place, run_outputs, unique_for_writing,
+    Input, JointJob, Output, copied_into, filled, placed, run_in_place, run_outputs,
+    unique_for_writing,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::expr::Expr;
+use crate::io::TensorFile;
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::nn::params::{ArenaElement, Flat, flat};
@@ -83,18 +85,107 @@ impl<T: Float> Buffers<T> {
     /// Binds the optimizer (named `optimizer`) to `params` at its first step; an error
     /// naming both where it is bound to others.
     pub(super) fn bind(&mut self, params: &Params<T>, optimizer: &str) -> Result<()> {
-        let id = params.arena().id();
-        match &self.bound {
-            Some((bound, _)) if *bound == id => Ok(()),
-            Some((_, bound)) => Err(Error::OptimizerMismatch {
-                optimizer: optimizer.into(),
-                bound: bound.clone(),
-                given: params.described(),
-            }),
-            None => {
-                self.bound = Some((id, params.described()));
-                Ok(())
+        self.check_bound(params, optimizer)?;
+        if self.bound.is_none() {
+            self.bound = Some((params.arena().id(), params.described()));
+        }
+        Ok(())
+    }
+
+    /// Adds the state for `params` to `file` (see [`super::OptimizerState`]): each state
+    /// buffer `k` as `{parameter}.{tensors[k]}` per parameter, and the steps taken as
+    /// `{kind}.step`; zeros where no step was taken yet.
+    pub(super) fn save(
+        &self,
+        params: &Params<T>,
+        names: StateNames,
+        steps: usize,
+        file: &mut TensorFile,
+    ) -> Result<()> {
+        self.check_bound(params, names.optimizer)?;
+        let kind = names.kind;
+        for (k, name) in names.tensors.iter().enumerate() {
+            let suffix = format!(".{name}");
+            match self.state.get(k) {
+                Some(state) => params.insert_arena_values(state.host()?, &suffix, file),
+                None => {
+                    let zeros = vec![T::Wide::zero(); params.arena().len()];
+                    params.insert_arena_values(&zeros, &suffix, file);
+                }
             }
+        }
+        let steps = i64::try_from(steps).unwrap_or(i64::MAX);
+        file.insert_values(&format!("{kind}.step"), Vec::new(), Vec::new(), &[steps]);
+        Ok(())
+    }
+
+    /// Reads the state [`Buffers::save`] wrote for `params` into the state's buffers (made
+    /// where there are none), and binds the optimizer to `params`; the steps taken. Every
+    /// tensor is read and checked before anything changes: an error leaves the optimizer as
+    /// it was.
+    pub(super) fn load(
+        &mut self,
+        params: &Params<T>,
+        names: StateNames,
+        file: &TensorFile,
+    ) -> Result<usize> {
+        self.check_bound(params, names.optimizer)?;
+        let step = format!("{}.step", names.kind);
+        if !file.names().any(|n| n == step) {
+            let other =
+                (file.names()).find_map(|n| n.strip_suffix(".step").filter(|k| !k.contains('.')));
+            return Err(Error::ParameterMismatch {
+                name: step,
+                reason: match other {
+                    Some(other) => format!("not in the file, which holds the state of `{other}`"),
+                    None => "not in the file, which holds no optimizer's state".into(),
+                },
+            });
+        }
+        let steps = file.get::<i64, ()>(&step)?.to_vec()[0];
+        let steps = usize::try_from(steps).map_err(|_| Error::ParameterMismatch {
+            name: step.clone(),
+            reason: format!("{steps} steps taken"),
+        })?;
+        let values = (names.tensors.iter())
+            .map(|name| params.arena_values_in::<T::Wide>(file, &format!(".{name}")))
+            .collect::<Result<Vec<_>>>()?;
+        let device = params.device();
+        let layout = Layout::row_major(&[params.arena().len()]);
+        let count = names.tensors.len();
+        let fits = self.state.len() == count && self.state.iter().all(|s| s.device() == device);
+        if !fits {
+            self.state = Vec::with_capacity(count);
+            self.spare_params = None;
+            self.spare_state = vec![None; count];
+        }
+        for (k, values) in values.into_iter().enumerate() {
+            let read = placed(crate::storage::copied(&values)?, device)?;
+            if fits {
+                // Written into the buffer the step writes (a recorded step keeps it).
+                let buffer = std::mem::replace(&mut self.state[k], Storage::new(Vec::new()));
+                self.state[k] = copied_into(&read, &layout, buffer, layout)?.0;
+            } else {
+                self.state.push(read);
+            }
+        }
+        self.scalars.set_count(steps, device)?;
+        self.bound = Some((params.arena().id(), params.described()));
+        Ok(steps)
+    }
+
+    /// An error where the optimizer (named `optimizer`) steps parameters other than
+    /// `params`.
+    fn check_bound(&self, params: &Params<T>, optimizer: &str) -> Result<()> {
+        match &self.bound {
+            Some((bound, described)) if *bound != params.arena().id() => {
+                Err(Error::OptimizerMismatch {
+                    optimizer: optimizer.into(),
+                    bound: described.clone(),
+                    given: params.described(),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -208,6 +299,8 @@ pub(super) struct StepScalars<W: Float> {
     settings: Option<(Vec<f64>, Storage<W>)>,
     /// The step count (steps taken, as `W`), then the values of the last step.
     scalars: Option<Storage<W>>,
+    /// The count a new step-count buffer starts from (a resumed optimizer's steps).
+    start: usize,
 }
 
 /// The settings and a step's values, as tensors of no axes (views of one buffer each).
@@ -222,12 +315,39 @@ fn element<W: Element>(storage: &Storage<W>, k: usize) -> Tensor<W, ()> {
     Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")
 }
 
+/// How an optimizer's state is saved: its kind (`{kind}.step` holds the steps taken), the
+/// optimizer's name for errors, and the name of each state tensor (`{parameter}.{name}`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StateNames {
+    pub(super) kind: &'static str,
+    pub(super) optimizer: &'static str,
+    pub(super) tensors: &'static [&'static str],
+}
+
 /// `storage`'s elements in a buffer on `device`.
 fn moved<E: Element>(storage: &Storage<E>, device: Device) -> Result<Storage<E>> {
     placed(crate::storage::copied(storage.host()?)?, device)
 }
 
 impl<W: Float> StepScalars<W> {
+    /// Sets the steps taken to `count` (a resumed optimizer's), on `device`.
+    fn set_count(&mut self, count: usize, device: Device) -> Result<()> {
+        self.start = count;
+        if let Some(scalars) = self.scalars.take() {
+            let mut values = crate::storage::copied(scalars.host()?)?;
+            values[0] = W::from_f64(count as f64);
+            let read = placed(values, device)?;
+            self.scalars = Some(if scalars.device() == device {
+                // Written into the buffer a recorded step reads.
+                let layout = Layout::row_major(&[read.len()]);
+                copied_into(&read, &layout, scalars, layout)?.0
+            } else {
+                read
+            });
+        }
+        Ok(())
+    }
+
     /// Moves the settings and the step's values to `device`.
     fn move_to(&mut self, device: Device) -> Result<()> {
         if let Some((_, settings)) = &mut self.settings {
@@ -271,7 +391,10 @@ impl<W: Float> StepScalars<W> {
         let count = 1 + derived.len();
         let fits = |s: &Storage<W>| s.device() == device && s.len() == count;
         if !self.scalars.as_ref().is_some_and(fits) {
-            self.scalars = Some(filled(device, count, W::zero())?);
+            let mut values = crate::storage::with_capacity(count)?;
+            values.push(W::from_f64(self.start as f64));
+            values.resize(count, W::zero());
+            self.scalars = Some(placed(values, device)?);
         }
         let scalars = self.scalars.as_mut().expect("made above");
         unique_for_writing(scalars)?;

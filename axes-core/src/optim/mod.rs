@@ -23,12 +23,13 @@ pub use schedule::{Formula, Schedule, WarmupCosine};
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::expr::{Borrowed, Cast, Lazy};
+use crate::io::TensorFile;
 use crate::ir::{BinaryOp, IrNode};
 use crate::nn::params::Flat;
 use crate::nn::{Gradient, Params};
 use crate::num::Float;
 
-use buffers::Buffers;
+use buffers::{Buffers, StateNames};
 use clip::check_finite;
 
 /// Stochastic gradient descent with momentum: `v = μ v + g; p -= lr v`.
@@ -324,4 +325,82 @@ pub(crate) fn check_setting(setting: &str, value: f64, ok: bool, allowed: &str) 
         value: value.to_string(),
         allowed: allowed.into(),
     })
+}
+
+/// An optimizer's state, saved beside the parameters and loaded to resume training exactly:
+/// per parameter, each state tensor as `{parameter}.{state}` with the parameter's axes —
+/// PyTorch's names for them: SGD's `momentum_buffer`, Adam's `exp_avg` and `exp_avg_sq` —
+/// and the steps taken as `sgd.step` or `adam.step` (an i64 scalar). The state of
+/// parameters in a half type is stored in f32, as the optimizer keeps it.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::io::TensorFile;
+/// use axes::nn::{Gradient, Init, ParamsBuilder};
+/// use axes::optim::{Adam, OptimizerState};
+/// #[derive(Axis)] struct Feature;
+/// let mut builder = ParamsBuilder::new();
+/// builder.add::<(Feature,)>("bias", Feature.len(2), Init::Zeros, 2, 2)?;
+/// let mut params = builder.build::<f32>(0)?;
+/// let grad = Gradient::from_vec(&params, vec![1.0, -1.0])?;
+/// let mut adam = Adam::new(0.1);
+/// adam.step(&mut params, &grad)?;
+/// let mut file = TensorFile::new();
+/// adam.save_state(&params, &mut file)?;
+/// assert!(file.names().eq(["adam.step", "bias.exp_avg", "bias.exp_avg_sq"]));
+/// // Another run of the same model resumes where this one stopped.
+/// let mut resumed = Adam::new(0.1);
+/// resumed.load_state(&params, &file)?;
+/// assert_eq!(resumed.steps(), 1);
+/// # Ok::<(), axes::Error>(())
+/// ```
+pub trait OptimizerState<T: Float> {
+    /// Adds the state for `params` to `file` (zeros before the first step); an error where
+    /// the optimizer steps other parameters.
+    fn save_state(&self, params: &Params<T>, file: &mut TensorFile) -> Result<()>;
+
+    /// Reads the state [`OptimizerState::save_state`] wrote for parameters of the same
+    /// names, axes and lengths into this optimizer, which from then on steps `params`: the
+    /// next step is the one after the saved ones. An error (naming the first tensor absent
+    /// or different, or another optimizer's state) leaves the optimizer as it was.
+    fn load_state(&mut self, params: &Params<T>, file: &TensorFile) -> Result<()>;
+}
+
+/// SGD's state as saved.
+const SGD_STATE: StateNames = StateNames {
+    kind: "sgd",
+    optimizer: "Sgd",
+    tensors: &["momentum_buffer"],
+};
+
+/// Adam's state as saved.
+const ADAM_STATE: StateNames = StateNames {
+    kind: "adam",
+    optimizer: "Adam",
+    tensors: &["exp_avg", "exp_avg_sq"],
+};
+
+impl<T: Float> OptimizerState<T> for Sgd<T> {
+    fn save_state(&self, params: &Params<T>, file: &mut TensorFile) -> Result<()> {
+        self.buffers.save(params, SGD_STATE, self.steps, file)
+    }
+
+    fn load_state(&mut self, params: &Params<T>, file: &TensorFile) -> Result<()> {
+        self.steps = self.buffers.load(params, SGD_STATE, file)?;
+        Ok(())
+    }
+}
+
+impl<T: Float> OptimizerState<T> for Adam<T> {
+    fn save_state(&self, params: &Params<T>, file: &mut TensorFile) -> Result<()> {
+        self.buffers
+            .save(params, ADAM_STATE, self.steps as usize, file)
+    }
+
+    fn load_state(&mut self, params: &Params<T>, file: &TensorFile) -> Result<()> {
+        let steps = self.buffers.load(params, ADAM_STATE, file)?;
+        self.steps = i32::try_from(steps).unwrap_or(i32::MAX);
+        Ok(())
+    }
 }
