@@ -1,12 +1,12 @@
-//! Training resumed from saved parameters and optimizer state gives the same bits as
-//! training straight through (SGD with momentum and a schedule; AdamW with a warmup and
+//! Training resumed from a checkpoint (the parameters, the optimizer's state and the step,
+//! saved by another process) gives the same bits as training straight through (SGD with momentum and a schedule; AdamW with a warmup and
 //! cosine schedule and clipping), in host memory, on the CPU backend and on OpenCL; a state of another
 //! optimizer, of another model, or for parameters the optimizer does not step is an error
 //! that leaves the optimizer as it was.
 
 use axes::autodiff::Tape;
 use axes::io::TensorFile;
-use axes::nn::{Init, Linear, Params, ParamsBuilder};
+use axes::nn::{Init, Linear, Params, ParamsBuilder, load_checkpoint, save_checkpoint};
 use axes::optim::{Adam, OptimizerState, Sgd, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
 
@@ -94,21 +94,67 @@ fn step<O>(
     loss
 }
 
-/// `total` steps straight, against `saved_at` steps, a save of the parameters and the state
-/// to files, a fresh model and optimizer loading them, and the rest: the same losses and
-/// parameters, bit for bit.
+/// The steps of a run, and the step its checkpoint is saved after.
+const TOTAL: usize = 9;
+const SAVED_AT: usize = 4;
+
+/// The environment variables that make [`child_trains_and_saves_a_checkpoint`] run: the
+/// checkpoint's path, and the case (`{device}/{optimizer}`).
+const CHECKPOINT: &str = "AXES_RESUME_CHECKPOINT";
+const CASE: &str = "AXES_RESUME_CASE";
+
+/// A device by the name the parent gives its child.
+fn device_named(name: &str) -> Device {
+    match name {
+        "cpu" => Device::Cpu,
+        "cpu-backend" => Device::Backend(&axes::engine::cpu::CPU_BACKEND),
+        other => axes::device(other).unwrap(),
+    }
+}
+
+/// The child of [`training_resumed_from_a_checkpoint_gives_the_same_bits`]: trains the case
+/// `AXES_RESUME_CASE` for the first steps and saves a checkpoint at `AXES_RESUME_CHECKPOINT`.
+#[test]
+#[ignore = "run by training_resumed_from_a_checkpoint_gives_the_same_bits as its child process"]
+fn child_trains_and_saves_a_checkpoint() {
+    let path = std::env::var(CHECKPOINT).expect("run as a child");
+    let case = std::env::var(CASE).expect("run as a child");
+    let (device, optimizer) = case.split_once('/').unwrap();
+    let device = device_named(device);
+    let batches = batches(&device);
+    let (model, start) = mlp(3);
+    let mut params = start.to(&device).unwrap();
+    let saved_at = SAVED_AT.to_string();
+    let metadata = [("step", saved_at.as_str())];
+    if optimizer == "sgd" {
+        let mut sgd = momentum_sgd();
+        for batch in batches.iter().cycle().take(SAVED_AT) {
+            step(&model, &mut params, &mut sgd, Sgd::step, batch);
+        }
+        save_checkpoint(&path, &params, &sgd, &metadata).unwrap();
+    } else {
+        let mut adam = adamw();
+        for batch in batches.iter().cycle().take(SAVED_AT) {
+            step(&model, &mut params, &mut adam, Adam::step, batch);
+        }
+        save_checkpoint(&path, &params, &adam, &metadata).unwrap();
+    }
+}
+
+/// `TOTAL` steps straight, against a child process's `SAVED_AT` steps and checkpoint, then
+/// a fresh model (initialised otherwise) and optimizer loading it here and taking the rest:
+/// the same losses and parameters, bit for bit.
 fn resumes_exactly<O: OptimizerState<f32>>(
-    device: &Device,
+    (device_name, device): (&str, &Device),
     make: fn() -> O,
     update: Update<O>,
     label: &str,
 ) {
-    let (total, saved_at) = (9, 4);
     let batches = batches(device);
     let (model, start) = mlp(3);
     let mut straight = start.to(device).unwrap();
     let mut optimizer = make();
-    let losses: Vec<Vec<f32>> = (0..total)
+    let losses: Vec<Vec<f32>> = (0..TOTAL)
         .map(|k| {
             step(
                 &model,
@@ -120,31 +166,30 @@ fn resumes_exactly<O: OptimizerState<f32>>(
         })
         .collect();
 
-    let mut first = start.to(device).unwrap();
-    let mut optimizer = make();
-    for (k, batch) in batches.iter().cycle().take(saved_at).enumerate() {
-        let loss = step(&model, &mut first, &mut optimizer, update, batch);
-        assert_eq!(loss, losses[k], "{label} on {device}: step {k}");
-    }
-    let params_path = std::env::temp_dir().join(format!(
-        "axes-resume-{}-{label}-params.safetensors",
+    let path = std::env::temp_dir().join(format!(
+        "axes-resume-{}-{device_name}-{label}.safetensors",
         std::process::id()
     ));
-    let state_path = params_path.with_extension("state.safetensors");
-    first.save(&params_path).unwrap();
-    let mut state = TensorFile::new();
-    optimizer.save_state(&first, &mut state).unwrap();
-    state.write(&state_path).unwrap();
-    drop((first, optimizer));
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_trains_and_saves_a_checkpoint",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(CHECKPOINT, &path)
+        .env(CASE, format!("{device_name}/{label}"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child for {label} on {device} failed");
 
-    // Another model of the same layout (initialised differently), loaded.
     let (model, resumed) = mlp(99);
     let mut resumed = resumed.to(device).unwrap();
-    resumed.load(&params_path).unwrap();
     let mut optimizer = make();
-    let state = TensorFile::read(&state_path).unwrap();
-    optimizer.load_state(&resumed, &state).unwrap();
-    for k in saved_at..total {
+    let metadata = load_checkpoint(&path, &mut resumed, &mut optimizer).unwrap();
+    assert_eq!(metadata["step"], SAVED_AT.to_string());
+    for k in SAVED_AT..TOTAL {
         let loss = step(
             &model,
             &mut resumed,
@@ -162,36 +207,33 @@ fn resumes_exactly<O: OptimizerState<f32>>(
         resumed.to(&Device::Cpu).unwrap(),
     );
     assert_eq!(a.arena().flat(), b.arena().flat(), "{label} on {device}");
-    std::fs::remove_file(&params_path).ok();
-    std::fs::remove_file(&state_path).ok();
+    std::fs::remove_file(&path).ok();
 }
 
 fn momentum_sgd() -> Sgd<f32> {
     Sgd::new(0.0, 0.9).with_schedule(WarmupCosine::new(0.05, 0.005, 2, 9).unwrap())
 }
 
-fn adam() -> Adam<f32> {
+fn adamw() -> Adam<f32> {
     Adam::new(0.0)
         .with_weight_decay(0.01)
         .with_schedule(WarmupCosine::new(0.02, 0.002, 2, 9).unwrap())
 }
 
 #[test]
-fn training_resumed_from_saved_state_gives_the_same_bits() {
-    let mut devices = vec![
-        Device::Cpu,
-        Device::Backend(&axes::engine::cpu::CPU_BACKEND),
-    ];
+fn training_resumed_from_a_checkpoint_gives_the_same_bits() {
+    let mut devices = vec!["cpu", "cpu-backend"];
     match axes::device("opencl") {
-        Ok(device) => devices.push(device),
+        Ok(_) => devices.push("opencl"),
         Err(e) if std::env::var_os("AXES_REQUIRE_OPENCL").is_some() => {
             panic!("AXES_REQUIRE_OPENCL is set but there is no OpenCL device: {e}")
         }
         Err(e) => println!("SKIPPED on OpenCL (no OpenCL device): {e}"),
     }
-    for device in &devices {
-        resumes_exactly(device, momentum_sgd, Sgd::step, "sgd");
-        resumes_exactly(device, adam, Adam::step, "adam");
+    for name in devices {
+        let device = device_named(name);
+        resumes_exactly((name, &device), momentum_sgd, Sgd::step, "sgd");
+        resumes_exactly((name, &device), adamw, Adam::step, "adam");
     }
 }
 
@@ -205,7 +247,7 @@ fn a_state_that_does_not_fit_is_an_error_that_changes_nothing() {
     sgd.save_state(&params, &mut sgd_state).unwrap();
 
     // Another optimizer's state.
-    let mut adam = adam();
+    let mut adam = adamw();
     let error = adam
         .load_state(&params, &sgd_state)
         .unwrap_err()
@@ -242,4 +284,29 @@ fn a_state_that_does_not_fit_is_an_error_that_changes_nothing() {
     sgd.save_state(&params, &mut again).unwrap();
     let names: Vec<&str> = again.names().collect();
     assert_eq!(names, sgd_state.names().collect::<Vec<_>>());
+
+    // A checkpoint that does not fit changes neither the parameters nor the optimizer.
+    let path = std::env::temp_dir().join(format!(
+        "axes-resume-{}-mismatch.safetensors",
+        std::process::id()
+    ));
+    save_checkpoint(&path, &params, &sgd, &[]).unwrap();
+    let (_, mut fresh_params) = mlp(5);
+    let before = fresh_params.arena().flat().to_vec();
+    let mut adam = adamw();
+    let error = load_checkpoint(&path, &mut fresh_params, &mut adam).unwrap_err();
+    assert!(error.to_string().contains("`adam.step`"), "{error}");
+    let mut smaller = ParamsBuilder::new();
+    Linear::<Pixel, Hidden>::new(&mut smaller, "0", Pixel.len(5), Hidden.len(7), Init::He).unwrap();
+    let mut smaller = smaller.build::<f32>(0).unwrap();
+    let smaller_before = smaller.arena().flat().to_vec();
+    let error = load_checkpoint(&path, &mut smaller, &mut momentum_sgd()).unwrap_err();
+    assert!(
+        error.to_string().contains("`2.bias`") && error.to_string().contains("neither"),
+        "{error}"
+    );
+    assert_eq!(fresh_params.arena().flat(), before);
+    assert_eq!(smaller.arena().flat(), smaller_before);
+    assert_eq!(adam.steps(), 0);
+    std::fs::remove_file(&path).ok();
 }

@@ -137,7 +137,12 @@ struct Stored {
 #[derive(Default)]
 pub struct TensorFile {
     tensors: BTreeMap<String, Stored>,
+    /// The caller's metadata (stored under `user:{key}` in the file's metadata).
+    user: BTreeMap<String, String>,
 }
+
+/// The prefix of the caller's keys in a file's metadata.
+const USER_PREFIX: &str = "user:";
 
 impl TensorFile {
     /// An empty file.
@@ -154,6 +159,9 @@ impl TensorFile {
         let file = SafeTensors::deserialize(&bytes).map_err(|e| io_error(path, e))?;
         let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| io_error(path, e))?;
         let metadata = header.metadata().clone().unwrap_or_default();
+        let user = (metadata.iter())
+            .filter_map(|(key, value)| Some((key.strip_prefix(USER_PREFIX)?.into(), value.clone())))
+            .collect();
         let tensors = file
             .tensors()
             .into_iter()
@@ -185,7 +193,7 @@ impl TensorFile {
                 Ok((name, stored))
             })
             .collect::<Result<_>>()?;
-        Ok(TensorFile { tensors })
+        Ok(TensorFile { tensors, user })
     }
 
     /// Writes every tensor to `path` with its axis names; PyTorch's
@@ -214,6 +222,9 @@ impl TensorFile {
             .filter_map(|(name, t)| Some((axes_key(name), t.axes.as_ref()?.join(","))))
             .collect();
         metadata.insert(FORMAT_KEY.into(), FORMAT.into());
+        for (key, value) in &self.user {
+            metadata.insert(format!("{USER_PREFIX}{key}"), value.clone());
+        }
         for (name, t) in &self.tensors {
             metadata.insert(checksum_key(name), checksum(&t.data));
         }
@@ -256,6 +267,22 @@ impl TensorFile {
             data: little_endian(as_bytes(values), T::DTYPE.size()),
         };
         self.tensors.insert(name.into(), stored);
+    }
+
+    /// Sets the caller's metadata `key` (a step, a seed, a data loader's position), written
+    /// into the file's metadata as `user:{key}`.
+    pub fn set_metadata(&mut self, key: &str, value: &str) {
+        self.user.insert(key.into(), value.into());
+    }
+
+    /// The caller's metadata `key`, where the file has it.
+    pub fn metadata(&self, key: &str) -> Option<&str> {
+        self.user.get(key).map(String::as_str)
+    }
+
+    /// The caller's metadata, by key.
+    pub fn user_metadata(&self) -> &BTreeMap<String, String> {
+        &self.user
     }
 
     /// The names of the file's tensors, in sorted order.

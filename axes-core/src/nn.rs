@@ -31,6 +31,7 @@
 //! # Ok::<(), axes::Error>(())
 //! ```
 
+mod checkpoint;
 mod data;
 mod dropout;
 mod embedding;
@@ -41,6 +42,7 @@ pub(crate) mod params;
 mod serialize;
 pub mod transformer;
 
+pub use checkpoint::{load_checkpoint, save_checkpoint};
 pub use data::{Prefetch, minibatches};
 pub use dropout::{Dropout, Mode};
 pub use embedding::Embedding;

@@ -357,6 +357,36 @@ pub(crate) fn unique_for_writing<T: Num>(storage: &mut Storage<T>) -> Result<()>
     Ok(())
 }
 
+/// Writes `values` (as many as `storage` holds) over `storage`'s elements, in the same
+/// buffer where nothing else holds it — a recorded step goes on reading it — else in a new
+/// one: in host memory directly, on a device by the device's byte copy from an upload (a new
+/// buffer where the device has no such copy). An error leaves `storage` as it was.
+pub(crate) fn overwrite<T: Num>(storage: &mut Storage<T>, values: &[T]) -> Result<()> {
+    if values.len() != storage.len() {
+        return Err(Error::ElementCount {
+            lengths: "a buffer written over".into(),
+            expected: storage.len(),
+            got: values.len(),
+        });
+    }
+    let Device::Backend(backend) = storage.device() else {
+        storage.try_make_mut()?.copy_from_slice(values);
+        return Ok(());
+    };
+    let read = placed(crate::storage::copied(values)?, storage.device())?;
+    let from = read
+        .device_memory()
+        .ok_or_else(|| mismatch(Device::Cpu, storage.device()))?;
+    unique_for_writing(storage)?;
+    if let Some(to) = storage.unique_memory()
+        && backend.copy_bytes(from, 0, to, 0, std::mem::size_of_val(values))?
+    {
+        return Ok(());
+    }
+    *storage = read;
+    Ok(())
+}
+
 /// `inputs`, on `device`, as a job's leaves.
 fn job_leaves<'a>(inputs: &[Input<'a>], device: Device) -> Result<Vec<JobLeaf<'a>>> {
     (inputs.iter())

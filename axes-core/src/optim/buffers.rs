@@ -5,7 +5,7 @@ use std::any::TypeId;
 
 use crate::Device;
 use crate::dispatch::{
-    Input, JointJob, Output, copied_into, filled, placed, run_in_place, run_outputs,
+    Input, JointJob, Output, filled, overwrite, placed, run_in_place, run_outputs,
     unique_for_writing,
 };
 use crate::element::Element;
@@ -151,23 +151,19 @@ impl<T: Float> Buffers<T> {
             .map(|name| params.arena_values_in::<T::Wide>(file, &format!(".{name}")))
             .collect::<Result<Vec<_>>>()?;
         let device = params.device();
-        let layout = Layout::row_major(&[params.arena().len()]);
         let count = names.tensors.len();
         let fits = self.state.len() == count && self.state.iter().all(|s| s.device() == device);
-        if !fits {
-            self.state = Vec::with_capacity(count);
+        if fits {
+            // Written into the buffers the step writes (a recorded step keeps them).
+            for (state, values) in self.state.iter_mut().zip(&values) {
+                overwrite(state, values)?;
+            }
+        } else {
+            self.state = (values.iter())
+                .map(|values| placed(crate::storage::copied(values)?, device))
+                .collect::<Result<_>>()?;
             self.spare_params = None;
             self.spare_state = vec![None; count];
-        }
-        for (k, values) in values.into_iter().enumerate() {
-            let read = placed(crate::storage::copied(&values)?, device)?;
-            if fits {
-                // Written into the buffer the step writes (a recorded step keeps it).
-                let buffer = std::mem::replace(&mut self.state[k], Storage::new(Vec::new()));
-                self.state[k] = copied_into(&read, &layout, buffer, layout)?.0;
-            } else {
-                self.state.push(read);
-            }
         }
         self.scalars.set_count(steps, device)?;
         self.bound = Some((params.arena().id(), params.described()));
@@ -333,17 +329,15 @@ impl<W: Float> StepScalars<W> {
     /// Sets the steps taken to `count` (a resumed optimizer's), on `device`.
     fn set_count(&mut self, count: usize, device: Device) -> Result<()> {
         self.start = count;
-        if let Some(scalars) = self.scalars.take() {
+        if let Some(scalars) = &mut self.scalars {
             let mut values = crate::storage::copied(scalars.host()?)?;
             values[0] = W::from_f64(count as f64);
-            let read = placed(values, device)?;
-            self.scalars = Some(if scalars.device() == device {
+            if scalars.device() == device {
                 // Written into the buffer a recorded step reads.
-                let layout = Layout::row_major(&[read.len()]);
-                copied_into(&read, &layout, scalars, layout)?.0
+                overwrite(scalars, &values)?;
             } else {
-                read
-            });
+                *scalars = placed(values, device)?;
+            }
         }
         Ok(())
     }
