@@ -31,7 +31,8 @@ use crate::optim::OptimizerState;
 /// };
 /// let mut params = model()?;
 /// let mut adam = Adam::new(0.1);
-/// adam.step(&mut params, &Gradient::from_vec(&params, vec![1.0, -1.0])?)?;
+/// let grad = Gradient::from_vec(&params, vec![1.0, -1.0])?;
+/// adam.step(&mut params, &grad)?;
 /// let path = std::env::temp_dir().join(format!("doc-checkpoint-{}.safetensors", std::process::id()));
 /// save_checkpoint(&path, &params, &adam, &[("epoch", "1")])?;
 ///
