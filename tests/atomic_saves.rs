@@ -1,6 +1,8 @@
 //! Saves that survive a crash: a process killed (SIGKILL) at random moments while it saves a
 //! checkpoint of 8 MiB in a loop leaves, every time, either no file or a whole one holding one
-//! of the states it saved; and the same tensors saved twice give the same bytes.
+//! of the states it saved; a save that runs out of room (a file-size limit in a child) is an
+//! error naming the file and leaves the previous one whole; and the same tensors saved twice
+//! give the same bytes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -180,4 +182,59 @@ fn two_processes_save_the_same_bytes() {
         saved[0] == saved[1],
         "the two processes wrote different files"
     );
+}
+
+/// The environment variable that makes [`child_saves_past_its_file_size_limit`] run, naming
+/// its file.
+const FULL_DISK: &str = "AXES_FULL_DISK";
+
+/// The child of [`a_full_disk_leaves_the_previous_file_whole`]: saves state 2 (8 MiB) to the
+/// file named by `AXES_FULL_DISK` under a file-size limit far below that, SIGXFSZ ignored, and
+/// prints the error.
+#[test]
+#[ignore = "run by a_full_disk_leaves_the_previous_file_whole as its child process"]
+fn child_saves_past_its_file_size_limit() {
+    let path = PathBuf::from(std::env::var_os(FULL_DISK).expect("run as a child"));
+    match state(2).write(&path) {
+        Ok(()) => println!("saved"),
+        Err(e) => println!("error: {e}"),
+    }
+}
+
+/// A save that runs out of room (a file-size limit, as a full disk would) is an I/O error
+/// naming the file, and the checkpoint saved before it is whole, with no temporary left.
+#[test]
+fn a_full_disk_leaves_the_previous_file_whole() {
+    let dir = std::env::temp_dir().join(format!("axes-full-disk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("checkpoint.safetensors");
+    state(1).write(&path).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    // 1024 blocks (512 KiB or 1 MiB, by the shell's block size): the write stops early.
+    let output = Command::new("sh")
+        .args([
+            "-c",
+            r#"trap '' XFSZ; ulimit -f 1024; exec "$0" child_saves_past_its_file_size_limit --exact --ignored --nocapture --test-threads=1"#,
+        ])
+        .arg(&exe)
+        .env(FULL_DISK, &path)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the child failed: {stdout}");
+    let error = (stdout.lines())
+        .find_map(|line| Some(line.split_once("error: ")?.1))
+        .unwrap_or_else(|| panic!("the save past the limit did not fail: {stdout}"));
+    assert!(
+        error.contains(&path.display().to_string()) && error.contains("too large"),
+        "{error}"
+    );
+    assert_eq!(saved_state(&path), Ok(Some(1)), "the previous checkpoint");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["checkpoint.safetensors"], "no temporary left");
+    std::fs::remove_dir_all(&dir).ok();
 }
