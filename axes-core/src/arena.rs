@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::dispatch::{copied_into, placed};
+use crate::dispatch::{copied_into, moved};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -189,7 +189,7 @@ impl<T: Element> Arena<T> {
         let storage = if self.device() == *device {
             self.storage.clone()
         } else {
-            placed(crate::storage::copied(self.storage.host()?)?, *device)?
+            moved(&self.storage, *device)?
         };
         Ok(Arena {
             storage,

@@ -104,13 +104,10 @@ fn held_input() -> Error {
 }
 
 /// The first byte and the length in bytes of a tensor's elements where they lie one after
-/// another, in row-major order, in its buffer; `None` for other layouts.
+/// another, in row-major order, in its buffer ([`Layout::is_dense`]); `None` for other
+/// layouts.
 fn contiguous<T>(layout: &Layout) -> Option<(usize, usize)> {
-    let row_major = Layout::row_major(layout.lens());
-    let in_order = (layout.lens().iter().zip(layout.strides()))
-        .zip(row_major.strides())
-        .all(|((&len, stride), row_major)| len <= 1 || stride == row_major);
-    if !in_order || layout.is_padded() {
+    if !layout.is_dense() {
         return None;
     }
     let size = std::mem::size_of::<T>();

@@ -615,6 +615,11 @@ pub(crate) fn written_out<T: Num>(
     run_output(&ir, layout.lens(), &[input], output)
 }
 
+/// `storage`'s elements in a buffer on `device` (through the host).
+pub(crate) fn moved<T: Element>(storage: &Storage<T>, device: Device) -> Result<Storage<T>> {
+    placed(crate::storage::copied(storage.host()?)?, device)
+}
+
 /// `values` in a buffer on `device` (copied there from the host).
 pub(crate) fn placed<T: Element>(values: HostVec<T>, device: Device) -> Result<Storage<T>> {
     match device {

@@ -5,7 +5,7 @@ use std::any::TypeId;
 
 use crate::Device;
 use crate::dispatch::{
-    Input, JointJob, Output, filled, overwrite, placed, run_in_place, run_outputs,
+    Input, JointJob, Output, filled, moved, overwrite, placed, run_in_place, run_outputs,
     unique_for_writing,
 };
 use crate::element::Element;
@@ -318,11 +318,6 @@ pub(super) struct StateNames {
     pub(super) kind: &'static str,
     pub(super) optimizer: &'static str,
     pub(super) tensors: &'static [&'static str],
-}
-
-/// `storage`'s elements in a buffer on `device`.
-fn moved<E: Element>(storage: &Storage<E>, device: Device) -> Result<Storage<E>> {
-    placed(crate::storage::copied(storage.host()?)?, device)
 }
 
 impl<W: Float> StepScalars<W> {

@@ -246,6 +246,8 @@ pub(super) struct Recordings {
     state: Mutex<State>,
     /// Recordings under way: while none, a launch records nothing.
     under_way: AtomicUsize,
+    /// Recordings begun and not yet dropped: while none, a dropped buffer is freed at once.
+    live: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -291,6 +293,7 @@ impl Recordings {
         }
         state.under_way.insert(thread, UnderWay::default());
         self.under_way.fetch_add(1, Ordering::Relaxed);
+        self.live.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -385,6 +388,10 @@ impl Recordings {
 
 impl Recycle for Recordings {
     fn recycle(&self, buffer: Box<dyn std::any::Any + Send + Sync>) {
+        // While no recording lives, none names a buffer: freed at once, no lock taken.
+        if self.live.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let Ok(buffer) = buffer.downcast::<CudaSlice<u8>>() else {
             return;
         };
@@ -500,6 +507,7 @@ impl Drop for Commands {
             drop(graph);
         }
         drop(self.recordings.unname(&self.named));
+        self.recordings.live.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
