@@ -196,7 +196,7 @@ fn sgd_and_adam_match_their_formulas() {
         }
     }
     close(adam_params.arena().flat(), &p);
-    assert_eq!(adam.steps(), 3);
+    assert_eq!(adam.steps().unwrap(), 3);
     // Typed views see the update.
     assert_ne!(
         adam_params.tensor(&adam_layer.weight).unwrap(),

@@ -205,6 +205,10 @@ step_tuples! {
 /// closure is an error, as is a replay with parameters whose buffer is not the recorded one
 /// or that a tensor taken out of them still shares.
 ///
+/// The optimizer the closure steps can be shared with the loop through a `RefCell`, to save
+/// its state between steps ([`crate::nn::save_checkpoint`]): what a save reads — the state's
+/// values and the step count — is read from the device as the replays left it.
+///
 /// ```
 /// # extern crate axes_core as axes;
 /// use axes::prelude::*;

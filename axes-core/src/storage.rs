@@ -200,6 +200,21 @@ impl<T: Element> Storage<T> {
         }
     }
 
+    /// The elements as they are now, in host memory: a device buffer is read from the device
+    /// again, not from the host copy [`Storage::host`] kept, which a recorded step's replay
+    /// (writing the buffer behind its handles) leaves as it was.
+    pub(crate) fn current_values(&self) -> Result<HostVec<T>> {
+        match &*self.0 {
+            Buffer::Host(values) => copied(values),
+            Buffer::Device {
+                backend,
+                memory,
+                len,
+                ..
+            } => from_bytes(&backend.download(memory)?, *len, Device::Backend(*backend)),
+        }
+    }
+
     /// The elements, in host memory (see [`Storage::host`]).
     ///
     /// # Panics

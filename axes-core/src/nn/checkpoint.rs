@@ -40,7 +40,7 @@ use crate::optim::OptimizerState;
 /// let (mut resumed, mut optimizer) = (model()?, Adam::new(0.1));
 /// let metadata = load_checkpoint(&path, &mut resumed, &mut optimizer)?;
 /// assert_eq!(metadata["epoch"], "1");
-/// assert_eq!(optimizer.steps(), 1);
+/// assert_eq!(optimizer.steps()?, 1);
 /// assert_eq!(resumed.arena().flat(), params.arena().flat());
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), axes::Error>(())

@@ -94,12 +94,12 @@ impl<T: Float> Buffers<T> {
 
     /// Adds the state for `params` to `file` (see [`super::OptimizerState`]): each state
     /// buffer `k` as `{parameter}.{tensors[k]}` per parameter, and the steps taken as
-    /// `{kind}.step`; zeros where no step was taken yet.
+    /// `{kind}.step`; zeros where no step was taken yet. The values are read from the device
+    /// as they are now (a recorded step's replays write them there).
     pub(super) fn save(
         &self,
         params: &Params<T>,
         names: StateNames,
-        steps: usize,
         file: &mut TensorFile,
     ) -> Result<()> {
         self.check_bound(params, names.optimizer)?;
@@ -107,14 +107,14 @@ impl<T: Float> Buffers<T> {
         for (k, name) in names.tensors.iter().enumerate() {
             let suffix = format!(".{name}");
             match self.state.get(k) {
-                Some(state) => params.insert_arena_values(state.host()?, &suffix, file),
+                Some(state) => params.insert_arena_values(&state.current_values()?, &suffix, file),
                 None => {
                     let zeros = vec![T::Wide::zero(); params.arena().len()];
                     params.insert_arena_values(&zeros, &suffix, file);
                 }
             }
         }
-        let steps = i64::try_from(steps).unwrap_or(i64::MAX);
+        let steps = i64::try_from(self.steps_taken()?).unwrap_or(i64::MAX);
         file.insert_values(&format!("{kind}.step"), Vec::new(), Vec::new(), &[steps]);
         Ok(())
     }
@@ -168,6 +168,15 @@ impl<T: Float> Buffers<T> {
         self.scalars.set_count(steps, device)?;
         self.bound = Some((params.arena().id(), params.described()));
         Ok(steps)
+    }
+
+    /// The steps taken, as the parameters' device counts them (a recorded step's replays
+    /// advance the count there, and not on the host).
+    pub(super) fn steps_taken(&self) -> Result<usize> {
+        match &self.scalars.scalars {
+            Some(scalars) => Ok(scalars.current_values()?[0].to_f64() as usize),
+            None => Ok(self.scalars.start),
+        }
     }
 
     /// An error where the optimizer (named `optimizer`) steps parameters other than
@@ -325,7 +334,7 @@ impl<W: Float> StepScalars<W> {
     fn set_count(&mut self, count: usize, device: Device) -> Result<()> {
         self.start = count;
         if let Some(scalars) = &mut self.scalars {
-            let mut values = crate::storage::copied(scalars.host()?)?;
+            let mut values = scalars.current_values()?;
             values[0] = W::from_f64(count as f64);
             if scalars.device() == device {
                 // Written into the buffer a recorded step reads.

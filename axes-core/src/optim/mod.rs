@@ -79,6 +79,11 @@ impl<T: Float> Sgd<T> {
         self
     }
 
+    /// The steps taken, as the parameters' device counts them (see [`Adam::steps`]).
+    pub fn steps(&self) -> Result<usize> {
+        self.buffers.steps_taken()
+    }
+
     /// Updates every parameter from `grad` (see [`crate::nn::Bound::gradient`]): two fused
     /// passes over the arena in host memory (the velocity; the parameters, which compute
     /// the velocity again rather than read it back), one launch on a device (two for
@@ -223,9 +228,11 @@ impl<T: Float> Adam<T> {
         self
     }
 
-    /// The number of steps taken.
-    pub fn steps(&self) -> i32 {
-        self.steps
+    /// The steps taken, as the parameters' device counts them (a recorded step's replays
+    /// advance the count there and not here): a read of one value from the device. An error
+    /// where the device cannot be read.
+    pub fn steps(&self) -> Result<usize> {
+        self.buffers.steps_taken()
     }
 
     /// An error naming the first setting outside its range.
@@ -352,7 +359,7 @@ pub(crate) fn check_setting(setting: &str, value: f64, ok: bool, allowed: &str) 
 /// // Another run of the same model resumes where this one stopped.
 /// let mut resumed = Adam::new(0.1);
 /// resumed.load_state(&params, &file)?;
-/// assert_eq!(resumed.steps(), 1);
+/// assert_eq!(resumed.steps()?, 1);
 /// # Ok::<(), axes::Error>(())
 /// ```
 pub trait OptimizerState<T: Float> {
@@ -383,7 +390,7 @@ const ADAM_STATE: StateNames = StateNames {
 
 impl<T: Float> OptimizerState<T> for Sgd<T> {
     fn save_state(&self, params: &Params<T>, file: &mut TensorFile) -> Result<()> {
-        self.buffers.save(params, SGD_STATE, self.steps, file)
+        self.buffers.save(params, SGD_STATE, file)
     }
 
     fn load_state(&mut self, params: &Params<T>, file: &TensorFile) -> Result<()> {
@@ -394,8 +401,7 @@ impl<T: Float> OptimizerState<T> for Sgd<T> {
 
 impl<T: Float> OptimizerState<T> for Adam<T> {
     fn save_state(&self, params: &Params<T>, file: &mut TensorFile) -> Result<()> {
-        self.buffers
-            .save(params, ADAM_STATE, self.steps as usize, file)
+        self.buffers.save(params, ADAM_STATE, file)
     }
 
     fn load_state(&mut self, params: &Params<T>, file: &TensorFile) -> Result<()> {

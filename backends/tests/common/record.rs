@@ -2,12 +2,14 @@
 //! parameters and losses bit for bit, replays that plan nothing, and clear errors.
 
 use axes::autodiff::{Tape, softmax_cross_entropy};
+use axes::io::TensorFile;
 use axes::nn::{Init, Linear, Params, ParamsBuilder};
-use axes::optim::{Adam, Sgd, WarmupCosine, clip_grad_norm};
+use axes::optim::{Adam, OptimizerState, Sgd, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
 use axes::record::Recorded;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
 
 #[derive(Axis)]
 pub struct Sample;
@@ -94,6 +96,31 @@ impl Optimizer {
             Optimizer::Adam(adam) => adam.step(params, grad),
         }
     }
+
+    /// The optimizer's state for `params` as the bytes of a safetensors file.
+    fn saved(&self, params: &Params<f32>) -> Vec<u8> {
+        let mut file = TensorFile::new();
+        match self {
+            Optimizer::Sgd(sgd) => sgd.save_state(params, &mut file).unwrap(),
+            Optimizer::Adam(adam) => adam.save_state(params, &mut file).unwrap(),
+        }
+        let path = std::env::temp_dir().join(format!(
+            "axes-recorded-state-{}-{:?}.safetensors",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        file.write(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        bytes
+    }
+
+    fn steps(&self) -> usize {
+        match self {
+            Optimizer::Sgd(sgd) => sgd.steps().unwrap(),
+            Optimizer::Adam(adam) => adam.steps().unwrap(),
+        }
+    }
 }
 
 /// Three minibatches on `device`: two of 6 samples, one of 4 (a layout of its own).
@@ -118,8 +145,10 @@ fn batches(device: &Device) -> Vec<Batch> {
 /// `steps` steps of the MLP with SGD and with AdamW (a warmup and cosine schedule, clipping)
 /// on `device`, plainly and recorded, from the same start over the same batches: the losses
 /// and the parameters must be the same bits. Each replay must launch what its recording
-/// holds and look up no kernel for it, and the closure must run only to record. Returns the
-/// replays checked.
+/// holds and look up no kernel for it, and the closure must run only to record. The
+/// optimizer's state, saved between replays (twice: a replay writes the buffers a save
+/// read), must be the plain optimizer's, its step count included. Returns the replays
+/// checked.
 pub fn recorded_steps_match_plain(device: &Device, steps: usize) -> usize {
     let (model, start) = Mlp::new();
     let batches = batches(device);
@@ -128,12 +157,13 @@ pub fn recorded_steps_match_plain(device: &Device, steps: usize) -> usize {
         let mut plain_params = start.to(device).unwrap();
         let mut plain = Optimizer::new(adam);
         let mut recorded_params = start.to(device).unwrap();
-        let mut optimizer = Optimizer::new(adam);
+        // Shared with the step, so that it can be saved between steps.
+        let optimizer = RefCell::new(Optimizer::new(adam));
         let mut calls = 0;
         let mut step = Recorded::new(device, |params: &mut Params<f32>, batch: &Batch| {
             calls += 1;
             let (loss, grad) = model.loss_and_gradient(params, batch)?;
-            optimizer.step(params, &grad)?;
+            optimizer.borrow_mut().step(params, &grad)?;
             Ok(loss)
         });
         for k in 0..steps {
@@ -159,6 +189,14 @@ pub fn recorded_steps_match_plain(device: &Device, steps: usize) -> usize {
                 assert_eq!(after.launches - before.launches, launches + 3, "step {k}");
                 assert_eq!(after.kernel_lookups, before.kernel_lookups, "step {k}");
                 replays += 1;
+            }
+            if k == steps / 2 || k + 1 == steps {
+                let state = optimizer.borrow();
+                assert_eq!(state.steps(), k + 1, "Adam: {adam}: the steps taken");
+                assert!(
+                    state.saved(&recorded_params) == plain.saved(&plain_params),
+                    "Adam: {adam}, step {k}: the optimizer's state"
+                );
             }
         }
         drop(step);
