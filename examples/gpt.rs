@@ -17,8 +17,13 @@
 //! learning rate, 3e-3; the cosine ends at a tenth of it), `--seed N`, `--eval-every N`,
 //! `--device cpu|opencl|cuda[:N]`, `--out DIR`, `--data DIR` (the folder holding `kjv/`; the
 //! repository's `data/` by default), `--record` (on a device, the step is recorded once and
-//! replayed: `axes::record::Recorded`; a CUDA graph on CUDA).
+//! replayed: `axes::record::Recorded`; a CUDA graph on CUDA), `--sample N` (the characters
+//! sampled at the end, 300), `--checkpoint-every N` (every N steps, a checkpoint of the
+//! parameters, AdamW's state, the step and the curves so far: `DIR/checkpoint-{step}.safetensors`)
+//! and `--resume PATH` (goes on from a checkpoint, with the options it was written with: the
+//! same batches, rates and bits as a run that never stopped).
 
+use std::cell::RefCell;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,7 +32,7 @@ use axes::Device;
 use axes::autodiff::Tape;
 use axes::memory::Swappable;
 use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
-use axes::nn::{Params, ParamsBuilder, Prefetch};
+use axes::nn::{Params, ParamsBuilder, Prefetch, load_checkpoint, save_checkpoint};
 use axes::optim::{Adam, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
 use axes::record::Recorded;
@@ -47,6 +52,23 @@ struct Options {
     data: PathBuf,
     /// Record the step once and replay it (`--record`).
     record: bool,
+    /// The characters sampled at the end.
+    sample: usize,
+    /// Save a checkpoint every this many steps.
+    checkpoint_every: Option<usize>,
+    /// The checkpoint to go on from.
+    resume: Option<PathBuf>,
+}
+
+impl Options {
+    /// The options a run's batches and rates follow: a checkpoint records them, and a run
+    /// resumed from it must have the same.
+    fn run_defining(&self) -> String {
+        format!(
+            "--steps {} --batch {} --context {} --lr {} --seed {}",
+            self.steps, self.batch, self.context, self.lr, self.seed
+        )
+    }
 }
 
 fn options() -> Result<Options, String> {
@@ -61,6 +83,9 @@ fn options() -> Result<Options, String> {
         out: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/gpt"),
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
         record: false,
+        sample: 300,
+        checkpoint_every: None,
+        resume: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -79,11 +104,14 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             "--data" => options.data = PathBuf::from(value()?),
             "--record" => options.record = true,
+            "--sample" => options.sample = number(value()?)?,
+            "--checkpoint-every" => options.checkpoint_every = Some(number(value()?)?.max(1)),
+            "--resume" => options.resume = Some(PathBuf::from(value()?)),
             other => {
                 return Err(format!(
                     "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
                      [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] \
-                     [--data DIR] [--record]"
+                     [--data DIR] [--record] [--sample N] [--checkpoint-every N] [--resume PATH]"
                 ));
             }
         }
@@ -122,8 +150,16 @@ type Step<'a> = Box<dyn FnMut(&mut Params<f32>, &Pair) -> axes::Result<Tensor<f3
 struct SplitMix(u64);
 
 impl SplitMix {
+    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    /// The generator seeded with `seed` after `draws` draws: its state advances by a constant
+    /// per draw, so a resumed run jumps to where the run it resumes stopped.
+    fn after(seed: u64, draws: u64) -> SplitMix {
+        SplitMix(seed.wrapping_add(draws.wrapping_mul(Self::GAMMA)))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.0 = self.0.wrapping_add(Self::GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -248,7 +284,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.context,
         options.device
     );
-    let mut rng = SplitMix(options.seed);
     let mut eval_rng = SplitMix(1000);
     let eval_batches: Vec<Pair> = (0..4)
         .map(|_| {
@@ -265,9 +300,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max(1)
         .min(options.steps.saturating_sub(1));
     let schedule = WarmupCosine::new(options.lr, options.lr / 10.0, warmup, options.steps)?;
-    let mut adam = Adam::new(options.lr)
-        .with_weight_decay(0.01)
-        .with_schedule(schedule);
+    // Shared by the step and the checkpoints, which save its state between steps.
+    let adam = RefCell::new(
+        Adam::new(options.lr)
+            .with_weight_decay(0.01)
+            .with_schedule(schedule),
+    );
+    // A resumed run loads the parameters, AdamW's state and the curves, and goes on from the
+    // step after the checkpoint's.
+    let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
+    let mut start = 0;
+    if let Some(path) = &options.resume {
+        let saved = axes::io::TensorFile::read(path)?;
+        let field = |key: &str| {
+            saved.user_metadata().get(key).ok_or_else(|| {
+                format!(
+                    "--resume: {} has no `{key}`: it is not a checkpoint of this example",
+                    path.display()
+                )
+            })
+        };
+        if *field("options")? != options.run_defining() {
+            return Err(format!(
+                "--resume: {} was written by a run with `{}`, and this one has `{}`",
+                path.display(),
+                field("options")?,
+                options.run_defining()
+            )
+            .into());
+        }
+        start = field("step")?.parse()?;
+        (train_curve, valid_curve) = parse_curves(field("curves")?)?;
+        load_checkpoint(path, &mut params, &mut *adam.borrow_mut())?;
+        println!("resumed from {} after step {start}", path.display());
+    }
     // One training step: forward, loss, backward (the tape dropped before the update, which
     // writes the parameters in place), clipping, AdamW; the loss comes back.
     let take_step = |params: &mut Params<f32>, (inputs, targets): &Pair| {
@@ -279,7 +345,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (loss.value().clone(), grad)
         };
         let (grad, _) = clip_grad_norm(params, grad, 1.0)?;
-        adam.step(params, &grad)?;
+        adam.borrow_mut().step(params, &grad)?;
         Ok(loss)
     };
     let mut take_step: Step<'_> = if options.record {
@@ -288,19 +354,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Box::new(take_step)
     };
-    let bar = ProgressBar::new(options.steps as u64).with_style(
+    let bar = ProgressBar::new((options.steps - start) as u64).with_style(
         ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
             .progress_chars("=> "),
     );
-    let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
     // Double buffering: the next step's windows are drawn (and copied to the device) on
     // another thread while this step runs, then swapped in under the two views, built once.
+    // Each step draws `batch` windows: a resumed run's generator starts after the draws of the
+    // steps before it.
     let shape = (options.batch, options.context);
+    let mut rng = SplitMix::after(options.seed, (start * options.batch) as u64);
     let slot = Swappable::new(windows(train, shape, &mut rng, &options.device)?);
     let inputs = slot.view(|w| w.slice::<Token>(..options.context, 1))?;
     let targets = slot.view(|w| w.slice::<Token>(1.., 1))?;
     let (train, device) = (train.to_vec(), options.device);
-    let mut next = Prefetch::new(1..options.steps, move |_| {
+    let mut next = Prefetch::new(start + 1..options.steps, move |_| {
         windows(&train, shape, &mut rng, &device)
     });
     let started = Instant::now();
@@ -316,9 +384,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The first step (which compiles the kernels it launches, where they are not on disk
     // yet) and the later ones, without the validation.
     let (mut first_step, mut later_steps) = (0.0, 0.0);
-    for step in 0..options.steps {
+    for step in start..options.steps {
         let step_started = Instant::now();
-        if step > 0 {
+        if step > start {
             let made = next.next().ok_or("the window thread stopped early")??;
             slot.swap(made)?;
         }
@@ -326,7 +394,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.device.reset_peak();
         let loss: Tensor<f32, ()> = take_step(&mut params, &(inputs.get(), targets.get()))?;
         let bits = f64::from(loss.to_vec()[0]) / std::f64::consts::LN_2;
-        match step {
+        match step - start {
             0 => first_step = step_started.elapsed().as_secs_f64(),
             _ => later_steps += step_started.elapsed().as_secs_f64(),
         }
@@ -346,19 +414,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 bar.println(line);
             }
         }
+        if let Some(every) = options.checkpoint_every
+            && (step + 1) % every == 0
+        {
+            std::fs::create_dir_all(&options.out)?;
+            let path = (options.out).join(format!("checkpoint-{}.safetensors", step + 1));
+            let metadata = [
+                ("step", &(step + 1).to_string()),
+                ("options", &options.run_defining()),
+                ("curves", &curves_csv(&train_curve, &valid_curve)),
+            ];
+            let metadata = metadata.map(|(key, value)| (key, value.as_str()));
+            save_checkpoint(&path, &params, &*adam.borrow(), &metadata)?;
+        }
         bar.set_message(format!("train {bits:.3} bits/char"));
         bar.inc(1);
     }
     let seconds = started.elapsed().as_secs_f64();
     bar.finish();
     let last = valid_curve.last().map_or(f64::NAN, |v| v.1);
+    let trained = (options.steps - start).max(1);
     println!(
         "trained {} steps in {seconds:.0} s ({:.0} ms per step{}, at most {:.0} MB held): \
          validation {last:.3} bits/char",
-        options.steps,
-        1e3 * seconds / options.steps as f64,
+        options.steps - start,
+        1e3 * seconds / trained as f64,
         match launches() {
-            Some(_) => format!(", {} launches", step_launches / options.steps as u64),
+            Some(_) => format!(", {} launches", step_launches / trained as u64),
             None => String::new(),
         },
         step_peak as f64 / 1e6
@@ -371,7 +453,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             " (compiles its kernels or loads them from disk)"
         },
-        1e3 * later_steps / (options.steps.max(2) - 1) as f64
+        1e3 * later_steps / (trained.max(2) - 1) as f64
     );
     std::fs::create_dir_all(&options.out)?;
     write_curves(&train_curve, &valid_curve, &options.out.join("curves.csv"))?;
@@ -385,6 +467,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     params.save(options.out.join("gpt.safetensors"))?;
     println!("wrote {}", options.out.display());
+    if options.sample == 0 {
+        return Ok(());
+    }
     let prompt = "And God said";
     let mut sampler = ChaCha8Rng::seed_from_u64(options.seed);
     let text_out = sample(
@@ -392,7 +477,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &params,
         &text,
         prompt,
-        (300, options.context),
+        (options.sample, options.context),
         &mut sampler,
     )?;
     println!("\n{text_out}");
@@ -402,28 +487,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Points of a curve: steps and bits per character.
 type Curve = Vec<(usize, f64)>;
 
-/// `kind,step,bits` lines (`train` or `validation`), the format `benches/gpt_torch.py` writes.
-fn write_curves(
-    train: &[(usize, f64)],
-    valid: &[(usize, f64)],
-    path: &Path,
-) -> std::io::Result<()> {
+/// `kind,step,bits` lines (`train` or `validation`), the format `benches/gpt_torch.py` writes;
+/// each number as the shortest text that reads back as the same bits.
+fn curves_csv(train: &[(usize, f64)], valid: &[(usize, f64)]) -> String {
     let mut out = String::from("kind,step,bits\n");
     for (kind, curve) in [("train", train), ("validation", valid)] {
         for (step, bits) in curve {
             out += &format!("{kind},{step},{bits}\n");
         }
     }
-    std::fs::write(path, out)
+    out
+}
+
+/// The curves in `path`.
+fn write_curves(
+    train: &[(usize, f64)],
+    valid: &[(usize, f64)],
+    path: &Path,
+) -> std::io::Result<()> {
+    std::fs::write(path, curves_csv(train, valid))
 }
 
 /// The curves of a file [`write_curves`] (or `benches/gpt_torch.py`) wrote.
 fn read_curves(path: &Path) -> Result<(Curve, Curve), Box<dyn std::error::Error>> {
+    parse_curves(&std::fs::read_to_string(path)?)
+}
+
+/// The curves of the text [`curves_csv`] makes.
+fn parse_curves(text: &str) -> Result<(Curve, Curve), Box<dyn std::error::Error>> {
     let (mut train, mut valid) = (Vec::new(), Vec::new());
-    for line in std::fs::read_to_string(path)?.lines().skip(1) {
+    for line in text.lines().skip(1) {
         let fields: Vec<&str> = line.split(',').collect();
-        let point = (fields[1].parse()?, fields[2].parse()?);
-        match fields[0] {
+        let [kind, step, bits] = fields[..] else {
+            return Err(format!("a curve's line `{line}` is not `kind,step,bits`").into());
+        };
+        let point = (step.parse()?, bits.parse()?);
+        match kind {
             "train" => train.push(point),
             _ => valid.push(point),
         }

@@ -3,23 +3,32 @@
 //!
 //! Pixel (64) → Hidden (256, ReLU) → Hidden (square layer `(Dual<Hidden>, Hidden)`, ReLU)
 //! → Class (10), softmax cross-entropy, AdamW with a cosine learning-rate decay, images
-//! shifted by up to a pixel each epoch. Writes `target/train/training.svg` (loss and
-//! accuracy per epoch) and `target/train/digits-mlp.safetensors` (the weights, with axis
-//! names), then reloads the weights into a fresh model and checks the accuracy again.
+//! shifted by up to a pixel each epoch. Writes `target/train/training.svg` and
+//! `target/train/training.csv` (loss and accuracy per epoch) and
+//! `target/train/digits-mlp.safetensors` (the weights, with axis names), then reloads the
+//! weights into a fresh model and checks the accuracy again.
 //!
 //! Options: `--device NAME` (`cpu`, the default; `opencl` or `opencl:0`; `cuda` or `cuda:N`:
 //! the parameters, every batch, the forward and backward passes and Adam live there),
 //! `--epochs N`, `--seed N`, `--out DIR`, `--data DIR` (the folder holding `digits/`; the
 //! repository's `data/` by default), `--record` (on a device, each batch size's step is
-//! recorded once and replayed: `axes::record::Recorded`).
+//! recorded once and replayed: `axes::record::Recorded`), `--checkpoint-every N` (every N
+//! epochs, a checkpoint of the parameters, AdamW's state, the epoch and the history so far:
+//! `DIR/checkpoint-{epoch}.safetensors`) and `--resume PATH` (goes on from a checkpoint, with
+//! the options it was written with: each epoch's batches and shifts follow from the seed and
+//! the epoch, so the run is the one that never stopped, bit for bit).
 
+use std::cell::RefCell;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use axes::Device;
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
-use axes::nn::{Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, minibatches};
+use axes::nn::{
+    Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, load_checkpoint, minibatches,
+    save_checkpoint,
+};
 use axes::optim::{Adam, WarmupCosine};
 use axes::prelude::*;
 use axes::record::Recorded;
@@ -191,6 +200,18 @@ struct Options {
     prefetch: bool,
     /// Record each batch size's step once and replay it (`--record`).
     record: bool,
+    /// Save a checkpoint every this many epochs.
+    checkpoint_every: Option<usize>,
+    /// The checkpoint to go on from.
+    resume: Option<PathBuf>,
+}
+
+impl Options {
+    /// The options a run's batches and rates follow: a checkpoint records them, and a run
+    /// resumed from it must have the same.
+    fn run_defining(&self) -> String {
+        format!("--epochs {} --seed {}", self.epochs, self.seed)
+    }
 }
 
 fn options() -> Result<Options, String> {
@@ -202,6 +223,8 @@ fn options() -> Result<Options, String> {
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
         prefetch: true,
         record: false,
+        checkpoint_every: None,
+        resume: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -221,9 +244,16 @@ fn options() -> Result<Options, String> {
             "--data" => options.data = PathBuf::from(value()?),
             "--no-prefetch" => options.prefetch = false,
             "--record" => options.record = true,
+            "--checkpoint-every" => {
+                let every: usize = value()?
+                    .parse()
+                    .map_err(|e| format!("--checkpoint-every: {e}"))?;
+                options.checkpoint_every = Some(every.max(1));
+            }
+            "--resume" => options.resume = Some(PathBuf::from(value()?)),
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch] [--record]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch] [--record] [--checkpoint-every N] [--resume PATH]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -310,6 +340,34 @@ struct History {
     loss: Vec<f64>,
     train_accuracy: Vec<f64>,
     test_accuracy: Vec<f64>,
+}
+
+impl History {
+    /// `epoch,loss,train_accuracy,test_accuracy` lines, each number as the shortest text that
+    /// reads back as the same bits.
+    fn csv(&self) -> String {
+        let mut out = String::from("epoch,loss,train_accuracy,test_accuracy\n");
+        for (e, loss) in self.loss.iter().enumerate() {
+            let (train, test) = (self.train_accuracy[e], self.test_accuracy[e]);
+            out += &format!("{},{loss},{train},{test}\n", e + 1);
+        }
+        out
+    }
+
+    /// The history [`History::csv`] wrote.
+    fn parse(text: &str) -> Result<History, Box<dyn std::error::Error>> {
+        let mut history = History::default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split(',').collect();
+            let [_, loss, train, test] = fields[..] else {
+                return Err(format!("a history line `{line}` has not 4 fields").into());
+            };
+            history.loss.push(loss.parse()?);
+            history.train_accuracy.push(train.parse()?);
+            history.test_accuracy.push(test.parse()?);
+        }
+        Ok(history)
+    }
 }
 
 fn plot(history: &History, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -401,9 +459,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.device
     );
     let total_steps = options.epochs * train_count.div_ceil(BATCH);
-    let mut adam = Adam::new(LEARNING_RATE)
-        .with_weight_decay(WEIGHT_DECAY)
-        .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?);
+    // Shared by the step and the checkpoints, which save its state between epochs.
+    let adam = RefCell::new(
+        Adam::new(LEARNING_RATE)
+            .with_weight_decay(WEIGHT_DECAY)
+            .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?),
+    );
+    // A resumed run loads the parameters, AdamW's state and the history, and goes on from
+    // the epoch after the checkpoint's.
+    let mut history = History::default();
+    let mut start = 0;
+    if let Some(path) = &options.resume {
+        let saved = axes::io::TensorFile::read(path)?;
+        let field = |key: &str| {
+            saved.user_metadata().get(key).ok_or_else(|| {
+                format!(
+                    "--resume: {} has no `{key}`: it is not a checkpoint of this example",
+                    path.display()
+                )
+            })
+        };
+        if *field("options")? != options.run_defining() {
+            return Err(format!(
+                "--resume: {} was written by a run with `{}`, and this one has `{}`",
+                path.display(),
+                field("options")?,
+                options.run_defining()
+            )
+            .into());
+        }
+        start = field("epoch")?.parse()?;
+        history = History::parse(field("history")?)?;
+        load_checkpoint(path, &mut params, &mut *adam.borrow_mut())?;
+        println!("resumed from {} after epoch {start}", path.display());
+    }
     // One training step: forward, loss, backward (the tape dropped before the update, which
     // writes the parameters in place), AdamW; the loss comes back.
     let take_step = |params: &mut Params<f32>, (x, y): &(Images, Labels)| {
@@ -415,7 +504,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let grad = p.gradient(&loss.backward()?)?;
             (loss.value().clone(), grad)
         };
-        adam.step(params, &grad)?;
+        adam.borrow_mut().step(params, &grad)?;
         Ok(loss)
     };
     let mut take_step: Step<'_> = if options.record {
@@ -424,12 +513,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Box::new(take_step)
     };
-    let mut history = History::default();
     let mut steps = StepReport::default();
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")?
         .progress_chars("=> ");
     let started = Instant::now();
-    for epoch in 1..=options.epochs {
+    for epoch in start + 1..=options.epochs {
         let batches = minibatches::<Batch>(train_count, BATCH, options.seed + epoch as u64)?;
         let count = batches.len();
         let epoch_data = shifted(&train, options.seed * 1000 + epoch as u64)?;
@@ -493,13 +581,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         history.loss.push(loss);
         history.train_accuracy.push(train_accuracy);
         history.test_accuracy.push(test_accuracy);
+        if let Some(every) = options.checkpoint_every
+            && epoch % every == 0
+        {
+            let path = (options.out).join(format!("checkpoint-{epoch}.safetensors"));
+            let metadata = [
+                ("epoch", &epoch.to_string()),
+                ("options", &options.run_defining()),
+                ("history", &history.csv()),
+            ];
+            let metadata = metadata.map(|(key, value)| (key, value.as_str()));
+            save_checkpoint(&path, &params, &*adam.borrow(), &metadata)?;
+        }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let test_accuracy = *history.test_accuracy.last().expect("at least one epoch");
+    let test_accuracy = *history.test_accuracy.last().ok_or("no epoch trained")?;
     println!(
         "trained {} epochs in {seconds:.2} s ({:.3} s an epoch) on {}; test accuracy {:.2}%",
-        options.epochs,
-        seconds / options.epochs as f64,
+        options.epochs - start,
+        seconds / (options.epochs - start).max(1) as f64,
         options.device,
         100.0 * test_accuracy
     );
@@ -509,7 +609,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     params.save(&weights)?;
     let figure = options.out.join("training.svg");
     plot(&history, &figure)?;
-    println!("wrote {} and {}", weights.display(), figure.display());
+    let table = options.out.join("training.csv");
+    std::fs::write(&table, history.csv())?;
+    println!(
+        "wrote {}, {} and {}",
+        weights.display(),
+        figure.display(),
+        table.display()
+    );
 
     // A fresh model (other random weights), loaded from the file, must agree exactly.
     let mut builder = ParamsBuilder::new();

@@ -3,7 +3,7 @@
 
 use axes::arena::ArenaBuilder;
 use axes::autodiff::Tape;
-use axes::nn::{Init, Linear, ParamsBuilder};
+use axes::nn::{Init, Linear, ParamsBuilder, load_checkpoint, save_checkpoint};
 use axes::prelude::*;
 use axes::{Device, Error, Flat};
 
@@ -42,6 +42,39 @@ fn damaged(name: &str, damage: fn(&mut Vec<u8>)) -> Result<(), Error> {
     let read = axes::io::TensorFile::read(&path).map(drop);
     std::fs::remove_file(&path).ok();
     read
+}
+
+/// Saves a checkpoint of SGD with momentum stepping a model of one parameter, `bias`, of 2
+/// elements; makes a model whose `bias` has `len` and runs `load` on the file and it. The
+/// model must be unchanged where `load` fails.
+fn checkpoint_into(
+    len: usize,
+    load: fn(&std::path::Path, &mut axes::nn::Params<f32>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let model = |len: usize| {
+        let mut builder = ParamsBuilder::new();
+        builder.add::<(Hidden,)>("bias", Hidden.len(len), Init::Normal(1.0), 1, 1)?;
+        builder.build::<f32>(len as u64)
+    };
+    let path = std::env::temp_dir().join(format!(
+        "axes-errors-checkpoint-{len}-{}.safetensors",
+        std::process::id()
+    ));
+    let mut saved = model(2)?;
+    let mut sgd = axes::optim::Sgd::new(0.1, 0.9);
+    let grad = axes::nn::Gradient::from_vec(&saved, vec![1.0, -1.0])?;
+    sgd.step(&mut saved, &grad)?;
+    save_checkpoint(&path, &saved, &sgd, &[])?;
+    let mut params = model(len)?;
+    let before = params.arena().flat().to_vec();
+    let loaded = load(&path, &mut params);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(
+        params.arena().flat(),
+        before,
+        "a failed load changes nothing"
+    );
+    loaded
 }
 
 #[test]
@@ -511,6 +544,28 @@ fn every_bad_input_gives_its_error() {
             || damaged("flipped", |bytes| *bytes.last_mut().unwrap() ^= 0x10),
             |e| matches!(e, Error::Io { .. }),
             &["flipped", "`bias`", "damaged"],
+        ),
+        (
+            "a checkpoint of another optimizer's state",
+            || {
+                checkpoint_into(2, |path, params| {
+                    let mut adam = axes::optim::Adam::new(0.1);
+                    load_checkpoint(path, params, &mut adam).map(drop)
+                })
+            },
+            |e| matches!(e, Error::ParameterMismatch { .. }),
+            &["`adam.step`", "the state of `sgd`"],
+        ),
+        (
+            "a checkpoint of another model",
+            || {
+                checkpoint_into(3, |path, params| {
+                    let mut sgd = axes::optim::Sgd::new(0.1, 0.9);
+                    load_checkpoint(path, params, &mut sgd).map(drop)
+                })
+            },
+            |e| matches!(e, Error::ParameterMismatch { .. }),
+            &["`bias`", "[2]", "[3]"],
         ),
         (
             "a truncated saved file",
