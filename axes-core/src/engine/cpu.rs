@@ -204,6 +204,47 @@ fn source<'a>(leaf: &JobLeaf<'_>, values: &'a Values) -> StridedSource<'a> {
     }
 }
 
+/// The interpreter program of `job`: its IR's last node from its leaves.
+fn compiled(job: &Job<'_>) -> Result<Program> {
+    let Some(root) = job.ir.nodes.len().checked_sub(1) else {
+        return Err(Error::Unsupported {
+            what: "an empty expression".into(),
+        });
+    };
+    let types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
+    Program::compile(&job.ir, &[root], &types, job.out)
+}
+
+/// The interpreter program of `job`: each output's root from its leaves.
+fn compiled_multi(job: &MultiJob<'_>) -> Result<Program> {
+    let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
+    let types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
+    Program::compile(&job.ir, &roots, &types, job.out)
+}
+
+/// Writes `fresh`, `job`'s result (row-major over its kept axes), into `target`.
+fn write_into(job: &Job<'_>, fresh: &DeviceMemory, target: JobTarget<'_>) -> Result<()> {
+    let fresh = Values::read(fresh, job.out)?;
+    let mut block = Values::read(target.memory, job.out)?;
+    interp::run(
+        &Program::copy(job.out),
+        &job.kept,
+        &[StridedSource {
+            data: fresh.elements(),
+            offset: 0,
+            strides: row_major_strides(&job.kept),
+        }],
+        &mut [StridedSink {
+            data: block.elements_mut(),
+            offset: target.offset,
+            strides: target.strides.clone(),
+            combine: None,
+        }],
+    )?;
+    *bytes_of(target.memory)? = with_values!(&block, v => as_bytes(v).to_vec());
+    Ok(())
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> String {
         self.name.into()
@@ -340,16 +381,16 @@ impl CpuBackend {
     fn run_now(&self, job: &Job<'_>) -> Result<DeviceMemory> {
         // Over merged axes, as the device backends run it (the result's layout is the same).
         let (job, _) = job.merged(None);
-        let job = &job;
+        self.run_compiled(&job, &compiled(&job)?)
+    }
+
+    /// Runs `job`, over merged axes ([`Job::merged`]), with its interpreter program
+    /// (from [`compiled`]).
+    fn run_compiled(&self, job: &Job<'_>, program: &Program) -> Result<DeviceMemory> {
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let inputs = (job.leaves.iter())
             .map(|leaf| Values::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
-        let Some(root) = job.ir.nodes.len().checked_sub(1) else {
-            return Err(Error::Unsupported {
-                what: "an empty expression".into(),
-            });
-        };
         let count = count_of(&job.kept)?;
         let reduce = (!job.reduced.is_empty()).then_some(job.reduce);
         let mut out = Values::filled(job.out, count, reduce)?;
@@ -359,11 +400,9 @@ impl CpuBackend {
         let sources: Vec<StridedSource<'_>> = (job.leaves.iter().zip(&inputs))
             .map(|(leaf, values)| source(leaf, values))
             .collect();
-        interp::compile_and_run(
-            &job.ir,
-            &[root],
+        interp::run(
+            program,
             &lens,
-            job.out,
             &sources,
             &mut [StridedSink {
                 data: out.elements_mut(),
@@ -378,28 +417,19 @@ impl CpuBackend {
     fn run_into_now(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
         target.check(job.out, &job.kept)?;
         let fresh = self.run_now(job)?;
-        let fresh = Values::read(&fresh, job.out)?;
-        let mut block = Values::read(target.memory, job.out)?;
-        interp::run(
-            &Program::copy(job.out),
-            &job.kept,
-            &[StridedSource {
-                data: fresh.elements(),
-                offset: 0,
-                strides: row_major_strides(&job.kept),
-            }],
-            &mut [StridedSink {
-                data: block.elements_mut(),
-                offset: target.offset,
-                strides: target.strides.clone(),
-                combine: None,
-            }],
-        )?;
-        *bytes_of(target.memory)? = with_values!(&block, v => as_bytes(v).to_vec());
-        Ok(())
+        write_into(job, &fresh, target)
     }
 
     fn run_multi_now(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+        self.run_multi_compiled(job, &compiled_multi(job)?)
+    }
+
+    /// Runs `job` with its interpreter program (from [`compiled_multi`]).
+    fn run_multi_compiled(
+        &self,
+        job: &MultiJob<'_>,
+        program: &Program,
+    ) -> Result<Vec<DeviceMemory>> {
         let inputs = (job.leaves.iter())
             .map(|leaf| Values::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
@@ -451,16 +481,26 @@ impl CpuBackend {
                 }
             })
             .collect();
-        let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
-        interp::compile_and_run(&job.ir, &roots, &job.lens, job.out, &sources, &mut sinks)?;
+        interp::run(program, &job.lens, &sources, &mut sinks)?;
         drop(sinks);
         Ok(outs.into_iter().map(Values::into_memory).collect())
     }
 
     /// The results computed as by [`Backend::run_multi`], then each copied over its leaf.
     fn run_in_place_now(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+        self.run_in_place_compiled(job, over, &compiled_multi(job)?)
+    }
+
+    /// [`CpuBackend::run_in_place_now`] with the job's interpreter program (from
+    /// [`compiled_multi`]).
+    fn run_in_place_compiled(
+        &self,
+        job: &MultiJob<'_>,
+        over: &[usize],
+        program: &Program,
+    ) -> Result<()> {
         job.check_in_place(over)?;
-        let results = self.run_multi_now(job)?;
+        let results = self.run_multi_compiled(job, program)?;
         for ((output, fresh), &k) in job.outputs.iter().zip(&results).zip(over) {
             let leaf = &job.leaves[k];
             let kept: Vec<usize> = output.kept.iter().map(|&a| job.lens[a]).collect();

@@ -7,7 +7,8 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::thread::ThreadId;
 
-use super::{CpuBackend, HostBytes};
+use super::{CpuBackend, HostBytes, compiled, compiled_multi, write_into};
+use crate::engine::interp::Program;
 use crate::error::{Error, Result};
 use crate::protocol::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, DeviceMemory, Job, JobLeaf,
@@ -102,25 +103,33 @@ fn bound<'m>(leaves: &[JobLeaf<'static>], memories: &'m [DeviceMemory]) -> Vec<J
         .collect()
 }
 
-/// A job kept: the buffers of its leaves, and the job with leaves of no buffer yet.
+/// A job kept: the buffers of its leaves, the job with leaves of no buffer yet, and the same
+/// over merged axes with its interpreter program, which a replay runs.
 struct KeptJob {
     shared: Vec<Shared>,
     template: Job<'static>,
+    merged: Job<'static>,
+    program: Program,
 }
 
 impl KeptJob {
     fn of(job: &Job<'_>) -> Result<KeptJob> {
         let (shared, leaves) = unbound(&job.leaves)?;
+        let template = Job {
+            ir: job.ir.clone(),
+            leaves,
+            kept: job.kept.clone(),
+            reduced: job.reduced.clone(),
+            reduce: job.reduce,
+            out: job.out,
+        };
+        let (merged, _) = template.merged(None);
+        let program = compiled(&merged)?;
         Ok(KeptJob {
             shared,
-            template: Job {
-                ir: job.ir.clone(),
-                leaves,
-                kept: job.kept.clone(),
-                reduced: job.reduced.clone(),
-                reduce: job.reduce,
-                out: job.out,
-            },
+            template,
+            merged,
+            program,
         })
     }
 
@@ -135,6 +144,15 @@ impl KeptJob {
             leaves: bound(&self.template.leaves, memories),
             ..self.template.clone()
         }
+    }
+
+    /// Runs the job, over merged axes, on `memories`: its result.
+    fn run(&self, memories: &[DeviceMemory]) -> Result<DeviceMemory> {
+        let job = Job {
+            leaves: bound(&self.merged.leaves, memories),
+            ..self.merged.clone()
+        };
+        super::CPU_BACKEND.run_compiled(&job, &self.program)
     }
 }
 
@@ -287,8 +305,7 @@ impl CpuBackend {
         self.record(true, || {
             let (kept, result) = (KeptJob::of(job)?, Shared::of(result)?);
             Ok(Box::new(move || {
-                let memories = kept.memories();
-                result.overwrite(&super::CPU_BACKEND.run_now(&kept.bind(&memories))?)
+                result.overwrite(&kept.run(&kept.memories())?)
             }))
         })
     }
@@ -306,7 +323,7 @@ impl CpuBackend {
                     offset,
                     strides: strides.clone(),
                 };
-                super::CPU_BACKEND.run_into_now(&kept.bind(&memories), target)
+                write_into(&kept.bind(&memories), &kept.run(&memories)?, target)
             }))
         })
     }
@@ -347,6 +364,7 @@ impl CpuBackend {
             };
             let results: Vec<Shared> = results.iter().map(Shared::of).collect::<Result<_>>()?;
             let over = over.map(<[usize]>::to_vec);
+            let program = compiled_multi(&template)?;
             Ok(Box::new(move || {
                 let memories: Vec<DeviceMemory> = shared.iter().map(Shared::memory).collect();
                 let (leaf_memories, start_memories) = memories.split_at(template.leaves.len());
@@ -365,9 +383,9 @@ impl CpuBackend {
                     ..template.clone()
                 };
                 if let Some(over) = &over {
-                    return super::CPU_BACKEND.run_in_place_now(&job, over);
+                    return super::CPU_BACKEND.run_in_place_compiled(&job, over, &program);
                 }
-                let fresh = super::CPU_BACKEND.run_multi_now(&job)?;
+                let fresh = super::CPU_BACKEND.run_multi_compiled(&job, &program)?;
                 (results.iter().zip(&fresh)).try_for_each(|(r, f)| r.overwrite(f))
             }))
         })
