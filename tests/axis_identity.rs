@@ -57,6 +57,7 @@ mod collision {
     impl axes::Axis for Twin {
         type Id = <Real as axes::Axis>::Id;
         type Transposed = Dual<Twin>;
+        type Roles = axes::roles::NoRoles;
         const FIXED_LEN: Option<usize> = None;
         fn name() -> Cow<'static, str> {
             "Twin".into()

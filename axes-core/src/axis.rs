@@ -40,6 +40,9 @@ pub trait Axis: 'static {
     type Id: id::IdEq<Self::Id, Out = typenum::B1>;
     /// The axis `transpose` maps this one to: `Dual<A>` for `A`, and `A` for `Dual<A>`.
     type Transposed: Axis;
+    /// The built-in roles the axis has (`#[axis(role = Height)]`), as type-level bits, so that
+    /// an axis list can be searched for the axis of a role ([`crate::list::WithRole`]).
+    type Roles: roles::RoleSet;
     /// The length every tensor must give this axis, if it was fixed with `#[axis(len = N)]`.
     const FIXED_LEN: Option<usize>;
     /// The axis name as the user wrote it, for messages and `Display`.
@@ -106,6 +109,7 @@ impl<A: PrimalAxis> fmt::Debug for Dual<A> {
 impl<A: PrimalAxis> Axis for Dual<A> {
     type Id = id::DualId<A::Id>;
     type Transposed = A;
+    type Roles = roles::NoRoles;
     const FIXED_LEN: Option<usize> = A::FIXED_LEN;
     fn name() -> Cow<'static, str> {
         Cow::Owned(format!("Dual<{}>", A::name()))
@@ -159,30 +163,125 @@ macro_rules! copy_debug {
 copy_debug!(At => "@", Len => "=");
 
 /// Roles: traits an axis may implement (`#[axis(role = Height)]`) so that generic code, such
-/// as a convolution, can find its axes by bound.
+/// as a convolution, can find its axes by bound — or by search: the built-in roles are also
+/// type-level bits of the axis ([`Axis::Roles`]), and [`crate::list::WithRole`] finds the one
+/// axis of a list with a role (a compile error naming the role where there is none, or two).
 ///
 /// ```
 /// # extern crate axes_core as axes;
 /// use axes::prelude::*;
-/// use axes::roles::Height;
+/// use axes::roles::{AxisWithRole, Height, kind};
 ///
 /// #[derive(Axis)]
 /// #[axis(role = Height)]
 /// struct Rows;
+/// #[derive(Axis)]
+/// #[axis(role = Width)]
+/// struct Cols;
+/// #[derive(Axis)]
+/// struct Batch;
 ///
 /// fn height_name<H: Height>() -> String {
 ///     H::name().into_owned()
 /// }
 /// assert_eq!(height_name::<Rows>(), "Rows");
+/// // The axis of a list with a role, whatever the list's order.
+/// assert_eq!(<AxisWithRole<(Batch, Cols, Rows), kind::Height>>::name(), "Rows");
+/// assert_eq!(<AxisWithRole<(Rows, Batch, Cols), kind::Width>>::name(), "Cols");
 /// ```
 pub mod roles {
+    use std::marker::PhantomData;
+
+    use typenum::{B0, B1, Bit};
+
     use super::Axis;
 
+    /// The built-in roles of an axis as type-level bits ([`B1`] where it has the role), in
+    /// the order of [`RoleSet`]'s items; `#[derive(Axis)]` writes it.
+    #[allow(clippy::type_complexity)]
+    pub struct RoleBits<Batch, Channel, Channelout, Height, Width, Depth, Time, Feature>(
+        PhantomData<(
+            Batch,
+            Channel,
+            Channelout,
+            Height,
+            Width,
+            Depth,
+            Time,
+            Feature,
+        )>,
+    );
+
+    /// The roles of an axis that has none of the built-in ones.
+    pub type NoRoles = RoleBits<B0, B0, B0, B0, B0, B0, B0, B0>;
+
+    /// Which built-in roles an axis has: one bit per role, [`B1`] where it has it.
+    pub trait RoleSet {
+        /// [`Batch`].
+        type Batch: Bit;
+        /// [`Channel`].
+        type Channel: Bit;
+        /// [`Channelout`].
+        type Channelout: Bit;
+        /// [`Height`].
+        type Height: Bit;
+        /// [`Width`].
+        type Width: Bit;
+        /// [`Depth`].
+        type Depth: Bit;
+        /// [`Time`].
+        type Time: Bit;
+        /// [`Feature`].
+        type Feature: Bit;
+    }
+
+    impl<Ba: Bit, Ch: Bit, Co: Bit, He: Bit, Wi: Bit, De: Bit, Ti: Bit, Fe: Bit> RoleSet
+        for RoleBits<Ba, Ch, Co, He, Wi, De, Ti, Fe>
+    {
+        type Batch = Ba;
+        type Channel = Ch;
+        type Channelout = Co;
+        type Height = He;
+        type Width = Wi;
+        type Depth = De;
+        type Time = Ti;
+        type Feature = Fe;
+    }
+
+    /// A built-in role as a type, to search an axis list for it
+    /// ([`crate::list::WithRole`]): one of the types in [`kind`].
+    pub trait RoleKind: 'static {
+        /// Whether an axis of the roles `S` has this one.
+        type In<S: RoleSet>: Bit;
+    }
+
+    /// The built-in roles as types, one per role trait of the same name.
+    pub mod kind {
+        macro_rules! kinds {
+            ($($role:ident,)*) => {$(
+                #[doc = concat!("The role [`", stringify!($role), "`](super::", stringify!($role), "), to search for.")]
+                pub struct $role;
+
+                impl super::RoleKind for $role {
+                    type In<S: super::RoleSet> = S::$role;
+                }
+            )*};
+        }
+
+        kinds!(
+            Batch, Channel, Channelout, Height, Width, Depth, Time, Feature,
+        );
+    }
+
+    /// The one axis of the list `L` with the role `R` (a type of [`kind`]).
+    pub type AxisWithRole<L, R> = <L as crate::list::WithRole<R>>::Axis;
+
+    // Each role trait holds only for an axis whose role bit is set: the derive sets both.
     macro_rules! roles {
         ($($role:ident: $what:literal, $message:literal, $label:literal, $note:literal;)*) => {$(
             #[doc = concat!("The role of ", $what, ".")]
             #[diagnostic::on_unimplemented(message = $message, label = $label, note = $note)]
-            pub trait $role: Axis {}
+            pub trait $role: Axis<Roles: RoleSet<$role = B1>> {}
         )*};
     }
 
@@ -195,6 +294,10 @@ pub mod roles {
             "axis `{Self}` does not have the role `Channel`",
             "not a `Channel` axis",
             "give an axis a role where it is declared: `#[axis(role = Channel)]`";
+        Channelout: "a filter's output-channel axis (a convolution's result has it in place of the input's channels)",
+            "axis `{Self}` does not have the role `Channelout`",
+            "not a `Channelout` axis",
+            "give an axis a role where it is declared: `#[axis(role = Channelout)]`";
         Height: "an image height axis",
             "axis `{Self}` does not have the role `Height`",
             "not a `Height` axis",

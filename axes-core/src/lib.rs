@@ -117,6 +117,11 @@ pub mod __private {
     pub use crate::list::AxisSet;
     pub use crate::tensor::Tensor;
     pub use std::borrow::Cow;
+    /// The bits of an axis's roles as its derive writes them (aliases, so that messages keep
+    /// naming typenum's bits).
+    pub type RoleBit0 = typenum::B0;
+    /// See [`RoleBit0`].
+    pub type RoleBit1 = typenum::B1;
 
     use crate::element::Element;
     use crate::list::{AxisList, SameAxes};

@@ -41,6 +41,7 @@ mod bounds;
 mod checks;
 mod flat;
 mod ops;
+mod roles;
 
 pub use bounds::{DotOverWith, ElementwiseWith, Includes, Reducible};
 pub use checks::{AxisSet, HasAxis, SameAxes, SameCount, SubsetOf};
@@ -49,6 +50,7 @@ pub use ops::{
     Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith,
     Intersection, IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,
 };
+pub use roles::WithRole;
 
 use std::any::TypeId;
 use std::borrow::Cow;

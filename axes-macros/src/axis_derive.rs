@@ -9,9 +9,17 @@ use syn::{Data, DeriveInput, Fields, LitInt, Path};
 
 use crate::errors::Errors;
 
-/// Roles that `axes::roles` defines; a bare role name among these needs no import.
-const BUILT_IN_ROLES: [&str; 7] = [
-    "Batch", "Channel", "Height", "Width", "Depth", "Time", "Feature",
+/// Roles that `axes::roles` defines, in the order of its `RoleBits`; a bare role name among
+/// these needs no import.
+const BUILT_IN_ROLES: [&str; 8] = [
+    "Batch",
+    "Channel",
+    "Channelout",
+    "Height",
+    "Width",
+    "Depth",
+    "Time",
+    "Feature",
 ];
 
 /// What `#[axis(..)]` says.
@@ -82,11 +90,20 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         };
         quote!(impl #path for #ident {})
     });
+    // A built-in role (named bare, or by a path ending in its name) also sets its bit.
+    let has_role = |role: &str| {
+        (attrs.roles.iter()).any(|path| path.segments.last().is_some_and(|s| s.ident == role))
+    };
+    let bits = BUILT_IN_ROLES.map(|role| match has_role(role) {
+        true => quote!(::axes::__private::RoleBit1),
+        false => quote!(::axes::__private::RoleBit0),
+    });
     Ok(quote! {
         const _: () = {
             impl ::axes::__private::Axis for #ident {
                 type Id = #id;
                 type Transposed = ::axes::__private::Dual<#ident>;
+                type Roles = ::axes::__private::roles::RoleBits<#(#bits),*>;
                 const FIXED_LEN: ::core::option::Option<usize> = #fixed_len;
                 fn name() -> ::axes::__private::Cow<'static, str> {
                     ::axes::__private::Cow::Borrowed(#name)

@@ -16,7 +16,9 @@ use proc_macro::TokenStream;
 ///
 /// - `#[axis(len = N)]` fixes the axis length: every tensor must give it length `N`.
 /// - `#[axis(role = Height)]` gives the axis a role (a trait in `axes::roles`, or any trait
-///   path of your own); repeat `role = ..` for several roles.
+///   path of your own); repeat `role = ..` for several roles. A built-in role (`Batch`,
+///   `Channel`, `Channelout`, `Height`, `Width`, `Depth`, `Time`, `Feature`) also sets the
+///   axis's role bit, by which `axes::list::WithRole` finds the axis of a list with a role.
 ///
 /// ```
 /// use axes::prelude::*;

@@ -54,6 +54,7 @@ where
 {
     type Id = FlatId<<L::List as ListIds>::Ids>;
     type Transposed = Dual<Flat<L>>;
+    type Roles = crate::axis::roles::NoRoles;
     const FIXED_LEN: Option<usize> = product_if_all_fixed(L::FIXED_LENS, L::RANK);
     fn name() -> Cow<'static, str> {
         Cow::Owned(format!("Flat<({})>", L::names().join(", ")))
