@@ -72,106 +72,99 @@ fn opencl() -> bool {
     }
 }
 
-/// The digits MLP for 2 epochs with a checkpoint after each, against a new process resuming
-/// from the first.
-fn digits_resume(case: &str, device: &[&str]) {
-    let dir = folder(case);
-    let (straight, resumed) = (dir.join("straight"), dir.join("resumed"));
-    let args = |out: &Path| -> Vec<String> {
-        let mut args = ["--epochs", "2", "--checkpoint-every", "1", "--out"]
-            .map(String::from)
-            .to_vec();
-        args.push(out.display().to_string());
-        args.extend(device.iter().map(|a| a.to_string()));
-        args
-    };
-    run("train", &args(&straight));
-    let mut again = args(&resumed);
-    let checkpoint = straight.join("checkpoint-1.safetensors");
-    again.extend(["--resume".into(), checkpoint.display().to_string()]);
-    let output = run("train", &again);
-    assert!(String::from_utf8_lossy(&output.stdout).contains("resumed from"));
-    same_files(
-        &[
-            "digits-mlp.safetensors",
-            "training.csv",
-            "checkpoint-2.safetensors",
-        ],
-        (&straight, &resumed),
-        case,
-    );
-    std::fs::remove_dir_all(&dir).ok();
+/// A run of an example, straight and resumed.
+struct Resume<'a> {
+    /// The example.
+    example: &'a str,
+    /// Its options.
+    options: &'a [&'a str],
+    /// Its `--checkpoint-every`.
+    every: &'a str,
+    /// The checkpoint the second run resumes from.
+    from: &'a str,
+    /// The files both runs must write alike.
+    files: &'a [&'a str],
 }
 
-/// A small GPT for 4 steps with a checkpoint every 2, against a new process resuming from the
-/// first.
-fn gpt_resume(case: &str, device: &[&str]) -> PathBuf {
-    let dir = folder(case);
-    let (straight, resumed) = (dir.join("straight"), dir.join("resumed"));
-    let options = [
-        "--steps",
-        "4",
-        "--batch",
-        "2",
-        "--context",
-        "16",
-        "--eval-every",
-        "2",
-        "--sample",
-        "0",
-        "--checkpoint-every",
-        "2",
-    ];
-    let args = |out: &Path| -> Vec<String> {
-        let mut args: Vec<String> = options.map(String::from).to_vec();
-        args.extend(["--out".into(), out.display().to_string()]);
-        args.extend(device.iter().map(|a| a.to_string()));
-        args
-    };
-    run("gpt", &args(&straight));
-    let mut again = args(&resumed);
-    let checkpoint = straight.join("checkpoint-2.safetensors");
-    again.extend(["--resume".into(), checkpoint.display().to_string()]);
-    let output = run("gpt", &again);
-    assert!(String::from_utf8_lossy(&output.stdout).contains("resumed from"));
-    same_files(
-        &["gpt.safetensors", "curves.csv", "checkpoint-4.safetensors"],
-        (&straight, &resumed),
-        case,
-    );
-    dir
+impl Resume<'_> {
+    /// Runs the example with its options (and `device`'s) into `DIR/straight`, then again
+    /// into `DIR/resumed` from the straight run's checkpoint `from`, and compares `files`;
+    /// the folder `DIR`.
+    fn check(&self, case: &str, device: &[&str]) -> PathBuf {
+        let dir = folder(case);
+        let (straight, resumed) = (dir.join("straight"), dir.join("resumed"));
+        let args = |out: &Path| -> Vec<String> {
+            let every = ["--checkpoint-every", self.every];
+            let given = self.options.iter().chain(&every).chain(device);
+            let mut args: Vec<String> = given.map(|a| a.to_string()).collect();
+            args.extend(["--out".into(), out.display().to_string()]);
+            args
+        };
+        run(self.example, &args(&straight));
+        let mut again = args(&resumed);
+        let checkpoint = straight.join(self.from);
+        again.extend(["--resume".into(), checkpoint.display().to_string()]);
+        let output = run(self.example, &again);
+        assert!(String::from_utf8_lossy(&output.stdout).contains("resumed from"));
+        same_files(self.files, (&straight, &resumed), case);
+        dir
+    }
 }
+
+/// The digits MLP for 2 epochs with a checkpoint after each, resumed from the first.
+const DIGITS: Resume<'static> = Resume {
+    example: "train",
+    options: &["--epochs", "2"],
+    every: "1",
+    from: "checkpoint-1.safetensors",
+    files: &[
+        "digits-mlp.safetensors",
+        "training.csv",
+        "checkpoint-2.safetensors",
+    ],
+};
+
+/// The options of a small GPT's run of 4 steps.
+const GPT_OPTIONS: [&str; 10] = [
+    "--steps",
+    "4",
+    "--batch",
+    "2",
+    "--context",
+    "16",
+    "--eval-every",
+    "2",
+    "--sample",
+    "0",
+];
+
+/// The small GPT with a checkpoint every 2 steps, resumed from the first.
+const GPT: Resume<'static> = Resume {
+    example: "gpt",
+    options: &GPT_OPTIONS,
+    every: "2",
+    from: "checkpoint-2.safetensors",
+    files: &["gpt.safetensors", "curves.csv", "checkpoint-4.safetensors"],
+};
 
 #[test]
 fn the_digits_example_resumes_exactly() {
-    digits_resume("digits-host", &[]);
+    let dir = DIGITS.check("digits-host", &[]);
+    std::fs::remove_dir_all(&dir).ok();
     if opencl() {
-        digits_resume("digits-opencl", &["--device", "opencl", "--record"]);
+        let dir = DIGITS.check("digits-opencl", &["--device", "opencl", "--record"]);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
 
 #[test]
 fn the_gpt_example_resumes_exactly() {
-    let dir = gpt_resume("gpt-host", &[]);
+    let dir = GPT.check("gpt-host", &[]);
     // A run without checkpoints is the same run.
     let plain = dir.join("plain");
-    run(
-        "gpt",
-        &[
-            "--steps",
-            "4",
-            "--batch",
-            "2",
-            "--context",
-            "16",
-            "--eval-every",
-            "2",
-            "--sample",
-            "0",
-            "--out",
-            plain.to_str().unwrap(),
-        ],
-    );
+    let mut args = GPT_OPTIONS.to_vec();
+    args.extend(["--out", plain.to_str().unwrap()]);
+    run("gpt", &args);
     same_files(
         &["gpt.safetensors", "curves.csv"],
         (&plain, &dir.join("straight")),
@@ -204,7 +197,7 @@ fn the_gpt_example_resumes_exactly() {
     );
     std::fs::remove_dir_all(&dir).ok();
     if opencl() {
-        let dir = gpt_resume("gpt-opencl", &["--device", "opencl", "--record"]);
+        let dir = GPT.check("gpt-opencl", &["--device", "opencl", "--record"]);
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -170,7 +170,8 @@ copy_debug!(At => "@", Len => "=");
 /// ```
 /// # extern crate axes_core as axes;
 /// use axes::prelude::*;
-/// use axes::roles::{AxisWithRole, Height, kind};
+/// use axes::list::AxisWithRole;
+/// use axes::roles::{Height, kind};
 ///
 /// #[derive(Axis)]
 /// #[axis(role = Height)]
@@ -272,9 +273,6 @@ pub mod roles {
             Batch, Channel, Channelout, Height, Width, Depth, Time, Feature,
         );
     }
-
-    /// The one axis of the list `L` with the role `R` (a type of [`kind`]).
-    pub type AxisWithRole<L, R> = <L as crate::list::WithRole<R>>::Axis;
 
     // Each role trait holds only for an axis whose role bit is set: the derive sets both.
     macro_rules! roles {

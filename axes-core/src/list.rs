@@ -50,7 +50,7 @@ pub use ops::{
     Broadcast, BroadcastWith, Concat, ConcatWith, Difference, DifferenceWith, DotAxes, DotWith,
     Intersection, IntersectionWith, TransposeAxes, Transposed, Union, UnionWith,
 };
-pub use roles::WithRole;
+pub use roles::{AxisWithRole, WithRole};
 
 use std::any::TypeId;
 use std::borrow::Cow;

@@ -50,6 +50,9 @@ where
     const POS: usize = <L::List as FirstWithRole<R>>::POS;
 }
 
+/// The one axis of the list `L` with the role `R` (a type of [`crate::roles::kind`]).
+pub type AxisWithRole<L, R> = <L as WithRole<R>>::Axis;
+
 /// Internal: how many axes of the list have the role `R`.
 pub trait CountRole<R> {
     /// The count.
