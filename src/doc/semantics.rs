@@ -19,12 +19,16 @@
 //!   same axis set, the same lengths and the same value at every named index are equal (`==`),
 //!   whatever their orders and strides. `axes_with_order` gives any other order as a view.
 //! - Roles are traits an axis may implement, `#[axis(role = Height)]`: [`crate::roles`] has
-//!   `Batch`, `Channel`, `Height`, `Width`, `Depth`, `Time` and `Feature`, and any trait of your
-//!   own works too. Generic code finds its axes by bound (`H: Height`).
+//!   `Batch`, `Channel`, `Channelout`, `Height`, `Width`, `Depth`, `Time` and `Feature`, and
+//!   any trait of your own works too. Generic code finds its axes by bound (`H: Height`) or,
+//!   for the built-in roles, by search: [`WithRole`](crate::list::WithRole) names the one axis
+//!   of a list with a role, wherever it is; a list with none, or two, is a compile error
+//!   naming the role.
 //!
 //! ```
 //! use axes::prelude::*;
-//! use axes::roles::Height;
+//! use axes::list::WithRole;
+//! use axes::roles::{Height, kind};
 //!
 //! #[derive(Axis)] struct Batch;
 //! #[derive(Axis)] struct Hidden;
@@ -48,6 +52,8 @@
 //! }
 //! let image = Tensor::<f32, (Rows, Batch)>::zeros((Rows.len(5), Batch.len(2)))?;
 //! assert_eq!(height::<Rows, _>(&image), 5);
+//! // Or the list is searched for the axis with the role.
+//! assert_eq!(<(Batch, Rows) as WithRole<kind::Height>>::POS, 1);
 //! # Ok::<(), axes::Error>(())
 //! ```
 //!
