@@ -186,7 +186,10 @@ impl<T: Element> Storage<T> {
     }
 
     /// The elements, in host memory: a buffer on a device is copied to the host on the first
-    /// call (and the copy kept: device buffers are never written in place).
+    /// call, and the copy kept until the buffer is written in place through its only handle
+    /// (an optimizer's update, which drops it; a recorded step's replay writes the buffers it
+    /// recorded behind their handles, so what it writes is read through the parameters, whose
+    /// copy each replay drops, or an optimizer's saved state, read afresh).
     #[inline]
     pub fn host(&self) -> Result<&[T]> {
         match &*self.0 {
