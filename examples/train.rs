@@ -12,8 +12,9 @@
 //! the parameters, every batch, the forward and backward passes and Adam live there),
 //! `--epochs N`, `--seed N`, `--out DIR`, `--data DIR` (the folder holding `digits/`; the
 //! repository's `data/` by default), `--record` (on a device, each batch size's step is
-//! recorded once and replayed: `axes::record::Recorded`), `--checkpoint-every N` (every N
-//! epochs, a checkpoint of the parameters, AdamW's state, the epoch and the history so far:
+//! recorded once and replayed: `axes::record::Recorded`), `--sgd` (SGD with momentum 0.9
+//! instead of AdamW, under the same cosine decay), `--checkpoint-every N` (every N
+//! epochs, a checkpoint of the parameters, the optimizer's state, the epoch and the history so far:
 //! `DIR/checkpoint-{epoch}.safetensors`) and `--resume PATH` (goes on from a checkpoint, with
 //! the options it was written with: each epoch's batches and shifts follow from the seed and
 //! the epoch, so the run is the one that never stopped, bit for bit).
@@ -25,11 +26,13 @@ use std::time::Instant;
 
 use axes::Device;
 use axes::autodiff::{Tape, Var, softmax_cross_entropy};
+use axes::io::TensorFile;
+use axes::nn::Gradient;
 use axes::nn::{
     Bound, Init, Linear, Params, ParamsBuilder, Prefetch, Square, load_checkpoint, minibatches,
     save_checkpoint,
 };
-use axes::optim::{Adam, WarmupCosine};
+use axes::optim::{Adam, OptimizerState, Sgd, WarmupCosine};
 use axes::prelude::*;
 use axes::record::Recorded;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -54,6 +57,60 @@ const EPOCHS: usize = 100;
 const LEARNING_RATE: f64 = 5e-3;
 /// AdamW's decoupled weight decay.
 const WEIGHT_DECAY: f64 = 1e-2;
+/// SGD's peak learning rate (`--sgd`), decayed as Adam's, and its momentum.
+const SGD_LEARNING_RATE: f64 = 5e-2;
+const SGD_MOMENTUM: f64 = 0.9;
+
+/// The optimizer the run trains with: AdamW, or SGD with momentum (`--sgd`).
+enum Optimizer {
+    AdamW(Adam<f32>),
+    Sgd(Sgd<f32>),
+}
+
+impl Optimizer {
+    /// The optimizer `sgd` chooses, its rate decayed to 0 along a cosine over `total_steps`.
+    fn new(sgd: bool, total_steps: usize) -> axes::Result<Optimizer> {
+        Ok(match sgd {
+            false => Optimizer::AdamW(
+                Adam::new(LEARNING_RATE)
+                    .with_weight_decay(WEIGHT_DECAY)
+                    .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?),
+            ),
+            true => Optimizer::Sgd(
+                Sgd::new(SGD_LEARNING_RATE, SGD_MOMENTUM).with_schedule(WarmupCosine::new(
+                    SGD_LEARNING_RATE,
+                    0.0,
+                    0,
+                    total_steps,
+                )?),
+            ),
+        })
+    }
+
+    fn step(&mut self, params: &mut Params<f32>, grad: &Gradient<f32>) -> axes::Result<()> {
+        match self {
+            Optimizer::AdamW(adam) => adam.step(params, grad),
+            Optimizer::Sgd(sgd) => sgd.step(params, grad),
+        }
+    }
+}
+
+/// Either optimizer's state, as that optimizer saves it.
+impl OptimizerState<f32> for Optimizer {
+    fn save_state(&self, params: &Params<f32>, file: &mut TensorFile) -> axes::Result<()> {
+        match self {
+            Optimizer::AdamW(adam) => adam.save_state(params, file),
+            Optimizer::Sgd(sgd) => sgd.save_state(params, file),
+        }
+    }
+
+    fn load_state(&mut self, params: &Params<f32>, file: &TensorFile) -> axes::Result<()> {
+        match self {
+            Optimizer::AdamW(adam) => adam.load_state(params, file),
+            Optimizer::Sgd(sgd) => sgd.load_state(params, file),
+        }
+    }
+}
 
 /// The model: typed layers whose parameters live in one arena.
 struct Mlp {
@@ -200,6 +257,8 @@ struct Options {
     prefetch: bool,
     /// Record each batch size's step once and replay it (`--record`).
     record: bool,
+    /// Train with SGD instead of AdamW (`--sgd`).
+    sgd: bool,
     /// Save a checkpoint every this many epochs.
     checkpoint_every: Option<usize>,
     /// The checkpoint to go on from.
@@ -210,7 +269,8 @@ impl Options {
     /// The options a run's batches and rates follow: a checkpoint records them, and a run
     /// resumed from it must have the same.
     fn run_defining(&self) -> String {
-        format!("--epochs {} --seed {}", self.epochs, self.seed)
+        let sgd = if self.sgd { " --sgd" } else { "" };
+        format!("--epochs {} --seed {}{sgd}", self.epochs, self.seed)
     }
 }
 
@@ -223,6 +283,7 @@ fn options() -> Result<Options, String> {
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
         prefetch: true,
         record: false,
+        sgd: false,
         checkpoint_every: None,
         resume: None,
     };
@@ -244,6 +305,7 @@ fn options() -> Result<Options, String> {
             "--data" => options.data = PathBuf::from(value()?),
             "--no-prefetch" => options.prefetch = false,
             "--record" => options.record = true,
+            "--sgd" => options.sgd = true,
             "--checkpoint-every" => {
                 let every: usize = value()?
                     .parse()
@@ -253,7 +315,7 @@ fn options() -> Result<Options, String> {
             "--resume" => options.resume = Some(PathBuf::from(value()?)),
             "--help" | "-h" => {
                 return Err(
-                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch] [--record] [--checkpoint-every N] [--resume PATH]".into(),
+                    "usage: train [--device cpu|opencl|cuda[:N]] [--epochs N] [--seed N] [--out DIR] [--data DIR] [--no-prefetch] [--record] [--sgd] [--checkpoint-every N] [--resume PATH]".into(),
                 );
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -460,12 +522,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let total_steps = options.epochs * train_count.div_ceil(BATCH);
     // Shared by the step and the checkpoints, which save its state between epochs.
-    let adam = RefCell::new(
-        Adam::new(LEARNING_RATE)
-            .with_weight_decay(WEIGHT_DECAY)
-            .with_schedule(WarmupCosine::new(LEARNING_RATE, 0.0, 0, total_steps)?),
-    );
-    // A resumed run loads the parameters, AdamW's state and the history, and goes on from
+    let optimizer = RefCell::new(Optimizer::new(options.sgd, total_steps)?);
+    // A resumed run loads the parameters, the optimizer's state and the history, and goes on from
     // the epoch after the checkpoint's.
     let mut history = History::default();
     let mut start = 0;
@@ -490,11 +548,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         start = field("epoch")?.parse()?;
         history = History::parse(field("history")?)?;
-        load_checkpoint(path, &mut params, &mut *adam.borrow_mut())?;
+        load_checkpoint(path, &mut params, &mut *optimizer.borrow_mut())?;
         println!("resumed from {} after epoch {start}", path.display());
     }
     // One training step: forward, loss, backward (the tape dropped before the update, which
-    // writes the parameters in place), AdamW; the loss comes back.
+    // writes the parameters in place), the optimizer; the loss comes back.
     let take_step = |params: &mut Params<f32>, (x, y): &(Images, Labels)| {
         let (loss, grad) = {
             let tape = Tape::new();
@@ -504,7 +562,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let grad = p.gradient(&loss.backward()?)?;
             (loss.value().clone(), grad)
         };
-        adam.borrow_mut().step(params, &grad)?;
+        optimizer.borrow_mut().step(params, &grad)?;
         Ok(loss)
     };
     let mut take_step: Step<'_> = if options.record {
@@ -591,7 +649,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ("history", &history.csv()),
             ];
             let metadata = metadata.map(|(key, value)| (key, value.as_str()));
-            save_checkpoint(&path, &params, &*adam.borrow(), &metadata)?;
+            save_checkpoint(&path, &params, &*optimizer.borrow(), &metadata)?;
         }
     }
     let seconds = started.elapsed().as_secs_f64();

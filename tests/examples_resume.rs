@@ -1,8 +1,8 @@
 //! The training examples stopped and resumed: a run that saved checkpoints (`--checkpoint-every`)
 //! against a new process going on from its first checkpoint (`--resume`) give the same
 //! weights, the same losses and accuracies, and the same last checkpoint, byte for byte — the
-//! digits MLP and a small GPT, in host memory and recorded on OpenCL. A resume with other
-//! options is an error naming both.
+//! digits MLP (AdamW, and SGD with momentum) and a small GPT (AdamW, a schedule, clipping), in
+//! host memory and recorded on OpenCL. A resume with other options is an error naming both.
 //!
 //! The examples' binaries are those `cargo test` builds beside this test's (run
 //! `cargo build --examples` first to run this test alone).
@@ -111,7 +111,7 @@ impl Resume<'_> {
     }
 }
 
-/// The digits MLP for 2 epochs with a checkpoint after each, resumed from the first.
+/// The digits MLP (AdamW) for 2 epochs with a checkpoint after each, resumed from the first.
 const DIGITS: Resume<'static> = Resume {
     example: "train",
     options: &["--epochs", "2"],
@@ -151,9 +151,18 @@ const GPT: Resume<'static> = Resume {
 fn the_digits_example_resumes_exactly() {
     let dir = DIGITS.check("digits-host", &[]);
     std::fs::remove_dir_all(&dir).ok();
+    let dir = DIGITS.check("digits-host-sgd", &["--sgd"]);
+    std::fs::remove_dir_all(&dir).ok();
     if opencl() {
-        let dir = DIGITS.check("digits-opencl", &["--device", "opencl", "--record"]);
-        std::fs::remove_dir_all(&dir).ok();
+        for (case, optimizer) in [
+            ("digits-opencl", None),
+            ("digits-opencl-sgd", Some("--sgd")),
+        ] {
+            let mut device = vec!["--device", "opencl", "--record"];
+            device.extend(optimizer);
+            let dir = DIGITS.check(case, &device);
+            std::fs::remove_dir_all(&dir).ok();
+        }
     }
 }
 
