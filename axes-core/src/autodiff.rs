@@ -40,6 +40,7 @@ mod fused;
 mod join;
 mod norm;
 mod ops;
+mod spatial;
 mod tape;
 mod views;
 

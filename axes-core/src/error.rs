@@ -77,6 +77,25 @@ pub enum Error {
         /// The axis length.
         len: usize,
     },
+    /// A window (convolution, pooling) that does not fit its axis, or whose stride or
+    /// dilation is 0.
+    #[error(
+        "a window of {kernel} (stride {stride}, padding {padding}, dilation {dilation}) does not          fit axis `{axis}` of length {len}: it needs dilation·(window − 1) + 1 ≤ length + 2·padding,          and a window, stride and dilation of at least 1"
+    )]
+    WindowDoesNotFit {
+        /// The axis.
+        axis: String,
+        /// Its length, before padding.
+        len: usize,
+        /// The window's length.
+        kernel: usize,
+        /// The step between windows.
+        stride: usize,
+        /// Positions added at each end.
+        padding: usize,
+        /// The step between a window's elements.
+        dilation: usize,
+    },
     /// A slice step of zero.
     #[error("the slice step for axis `{axis}` is 0; use a positive or negative step")]
     ZeroStep {

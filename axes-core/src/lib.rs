@@ -53,6 +53,7 @@ pub mod dispatch;
 pub mod eval;
 
 pub mod contract;
+pub mod spatial;
 
 pub mod autodiff;
 

@@ -52,6 +52,9 @@ pub use ops::{
 };
 pub use roles::{AxisWithRole, WithRole};
 
+pub(crate) use ops::Has;
+pub(crate) use roles::CountRole;
+
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::marker::PhantomData;

@@ -10,7 +10,7 @@ mod views;
 
 pub use join::{Gathered, IndexElement};
 pub use swap::{SwapView, Swappable};
-pub(crate) use views::resolve_range;
+pub(crate) use views::{read_layout, resolve_range};
 pub use views::{Flattened, Renamed, Unflattened};
 
 use std::any::TypeId;

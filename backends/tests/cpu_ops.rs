@@ -282,3 +282,13 @@ fn fused_attention_gradients_against_finite_differences() {
 fn multi_head_attention_composes_wider_heads() {
     common::attention::wider_heads_compose(&device());
 }
+
+#[test]
+fn convolutions_match_nested_loops_on_the_host() {
+    common::spatial::convolutions(&Device::Cpu, 12);
+}
+
+#[test]
+fn convolutions_match_nested_loops() {
+    common::spatial::convolutions(&device(), 12);
+}

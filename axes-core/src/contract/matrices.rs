@@ -2,15 +2,44 @@
 //! strides allow (else the operand is packed once), run on a device as a
 //! where the operands live (see [`dispatch::matmul`]).
 
+use std::borrow::Cow;
+
 use super::roles::Roles;
 use crate::dispatch::{self, MatrixOperand};
-use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::num::Num;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+
+/// One operand of a contraction: a buffer, the view of it that is contracted (of any rank:
+/// a convolution contracts a window view that no axis list names), and its axes' names for
+/// messages.
+pub(crate) struct Operand<'a, T> {
+    pub(crate) storage: &'a Storage<T>,
+    pub(crate) layout: Layout,
+    pub(crate) names: fn() -> Vec<Cow<'static, str>>,
+}
+
+impl<'a, T: crate::element::Element> Operand<'a, T> {
+    /// The tensor `t` as an operand.
+    pub(crate) fn of<A: AxisSet>(t: &'a Tensor<T, A>) -> Self {
+        Operand {
+            storage: t.storage(),
+            layout: *t.layout(),
+            names: A::names,
+        }
+    }
+
+    /// `name=len, …` for messages.
+    fn describe_lengths(&self) -> String {
+        ((self.names)().iter().zip(self.layout.lens()))
+            .map(|(name, len)| format!("{name}={len}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
 
 /// One matrix dimension of an operand: merged length and stride, if its axes merge.
 fn merge(layout: &Layout, axes: &[usize]) -> Option<(usize, isize)> {
@@ -73,13 +102,13 @@ impl<T> MatrixView<T> {
 
 /// Makes `t` a [batch..., rows..., cols...] matrix view, packing it (on its device) only
 /// when its strides do not let each of the three groups of axes merge into one.
-fn matrix_view<T: Element, A: AxisSet>(
-    t: &Tensor<T, A>,
+fn matrix_view<T: Num>(
+    t: &Operand<'_, T>,
     batch: &[usize],
     rows: &[usize],
     cols: &[usize],
 ) -> Result<MatrixView<T>> {
-    let layout = *t.layout();
+    let layout = t.layout;
     if !layout.is_padded()
         && let (Some(b), Some(r), Some(c)) = (
             merge(&layout, batch),
@@ -99,7 +128,7 @@ fn matrix_view<T: Element, A: AxisSet>(
     #[cfg(feature = "test-hooks")]
     super::PACKED.with(|p| p.set(p.get() + 1));
     let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
-    let data = t.packed_in(&order)?;
+    let data = dispatch::packed(t.storage, &layout.permuted(&order))?;
     let lens: Vec<usize> = order.iter().map(|&a| layout.lens()[a]).collect();
     let packed = Layout::row_major(&lens);
     let (nb, nr) = (batch.len(), rows.len());
@@ -127,26 +156,22 @@ pub(super) struct Matrices<T> {
 
 impl<T: Num> Matrices<T> {
     /// Checks the paired lengths and views `x` and `y` as matrices for `roles`.
-    pub(super) fn new<L: AxisSet, R: AxisSet>(
-        x: &Tensor<T, L>,
-        y: &Tensor<T, R>,
-        roles: &Roles,
-    ) -> Result<Self> {
-        let (xl, yl) = (x.lens(), y.lens());
+    pub(super) fn new(x: &Operand<'_, T>, y: &Operand<'_, T>, roles: &Roles) -> Result<Self> {
+        let (xl, yl) = (x.layout.lens(), y.layout.lens());
         for &(a, b) in roles.k.iter().chain(&roles.b) {
             if xl[a] != yl[b] {
                 return Err(Error::LengthMismatch {
-                    axis: L::names()[a].to_string(),
+                    axis: (x.names)()[a].to_string(),
                     left: xl[a],
                     right: yl[b],
                 });
             }
         }
         // Orders: m and k by x's strides, n by y's; batch in x's order.
-        let m_axes = by_stride(x.layout(), &roles.m);
+        let m_axes = by_stride(&x.layout, &roles.m);
         let mut k_pairs = roles.k.clone();
-        k_pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout().strides()[a].unsigned_abs()));
-        let n_axes = by_stride(y.layout(), &roles.n);
+        k_pairs.sort_by_key(|&(a, _)| std::cmp::Reverse(x.layout.strides()[a].unsigned_abs()));
+        let n_axes = by_stride(&y.layout, &roles.n);
         let batch_x: Vec<usize> = roles.b.iter().map(|&(a, _)| a).collect();
         let batch_y: Vec<usize> = roles.b.iter().map(|&(_, b)| b).collect();
         let kx: Vec<usize> = k_pairs.iter().map(|&(a, _)| a).collect();
@@ -169,11 +194,7 @@ impl<T: Num> Matrices<T> {
 
     /// Runs the product where `x` and `y` are: the result buffer, and its layout in the
     /// result type's axis order.
-    pub(super) fn run<L: AxisSet, R: AxisSet>(
-        &self,
-        x: &Tensor<T, L>,
-        y: &Tensor<T, R>,
-    ) -> Result<(Storage<T>, Layout)> {
+    pub(super) fn run(&self, x: &Operand<'_, T>, y: &Operand<'_, T>) -> Result<(Storage<T>, Layout)> {
         let (lhs, rhs) = (&self.lhs, &self.rhs);
         if self
             .comp_lens
@@ -189,10 +210,10 @@ impl<T: Num> Matrices<T> {
         let storage = dispatch::matmul(
             lhs.batch.0,
             dims,
-            &lhs.operand(x.storage()),
-            &rhs.operand(y.storage()),
+            &lhs.operand(x.storage),
+            &rhs.operand(y.storage),
         )?;
-        Ok((storage, self.result_layout(L::RANK, R::RANK)))
+        Ok((storage, self.result_layout(x.layout.rank(), y.layout.rank())))
     }
 
     /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch

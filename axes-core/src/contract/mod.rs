@@ -21,8 +21,11 @@ pub use attention::{Attention, AttentionAxes, AttentionScores};
 
 pub(crate) use grads::{DotGrads, dot_grads, dot_over_grads};
 
+pub(crate) use matrices::Operand;
+pub(crate) use roles::Roles;
+
 use matrices::Matrices;
-use roles::{Roles, dot_roles, over_roles};
+use roles::{dot_roles, over_roles};
 
 use crate::dispatch;
 use crate::error::{Error, Result};
@@ -199,6 +202,15 @@ fn contract<T: Num, L: AxisSet, R: AxisSet>(
     y: &Tensor<T, R>,
     roles: &Roles,
 ) -> Result<(Storage<T>, Layout)> {
-    dispatch::common_device([x.device(), y.device()])?;
+    contract_operands(&Operand::of(x), &Operand::of(y), roles)
+}
+
+/// [`contract`] over operands of any rank.
+pub(crate) fn contract_operands<T: Num>(
+    x: &Operand<'_, T>,
+    y: &Operand<'_, T>,
+    roles: &Roles,
+) -> Result<(Storage<T>, Layout)> {
+    dispatch::common_device([x.storage.device(), y.storage.device()])?;
     Matrices::new(x, y, roles)?.run(x, y)
 }

@@ -7,15 +7,15 @@ use crate::list::{AxisSet, MAX_RANK};
 
 /// How the axes of a contraction are assigned: pairs of (left axis, right axis) positions.
 #[derive(Default, Debug)]
-pub(super) struct Roles {
+pub(crate) struct Roles {
     /// Contracted pairs.
-    pub(super) k: Vec<(usize, usize)>,
+    pub(crate) k: Vec<(usize, usize)>,
     /// Batch pairs (kept once, on both sides).
-    pub(super) b: Vec<(usize, usize)>,
+    pub(crate) b: Vec<(usize, usize)>,
     /// Left axes kept (not batch).
-    pub(super) m: Vec<usize>,
+    pub(crate) m: Vec<usize>,
     /// Right axes kept (not batch).
-    pub(super) n: Vec<usize>,
+    pub(crate) n: Vec<usize>,
 }
 
 impl Roles {

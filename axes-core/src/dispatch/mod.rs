@@ -44,7 +44,7 @@ pub(crate) use joint::JointJob;
 pub(crate) use lower::{JobAxes, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
 pub(crate) use outputs::{
-    Input, Output, assembled, copied_into, filled, moved, overwrite, placed, run_in_place,
+    Input, Output, assembled, copied_into, filled, moved, overwrite, packed, placed, run_in_place,
     run_output, run_outputs, unique_for_writing, written_out,
 };
 

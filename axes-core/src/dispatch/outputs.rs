@@ -615,6 +615,44 @@ pub(crate) fn written_out<T: Num>(
     run_output(&ir, layout.lens(), &[input], output)
 }
 
+/// `storage` viewed by `layout`, packed row-major into a fresh buffer on its device: read on
+/// the host, a copy job on a device.
+pub(crate) fn packed<T: Num>(storage: &Storage<T>, layout: &Layout) -> Result<Storage<T>> {
+    match storage.device() {
+        Device::Cpu => Ok(Storage::from_host_vec(crate::tensor::read_layout(
+            storage.host()?,
+            layout,
+        )?)),
+        Device::Backend(_) if layout.is_padded() => {
+            // The stored part written over a buffer of zeros.
+            let lens = layout.lens();
+            let stored = Layout::new(
+                layout.stored_lens(),
+                layout.strides(),
+                layout.offset(),
+                storage.len(),
+            )
+            .expect("a tensor's stored part fits its buffer");
+            let whole = Layout::row_major(lens);
+            let count = whole.element_count().ok_or_else(|| Error::SizeOverflow {
+                lengths: format!("{lens:?}"),
+            })?;
+            let zeros = filled(storage.device(), count, T::zero())?;
+            if stored.element_count() == Some(0) {
+                return Ok(zeros);
+            }
+            let mut region = whole;
+            for (axis, (&before, &len)) in
+                (layout.pad_before().iter().zip(layout.stored_lens())).enumerate()
+            {
+                region = region.sliced(axis, before, before + len, 1);
+            }
+            Ok(copied_into(storage, &stored, zeros, region)?.0)
+        }
+        Device::Backend(_) => Ok(written_out(storage, layout)?.0),
+    }
+}
+
 /// `storage`'s elements in a buffer on `device` (through the host).
 pub(crate) fn moved<T: Element>(storage: &Storage<T>, device: Device) -> Result<Storage<T>> {
     placed(crate::storage::copied(storage.host()?)?, device)

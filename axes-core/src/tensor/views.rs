@@ -382,53 +382,67 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         Ok(source.view(source.layout.split(axis, parts)))
     }
 
-    /// The elements of `layout` (a view of this tensor's storage), row-major: row by row of
-    /// the innermost axis (one slice copy where it is contiguous), element by element only
-    /// where the view is padded.
+    /// The elements of `layout` (a view of this tensor's storage), row-major (see
+    /// [`read_layout_into`]).
     pub(crate) fn read_in(&self, layout: &Layout) -> Result<HostVec<T>> {
-        let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
-            lengths: format!("{:?}", layout.lens()),
-        })?;
-        self.read_into(layout, crate::storage::with_capacity(count)?)
+        read_layout(self.storage.host()?, layout)
     }
 
     /// [`Tensor::read_in`] into `out`, a buffer with room for the elements.
-    pub(crate) fn read_into<B: ElementBuffer<T>>(&self, layout: &Layout, mut out: B) -> Result<B> {
-        let data = self.storage.host()?;
-        let count = layout.element_count().unwrap_or(0);
-        if layout.is_padded() || layout.rank() == 0 {
-            out.extend((layout.positions()).map(|pos| pos.map_or(T::zero(), |pos| data[pos])));
-            return Ok(out);
+    pub(crate) fn read_into<B: ElementBuffer<T>>(&self, layout: &Layout, out: B) -> Result<B> {
+        read_layout_into(self.storage.host()?, layout, out)
+    }
+}
+
+/// The elements of `data` that `layout` reaches, row-major (see [`read_layout_into`]).
+pub(crate) fn read_layout<T: Element>(data: &[T], layout: &Layout) -> Result<HostVec<T>> {
+    let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
+        lengths: format!("{:?}", layout.lens()),
+    })?;
+    read_layout_into(data, layout, crate::storage::with_capacity(count)?)
+}
+
+/// The elements of `data` that `layout` reaches, appended to `out` row-major: row by row of
+/// the innermost axis (one slice copy where it is contiguous), element by element only where
+/// the view is padded.
+pub(crate) fn read_layout_into<T: Element, B: ElementBuffer<T>>(
+    data: &[T],
+    layout: &Layout,
+    mut out: B,
+) -> Result<B> {
+    let count = layout.element_count().unwrap_or(0);
+    if layout.is_padded() || layout.rank() == 0 {
+        out.extend((layout.positions()).map(|pos| pos.map_or(T::zero(), |pos| data[pos])));
+        return Ok(out);
+    }
+    if count == 0 {
+        return Ok(out);
+    }
+    let (lens, strides) = (layout.lens(), layout.strides());
+    let last = lens.len() - 1;
+    let (row, step) = (lens[last], strides[last]);
+    let mut index = vec![0usize; last];
+    let mut start = layout.offset() as isize;
+    loop {
+        if step == 1 {
+            out.extend_from_slice(&data[start as usize..start as usize + row]);
+        } else {
+            out.extend((0..row as isize).map(|k| data[(start + k * step) as usize]));
         }
-        if count == 0 {
-            return Ok(out);
-        }
-        let (lens, strides) = (layout.lens(), layout.strides());
-        let last = lens.len() - 1;
-        let (row, step) = (lens[last], strides[last]);
-        let mut index = vec![0usize; last];
-        let mut start = layout.offset() as isize;
+        // The next row: the outer axes counted like an odometer.
+        let mut axis = last;
         loop {
-            if step == 1 {
-                out.extend_from_slice(&data[start as usize..start as usize + row]);
-            } else {
-                out.extend((0..row as isize).map(|k| data[(start + k * step) as usize]));
+            if axis == 0 {
+                return Ok(out);
             }
-            // The next row: the outer axes counted like an odometer.
-            let mut axis = last;
-            loop {
-                if axis == 0 {
-                    return Ok(out);
-                }
-                axis -= 1;
-                index[axis] += 1;
-                start += strides[axis];
-                if index[axis] < lens[axis] {
-                    break;
-                }
-                start -= strides[axis] * lens[axis] as isize;
-                index[axis] = 0;
+            axis -= 1;
+            index[axis] += 1;
+            start += strides[axis];
+            if index[axis] < lens[axis] {
+                break;
             }
+            start -= strides[axis] * lens[axis] as isize;
+            index[axis] = 0;
         }
     }
 }

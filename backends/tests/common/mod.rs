@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod ops;
 pub mod record;
 pub mod reference;
+pub mod spatial;
 
 pub use reference::*;
 

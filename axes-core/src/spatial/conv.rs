@@ -1,0 +1,399 @@
+//! [`Convolution`]: every window of the input contracted with a filter.
+
+use std::borrow::Cow;
+
+use super::PerRole;
+use super::axes::{ConvAxes, ConvPositions, ConvolveWith, SpatialRole};
+use super::windows::{WindowAxis, padded_input, window_layout, window_sums};
+use crate::contract::{Operand, Roles, contract_operands};
+use crate::dispatch::packed;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::list::AxisSet;
+use crate::num::Num;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// A convolution (strictly, a cross-correlation, as in every deep-learning library): for
+/// every window position, the sum over the input's Channel axis and the window's offsets of
+/// input times filter — PyTorch's `conv1d`, `conv2d` and `conv3d` without their groups.
+///
+/// The axes are found by role ([`ConvolveWith`]): the input's Channel axis (role `Channel`);
+/// the filter's output channels (role `Channelout`); and one kernel axis in the filter per
+/// spatial role it has (`Width`; `Height` and `Width`; or `Depth`, `Height` and `Width`), each
+/// moving along the input's axis with that role. The input's other axes are batch axes. An
+/// input without an axis of the filter's spatial roles, with two axes of one role, or a filter
+/// without the input's Channel axis is a compile error naming the role or the axis. The result
+/// has the input's axes but the Channel axis — the spatial ones as long as the windows that fit
+/// — then the filter's Channelout axis.
+///
+/// Stride, padding (zeros) and dilation are 1, 0 and 1 unless set, for every spatial role or
+/// one ([`Convolution::stride_along`]). A window that does not fit its axis is an error naming
+/// the axis and the lengths.
+///
+/// ```
+/// # extern crate axes_core as axes;
+/// use axes::prelude::*;
+/// use axes::spatial::Convolution;
+/// #[derive(Axis)] struct Batch;
+/// #[derive(Axis)] #[axis(role = Channel)] struct Rgb;
+/// #[derive(Axis)] #[axis(role = Height)] struct Rows;
+/// #[derive(Axis)] #[axis(role = Width)] struct Cols;
+/// #[derive(Axis)] #[axis(role = Channelout)] struct Maps;
+/// #[derive(Axis)] #[axis(role = Height)] struct KRows;
+/// #[derive(Axis)] #[axis(role = Width)] struct KCols;
+///
+/// let image = Tensor::<f32, (Batch, Rgb, Rows, Cols)>::random_uniform(
+///     (Batch.len(2), Rgb.len(3), Rows.len(8), Cols.len(8)), -1.0, 1.0, 0)?;
+/// let filter = Tensor::<f32, (Maps, Rgb, KRows, KCols)>::random_uniform(
+///     (Maps.len(4), Rgb.len(3), KRows.len(3), KCols.len(3)), -1.0, 1.0, 1)?;
+/// let conv = Convolution::new().padding(1);
+/// let maps: Tensor<f32, (Batch, Rows, Cols, Maps)> = conv.run(&image, &filter)?;
+/// assert_eq!(maps.len_of::<Rows>(), 8);
+/// // channels last: the same convolution, the same numbers
+/// let last = image.axes_with_order::<(Batch, Rows, Cols, Rgb)>().contiguous()?;
+/// let again: Tensor<f32, (Batch, Rows, Cols, Maps)> = conv.run(&last, &filter)?;
+/// assert_eq!(again.to_vec(), maps.to_vec());
+/// // stride 2 along Width alone
+/// let strided: Tensor<f32, (Batch, Rows, Cols, Maps)> =
+///     Convolution::new().stride_along(axes::spatial::SpatialRole::Width, 2).run(&image, &filter)?;
+/// assert_eq!((strided.len_of::<Rows>(), strided.len_of::<Cols>()), (6, 3));
+/// # Ok::<(), axes::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Convolution {
+    stride: PerRole,
+    padding: PerRole,
+    dilation: PerRole,
+}
+
+impl Default for Convolution {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The plan of one call: where the axes are, and each window.
+pub(crate) struct ConvPlan {
+    pub(crate) positions: ConvPositions,
+    pub(crate) windows: Vec<WindowAxis>,
+}
+
+impl Convolution {
+    /// Stride 1, no padding, dilation 1.
+    pub const fn new() -> Self {
+        Convolution {
+            stride: [1; 3],
+            padding: [0; 3],
+            dilation: [1; 3],
+        }
+    }
+
+    /// The step between windows, along every spatial axis.
+    pub const fn stride(mut self, stride: usize) -> Self {
+        self.stride = [stride; 3];
+        self
+    }
+
+    /// Zeros added at both ends of every spatial axis.
+    pub const fn padding(mut self, padding: usize) -> Self {
+        self.padding = [padding; 3];
+        self
+    }
+
+    /// The step between a window's elements, along every spatial axis.
+    pub const fn dilation(mut self, dilation: usize) -> Self {
+        self.dilation = [dilation; 3];
+        self
+    }
+
+    /// The step between windows along the axis with the role `role`.
+    pub const fn stride_along(mut self, role: SpatialRole, stride: usize) -> Self {
+        self.stride[role.index()] = stride;
+        self
+    }
+
+    /// Zeros added at both ends of the axis with the role `role`.
+    pub const fn padding_along(mut self, role: SpatialRole, padding: usize) -> Self {
+        self.padding[role.index()] = padding;
+        self
+    }
+
+    /// The step between a window's elements along the axis with the role `role`.
+    pub const fn dilation_along(mut self, role: SpatialRole, dilation: usize) -> Self {
+        self.dilation[role.index()] = dilation;
+        self
+    }
+
+    /// The convolution of `input` with `filter`, on the device both are on.
+    pub fn run<T: Num, A, F>(
+        &self,
+        input: &Tensor<T, A>,
+        filter: &Tensor<T, F>,
+    ) -> Result<Tensor<T, ConvAxes<A, F>>>
+    where
+        A: ConvolveWith<F>,
+        F: AxisSet,
+    {
+        let plan = self.plan(input, filter)?;
+        let (padded, layout) = padded_input_of(input, &plan)?;
+        let (storage, layout, _) = forward::<T, A, F>(&plan, &padded, &layout, filter)?;
+        Ok(Tensor::from_parts(storage, layout).expect("a fresh result fits its buffer"))
+    }
+
+    /// Checks the lengths of `input` and `filter` and plans the call.
+    pub(crate) fn plan<T: Num, A, F>(
+        &self,
+        input: &Tensor<T, A>,
+        filter: &Tensor<T, F>,
+    ) -> Result<ConvPlan>
+    where
+        A: ConvolveWith<F>,
+        F: AxisSet,
+    {
+        let positions = A::positions();
+        let (names, filter_names) = (A::names(), F::names());
+        if F::RANK != 2 + positions.spatial.len() {
+            let used: Vec<usize> = [positions.filter_channel, positions.filter_out]
+                .into_iter()
+                .chain(positions.spatial.iter().map(|s| s.2))
+                .collect();
+            let others: Vec<&str> = (0..F::RANK)
+                .filter(|a| !used.contains(a))
+                .map(|a| filter_names[a].as_ref())
+                .collect();
+            return Err(Error::Unsupported {
+                what: format!(
+                    "a filter over ({}): a convolution's filter has the input's Channel axis, a \
+                     Channelout axis and one kernel axis per spatial role, and `{}` is none of \
+                     these",
+                    filter_names.join(", "),
+                    others.join("`, `")
+                ),
+            });
+        }
+        let (lens, filter_lens) = (input.lens(), filter.lens());
+        let (c, fc) = (positions.channel, positions.filter_channel);
+        if lens[c] != filter_lens[fc] {
+            return Err(Error::LengthMismatch {
+                axis: names[c].to_string(),
+                left: lens[c],
+                right: filter_lens[fc],
+            });
+        }
+        let windows = (positions.spatial.iter())
+            .map(|&(role, axis, kernel)| {
+                let r = role.index();
+                WindowAxis::new(
+                    &names[axis],
+                    axis,
+                    lens[axis],
+                    filter_lens[kernel],
+                    [self.stride[r], self.padding[r], self.dilation[r]],
+                )
+            })
+            .collect::<Result<_>>()?;
+        Ok(ConvPlan { positions, windows })
+    }
+}
+
+/// The input padded with zeros as `plan` says (itself where nothing is padded).
+pub(crate) fn padded_input_of<T: Num, A: AxisSet>(
+    input: &Tensor<T, A>,
+    plan: &ConvPlan,
+) -> Result<(Storage<T>, Layout)> {
+    padded_input(input.storage(), input.layout(), &plan.windows, T::zero())
+}
+
+/// The input's windows packed for the product (im2col): over the batch axes (in the input's
+/// order), the window positions (spatial roles outermost first), the Channel axis and the
+/// kernel axes — one order whatever the input's, so that channels first or last give the same
+/// sums in the same order. Kept by the tape for the filter's gradient.
+pub(crate) struct Columns<T> {
+    storage: Storage<T>,
+    layout: Layout,
+    /// The input's axes in the columns' order (then the kernel axes).
+    order: Vec<usize>,
+}
+
+/// The names of the columns' axes (for messages): the input's in their order, then the
+/// filter's kernel axes.
+fn column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
+    let (names, filter) = (A::names(), F::names());
+    let p = A::positions();
+    let spatial: Vec<usize> = p.spatial.iter().map(|s| s.1).collect();
+    (0..A::RANK)
+        .filter(|&a| a != p.channel && !spatial.contains(&a))
+        .chain(spatial.iter().copied())
+        .chain([p.channel])
+        .map(|a| names[a].clone())
+        .chain(p.spatial.iter().map(|s| filter[s.2].clone()))
+        .collect()
+}
+
+/// The padded input's windows as [`Columns`].
+fn columns<T: Num>(
+    plan: &ConvPlan,
+    rank: usize,
+    padded: &Storage<T>,
+    layout: &Layout,
+) -> Result<Columns<T>> {
+    let p = &plan.positions;
+    let spatial: Vec<usize> = p.spatial.iter().map(|s| s.1).collect();
+    let order: Vec<usize> = (0..rank)
+        .filter(|&a| a != p.channel && !spatial.contains(&a))
+        .chain(spatial.iter().copied())
+        .chain([p.channel])
+        .collect();
+    let view = window_layout(layout, padded.len(), &plan.windows)?;
+    let all: Vec<usize> = order.iter().copied().chain(rank..view.rank()).collect();
+    let view = view.permuted(&all);
+    Ok(Columns {
+        storage: packed(padded, &view)?,
+        layout: Layout::row_major(view.lens()),
+        order,
+    })
+}
+
+/// The convolution of the padded input (`padded` read through `layout`) with `filter`: the
+/// result buffer, its layout in [`ConvAxes`] order, and the input's columns.
+pub(crate) fn forward<T: Num, A, F>(
+    plan: &ConvPlan,
+    padded: &Storage<T>,
+    layout: &Layout,
+    filter: &Tensor<T, F>,
+) -> Result<(Storage<T>, Layout, Columns<T>)>
+where
+    A: ConvolveWith<F>,
+    F: AxisSet,
+{
+    let p = &plan.positions;
+    let rank = A::RANK;
+    let cols = columns(plan, rank, padded, layout)?;
+    let operand = Operand {
+        storage: &cols.storage,
+        layout: cols.layout,
+        names: column_names::<A, F>,
+    };
+    // In the columns: the kept axes, the Channel axis at rank − 1, then the kernel axes.
+    let roles = Roles {
+        k: std::iter::once((rank - 1, p.filter_channel))
+            .chain(p.spatial.iter().enumerate().map(|(i, s)| (rank + i, s.2)))
+            .collect(),
+        b: Vec::new(),
+        m: (0..rank - 1).collect(),
+        n: vec![p.filter_out],
+    };
+    let (storage, result) = contract_operands(&operand, &Operand::of(filter), &roles)?;
+    // The result is over the columns' kept axes, then Channelout: put in ConvAxes order.
+    let in_result = |a: usize| cols.order.iter().position(|&o| o == a).expect("a kept axis");
+    let order: Vec<usize> = (0..rank)
+        .filter(|&a| a != p.channel)
+        .map(in_result)
+        .chain([rank - 1])
+        .collect();
+    Ok((storage, result.permuted(&order), cols))
+}
+
+/// The gradients of a convolution given the result's gradient `grad`: the input's (summed
+/// back from the windows, its padding cut off) and the filter's (from the input's columns),
+/// each when `want` asks.
+pub(crate) fn backward<T: Num, A, F>(
+    plan: &ConvPlan,
+    cols: &Columns<T>,
+    filter: &Tensor<T, F>,
+    grad: &Tensor<T, ConvAxes<A, F>>,
+    want: (bool, bool),
+) -> Result<(Option<Tensor<T, A>>, Option<Tensor<T, F>>)>
+where
+    A: ConvolveWith<F>,
+    F: AxisSet,
+{
+    let p = &plan.positions;
+    let (rank, n) = (A::RANK, plan.windows.len());
+    // The gradient's axes: the input's but the Channel axis, then Channelout.
+    let in_grad = |a: usize| if a > p.channel { a - 1 } else { a };
+    let out_axis = rank - 1;
+    // The gradient in the columns' order (packed unless it is already), so that its products
+    // run in one order whatever the input's axis order.
+    let canonical: Vec<usize> = (cols.order[..rank - 1].iter())
+        .map(|&a| in_grad(a))
+        .chain([out_axis])
+        .collect();
+    let in_order = grad.layout().permuted(&canonical);
+    let packed_grad;
+    let grad_operand = if in_order.is_dense() {
+        Operand::of(grad)
+    } else {
+        packed_grad = packed(grad.storage(), &in_order)?;
+        let back: Vec<usize> = (0..rank)
+            .map(|a| canonical.iter().position(|&c| c == a).expect("every axis"))
+            .collect();
+        Operand {
+            storage: &packed_grad,
+            layout: Layout::row_major(in_order.lens()).permuted(&back),
+            names: <ConvAxes<A, F> as crate::list::AxisList>::names,
+        }
+    };
+    let dx = if want.0 {
+        let roles = Roles {
+            k: vec![(out_axis, p.filter_out)],
+            b: Vec::new(),
+            m: (0..rank - 1).collect(),
+            n: (0..F::RANK).filter(|&f| f != p.filter_out).collect(),
+        };
+        let (dw, layout) = contract_operands(&grad_operand, &Operand::of(filter), &roles)?;
+        // dw's axes: the gradient's but Channelout, then the filter's others in its order;
+        // put in the window view's order (the input's axes, then the kernel axes).
+        let in_dw = |f: usize| rank - 1 + roles.n.iter().position(|&x| x == f).expect("kept");
+        let order: Vec<usize> = (0..rank)
+            .map(|a| {
+                if a == p.channel {
+                    in_dw(p.filter_channel)
+                } else {
+                    in_grad(a)
+                }
+            })
+            .chain(p.spatial.iter().map(|s| in_dw(s.2)))
+            .collect();
+        let (summed, summed_layout) = window_sums(&dw, &layout.permuted(&order), &plan.windows)?;
+        let mut cut = summed_layout;
+        for w in &plan.windows {
+            cut = cut.sliced(w.axis, w.padding, w.padding + w.len, 1);
+        }
+        Some(Tensor::from_parts(summed, cut).expect("a view of the summed gradient"))
+    } else {
+        None
+    };
+    if !want.1 {
+        return Ok((dx, None));
+    }
+    let operand = Operand {
+        storage: &cols.storage,
+        layout: cols.layout,
+        names: column_names::<A, F>,
+    };
+    let roles = Roles {
+        k: (0..rank - 1).map(|i| (i, in_grad(cols.order[i]))).collect(),
+        b: Vec::new(),
+        m: (rank - 1..rank + n).collect(),
+        n: vec![out_axis],
+    };
+    let (df, layout) = contract_operands(&operand, &grad_operand, &roles)?;
+    // df's axes: Channel, the kernel axes, then Channelout; put in the filter's order.
+    let order: Vec<usize> = (0..F::RANK)
+        .map(|f| {
+            if f == p.filter_channel {
+                0
+            } else if f == p.filter_out {
+                n + 1
+            } else {
+                1 + p.spatial.iter().position(|s| s.2 == f).expect("a kernel axis")
+            }
+        })
+        .collect();
+    Ok((
+        dx,
+        Some(Tensor::from_parts(df, layout.permuted(&order)).expect("a fresh result fits")),
+    ))
+}
