@@ -18,8 +18,8 @@ mod pool;
 mod windows;
 
 pub use axes::{
-    ConvAxes, ConvPositions, ConvolveWith, FilterHasChannel, SpatialAxes, SpatialCountsOf,
-    SpatialRole, SpatialRolesIn,
+    ConvAxes, ConvPositions, ConvolveWith, FilterHasChannel, RoleIfCounted, SpatialAxes,
+    SpatialRole,
 };
 pub use conv::Convolution;
 pub(crate) use conv::{backward as conv_backward, forward as conv_forward, padded_input_of};

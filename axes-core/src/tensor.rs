@@ -10,8 +10,8 @@ mod views;
 
 pub use join::{Gathered, IndexElement};
 pub use swap::{SwapView, Swappable};
-pub(crate) use views::{read_layout, resolve_range};
 pub use views::{Flattened, Renamed, Unflattened};
+pub(crate) use views::{read_layout, resolve_range};
 
 use std::any::TypeId;
 use std::marker::PhantomData;

@@ -292,3 +292,25 @@ fn convolutions_match_nested_loops_on_the_host() {
 fn convolutions_match_nested_loops() {
     common::spatial::convolutions(&device(), 12);
 }
+
+#[test]
+fn poolings_match_nested_loops_on_the_host() {
+    common::spatial::poolings(&Device::Cpu, 12);
+}
+
+#[test]
+fn poolings_match_nested_loops() {
+    common::spatial::poolings(&device(), 12);
+}
+
+#[test]
+fn convolutions_and_poolings_in_one_and_three_dimensions() {
+    common::spatial::one_and_three_dimensions(&Device::Cpu);
+    common::spatial::one_and_three_dimensions(&device());
+}
+
+#[test]
+fn convolution_and_pooling_gradients_against_finite_differences() {
+    common::spatial::finite_differences(&Device::Cpu);
+    common::spatial::finite_differences(&device());
+}

@@ -262,3 +262,27 @@ fn multi_head_attention_composes_wider_heads() {
     let Some(gpu) = gpu() else { return };
     common::attention::wider_heads_compose(&gpu);
 }
+
+#[test]
+fn convolutions_match_nested_loops() {
+    let Some(gpu) = gpu() else { return };
+    common::spatial::convolutions(&gpu, 12);
+}
+
+#[test]
+fn poolings_match_nested_loops() {
+    let Some(gpu) = gpu() else { return };
+    common::spatial::poolings(&gpu, 12);
+}
+
+#[test]
+fn convolutions_and_poolings_in_one_and_three_dimensions() {
+    let Some(gpu) = gpu() else { return };
+    common::spatial::one_and_three_dimensions(&gpu);
+}
+
+#[test]
+fn convolution_and_pooling_gradients_against_finite_differences() {
+    let Some(gpu) = gpu() else { return };
+    common::spatial::finite_differences(&gpu);
+}

@@ -223,3 +223,27 @@ fn multi_head_attention_composes_wider_heads() {
     let Some(device) = device() else { return };
     common::attention::wider_heads_compose(&device);
 }
+
+#[test]
+fn convolutions_match_nested_loops() {
+    let Some(device) = device() else { return };
+    common::spatial::convolutions(&device, 4);
+}
+
+#[test]
+fn poolings_match_nested_loops() {
+    let Some(device) = device() else { return };
+    common::spatial::poolings(&device, 4);
+}
+
+#[test]
+fn convolutions_and_poolings_in_one_and_three_dimensions() {
+    let Some(device) = device() else { return };
+    common::spatial::one_and_three_dimensions(&device);
+}
+
+#[test]
+fn convolution_and_pooling_gradients_against_finite_differences() {
+    let Some(device) = device() else { return };
+    common::spatial::finite_differences(&device);
+}

@@ -194,7 +194,11 @@ impl<T: Num> Matrices<T> {
 
     /// Runs the product where `x` and `y` are: the result buffer, and its layout in the
     /// result type's axis order.
-    pub(super) fn run(&self, x: &Operand<'_, T>, y: &Operand<'_, T>) -> Result<(Storage<T>, Layout)> {
+    pub(super) fn run(
+        &self,
+        x: &Operand<'_, T>,
+        y: &Operand<'_, T>,
+    ) -> Result<(Storage<T>, Layout)> {
         let (lhs, rhs) = (&self.lhs, &self.rhs);
         if self
             .comp_lens
@@ -213,7 +217,10 @@ impl<T: Num> Matrices<T> {
             &lhs.operand(x.storage),
             &rhs.operand(y.storage),
         )?;
-        Ok((storage, self.result_layout(x.layout.rank(), y.layout.rank())))
+        Ok((
+            storage,
+            self.result_layout(x.layout.rank(), y.layout.rank()),
+        ))
     }
 
     /// The row-major `[batch, m, n]` result viewed in the type's order: x's kept axes (batch

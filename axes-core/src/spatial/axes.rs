@@ -43,9 +43,9 @@ impl SpatialRole {
     }
 }
 
-/// The spatial axes of the list `Self`, found by role: the axis with the role `Width`; or
-/// those with `Height` and `Width`; or with `Depth`, `Height` and `Width` — what a pooling
-/// moves its window along.
+/// The spatial axes of the list `Self`, found by role: the axis with the role `Width`, and
+/// those with `Height` and `Depth` where the list has them — what a pooling moves its window
+/// along. No Width axis, or two axes of one role, is a compile error naming the role.
 ///
 /// ```
 /// # extern crate axes_core as axes;
@@ -54,79 +54,66 @@ impl SpatialRole {
 /// #[derive(Axis)] struct Batch;
 /// #[derive(Axis)] #[axis(role = Height)] struct Rows;
 /// #[derive(Axis)] #[axis(role = Width)] struct Cols;
-/// assert_eq!(<(Cols, Batch, Rows) as SpatialAxes>::ROLES, [SpatialRole::Height, SpatialRole::Width]);
-/// assert_eq!(<(Cols, Batch, Rows) as SpatialAxes>::positions(), [2, 0]);
+/// assert_eq!(
+///     <(Cols, Batch, Rows) as SpatialAxes>::spatial(),
+///     [(SpatialRole::Height, 2), (SpatialRole::Width, 0)]
+/// );
 /// ```
 pub trait SpatialAxes: AxisSet {
-    /// The roles, `Depth` before `Height` before `Width`.
-    const ROLES: &'static [SpatialRole];
-    /// The position in the list of the axis with each role, in the order of `ROLES`.
-    fn positions() -> Vec<usize>;
+    /// Each spatial role the list has (`Depth` before `Height` before `Width`) and the
+    /// position of its axis.
+    fn spatial() -> Vec<(SpatialRole, usize)>;
 }
 
-/// How many axes of the list `L` have each spatial role (Depth, Height, Width).
-pub type SpatialCountsOf<L> = (
-    <<L as AxisList>::List as CountRole<kind::Depth>>::Count,
-    <<L as AxisList>::List as CountRole<kind::Height>>::Count,
-    <<L as AxisList>::List as CountRole<kind::Width>>::Count,
-);
+/// How many axes of the list `L` have the role `R`.
+type CountOf<L, R> = <<L as AxisList>::List as CountRole<R>>::Count;
 
-impl<L: AxisSet> SpatialAxes for L
+impl<L> SpatialAxes for L
 where
-    L::List: CountRole<kind::Depth> + CountRole<kind::Height> + CountRole<kind::Width>,
-    SpatialCountsOf<L>: SpatialRolesIn<L>,
+    L: AxisSet + WithRole<kind::Width>,
+    L::List: CountRole<kind::Depth> + CountRole<kind::Height>,
+    CountOf<L, kind::Depth>: RoleIfCounted<kind::Depth, L>,
+    CountOf<L, kind::Height>: RoleIfCounted<kind::Height, L>,
 {
-    const ROLES: &'static [SpatialRole] = <SpatialCountsOf<L> as SpatialRolesIn<L>>::ROLES;
-    fn positions() -> Vec<usize> {
-        <SpatialCountsOf<L> as SpatialRolesIn<L>>::positions()
+    fn spatial() -> Vec<(SpatialRole, usize)> {
+        spatial_positions(
+            <CountOf<L, kind::Depth> as RoleIfCounted<kind::Depth, L>>::POS,
+            <CountOf<L, kind::Height> as RoleIfCounted<kind::Height, L>>::POS,
+            <L as WithRole<kind::Width>>::POS,
+        )
     }
 }
 
-/// Internal: spatial roles counted as `Self` (one of Width; Height, Width; Depth, Height,
-/// Width), found in the list `L` — the same roles a filter has, found in its input.
+/// The roles present and their positions, outermost first.
+fn spatial_positions(
+    depth: Option<usize>,
+    height: Option<usize>,
+    width: usize,
+) -> Vec<(SpatialRole, usize)> {
+    (depth.map(|p| (SpatialRole::Depth, p)).into_iter())
+        .chain(height.map(|p| (SpatialRole::Height, p)))
+        .chain([(SpatialRole::Width, width)])
+        .collect()
+}
+
+/// Internal: where `Self` counts one axis with the role `R` (in a filter, or in the list
+/// itself), the position of `L`'s axis with that role; none where it counts none.
 #[diagnostic::on_unimplemented(
-    message = "a window cannot move along the axes `{L}` by role",
-    label = "no spatial axes here, or not one of each role",
-    note = "a window moves along the axis with the role Width; Height and Width; or Depth, \
-            Height and Width (one axis of each)"
+    message = "more than one axis has the role `{R}`",
+    label = "two axes with the role `{R}`",
+    note = "an operation that finds an axis by its role needs at most one axis with it"
 )]
-pub trait SpatialRolesIn<L> {
-    /// The roles, outermost first.
-    const ROLES: &'static [SpatialRole];
-    /// The position in `L` of the axis with each role.
-    fn positions() -> Vec<usize>;
+pub trait RoleIfCounted<R, L> {
+    /// The position, where one is counted.
+    const POS: Option<usize>;
 }
 
-impl<L: WithRole<kind::Width>> SpatialRolesIn<L> for (U0, U0, U1) {
-    const ROLES: &'static [SpatialRole] = &[SpatialRole::Width];
-    fn positions() -> Vec<usize> {
-        vec![<L as WithRole<kind::Width>>::POS]
-    }
+impl<R, L> RoleIfCounted<R, L> for U0 {
+    const POS: Option<usize> = None;
 }
 
-impl<L: WithRole<kind::Height> + WithRole<kind::Width>> SpatialRolesIn<L> for (U0, U1, U1) {
-    const ROLES: &'static [SpatialRole] = &[SpatialRole::Height, SpatialRole::Width];
-    fn positions() -> Vec<usize> {
-        vec![
-            <L as WithRole<kind::Height>>::POS,
-            <L as WithRole<kind::Width>>::POS,
-        ]
-    }
-}
-
-impl<L> SpatialRolesIn<L> for (U1, U1, U1)
-where
-    L: WithRole<kind::Depth> + WithRole<kind::Height> + WithRole<kind::Width>,
-{
-    const ROLES: &'static [SpatialRole] =
-        &[SpatialRole::Depth, SpatialRole::Height, SpatialRole::Width];
-    fn positions() -> Vec<usize> {
-        vec![
-            <L as WithRole<kind::Depth>>::POS,
-            <L as WithRole<kind::Height>>::POS,
-            <L as WithRole<kind::Width>>::POS,
-        ]
-    }
+impl<R: crate::roles::RoleKind, L: WithRole<R>> RoleIfCounted<R, L> for U1 {
+    const POS: Option<usize> = Some(<L as WithRole<R>>::POS);
 }
 
 /// The filter's axes but the input's Channel axis: its Channelout axis and kernel axes.
@@ -140,8 +127,8 @@ pub type ConvAxes<A, F> = <A as ConvolveWith<F>>::Output;
 ///
 /// The input's Channel axis is its axis with the role `Channel`; the filter has that axis,
 /// one axis with the role `Channelout` (the output channels) and one kernel axis per spatial
-/// role (`Width`; `Height` and `Width`; or `Depth`, `Height` and `Width`), which the input
-/// must have too: the window moves along the input's axes with those roles. The input's other
+/// role (`Width`, and `Height` and `Depth` for 2-D and 3-D filters), which the input must
+/// have too: the window moves along the input's axes with those roles. The input's other
 /// axes are batch axes. The result has the input's axes but its Channel axis, then the
 /// filter's Channelout axis — so an axis that is one convolution's output channels and the
 /// next one's input channels has both roles.
@@ -178,10 +165,13 @@ where
     F::List: Has<AxisWithRole<A, kind::Channel>>,
     <F::List as Has<AxisWithRole<A, kind::Channel>>>::Out:
         FilterHasChannel<AxisWithRole<A, kind::Channel>, F>,
-    FilterRest<A, F>: WithRole<kind::Channelout>,
-    <FilterRest<A, F> as AxisList>::List:
-        CountRole<kind::Depth> + CountRole<kind::Height> + CountRole<kind::Width>,
-    SpatialCountsOf<FilterRest<A, F>>: SpatialRolesIn<FilterRest<A, F>> + SpatialRolesIn<A>,
+    FilterRest<A, F>: WithRole<kind::Channelout> + WithRole<kind::Width>,
+    A: WithRole<kind::Width>,
+    <FilterRest<A, F> as AxisList>::List: CountRole<kind::Depth> + CountRole<kind::Height>,
+    CountOf<FilterRest<A, F>, kind::Depth>:
+        RoleIfCounted<kind::Depth, A> + RoleIfCounted<kind::Depth, FilterRest<A, F>>,
+    CountOf<FilterRest<A, F>, kind::Height>:
+        RoleIfCounted<kind::Height, A> + RoleIfCounted<kind::Height, FilterRest<A, F>>,
     Difference<A, (AxisWithRole<A, kind::Channel>,)>:
         ConcatWith<(AxisWithRole<FilterRest<A, F>, kind::Channelout>,)>,
     Renamed<A, AxisWithRole<A, kind::Channel>, AxisWithRole<FilterRest<A, F>, kind::Channelout>>:
@@ -192,21 +182,30 @@ where
     type Output = Renamed<A, Self::Channel, Self::Out>;
 
     fn positions() -> ConvPositions {
-        type Counts<A, F> = SpatialCountsOf<FilterRest<A, F>>;
+        type Rest<A, F> = FilterRest<A, F>;
+        type Depths<A, F> = CountOf<Rest<A, F>, kind::Depth>;
+        type Heights<A, F> = CountOf<Rest<A, F>, kind::Height>;
         let channel = std::any::TypeId::of::<Self::Channel>();
         let filter_channel = (F::IDS.iter().position(|&id| id == channel))
             .expect("the filter has the input's Channel axis");
         // A position in the filter's rest, as a position in the filter.
         let in_filter = |p: usize| if p >= filter_channel { p + 1 } else { p };
-        let roles = <Counts<A, F> as SpatialRolesIn<A>>::ROLES;
-        let input = <Counts<A, F> as SpatialRolesIn<A>>::positions();
-        let kernel = <Counts<A, F> as SpatialRolesIn<FilterRest<A, F>>>::positions();
+        let input = spatial_positions(
+            <Depths<A, F> as RoleIfCounted<kind::Depth, A>>::POS,
+            <Heights<A, F> as RoleIfCounted<kind::Height, A>>::POS,
+            <A as WithRole<kind::Width>>::POS,
+        );
+        let kernel = spatial_positions(
+            <Depths<A, F> as RoleIfCounted<kind::Depth, Rest<A, F>>>::POS,
+            <Heights<A, F> as RoleIfCounted<kind::Height, Rest<A, F>>>::POS,
+            <Rest<A, F> as WithRole<kind::Width>>::POS,
+        );
         ConvPositions {
             channel: <A as WithRole<kind::Channel>>::POS,
             filter_channel,
-            filter_out: in_filter(<FilterRest<A, F> as WithRole<kind::Channelout>>::POS),
-            spatial: (roles.iter().zip(input).zip(kernel))
-                .map(|((&role, a), k)| (role, a, in_filter(k)))
+            filter_out: in_filter(<Rest<A, F> as WithRole<kind::Channelout>>::POS),
+            spatial: (input.into_iter().zip(kernel))
+                .map(|((role, a), (_, k))| (role, a, in_filter(k)))
                 .collect(),
         }
     }

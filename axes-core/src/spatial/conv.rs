@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::PerRole;
 use super::axes::{ConvAxes, ConvPositions, ConvolveWith, SpatialRole};
 use super::windows::{WindowAxis, padded_input, window_layout, window_sums};
-use crate::contract::{Operand, Roles, contract_operands};
+use crate::contract::{DotGrads, Operand, Roles, contract_operands};
 use crate::dispatch::packed;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -286,7 +286,12 @@ where
     };
     let (storage, result) = contract_operands(&operand, &Operand::of(filter), &roles)?;
     // The result is over the columns' kept axes, then Channelout: put in ConvAxes order.
-    let in_result = |a: usize| cols.order.iter().position(|&o| o == a).expect("a kept axis");
+    let in_result = |a: usize| {
+        cols.order
+            .iter()
+            .position(|&o| o == a)
+            .expect("a kept axis")
+    };
     let order: Vec<usize> = (0..rank)
         .filter(|&a| a != p.channel)
         .map(in_result)
@@ -304,7 +309,7 @@ pub(crate) fn backward<T: Num, A, F>(
     filter: &Tensor<T, F>,
     grad: &Tensor<T, ConvAxes<A, F>>,
     want: (bool, bool),
-) -> Result<(Option<Tensor<T, A>>, Option<Tensor<T, F>>)>
+) -> Result<DotGrads<T, A, F>>
 where
     A: ConvolveWith<F>,
     F: AxisSet,
@@ -388,7 +393,11 @@ where
             } else if f == p.filter_out {
                 n + 1
             } else {
-                1 + p.spatial.iter().position(|s| s.2 == f).expect("a kernel axis")
+                1 + p
+                    .spatial
+                    .iter()
+                    .position(|s| s.2 == f)
+                    .expect("a kernel axis")
             }
         })
         .collect();

@@ -126,7 +126,7 @@ impl Pool {
     pub(crate) fn plan<T: Float, A: SpatialAxes>(&self, input: &Tensor<T, A>) -> Result<PoolPlan> {
         let names = A::names();
         let stride = self.stride.unwrap_or(self.kernel);
-        let windows = (A::ROLES.iter().zip(A::positions()))
+        let windows = (A::spatial().into_iter())
             .map(|(role, axis)| {
                 let r = role.index();
                 WindowAxis::new(
@@ -213,7 +213,12 @@ impl Pool {
                 let scale = ir.push(IrNode::Scalar(1.0 / Self::window_size(plan) as f64));
                 let root = ir.push(IrNode::Binary(BinaryOp::Mul, leaf, scale));
                 let input = Input::new(grad.storage(), &spread(grad.layout()), &axes, all)?;
-                run_output(&ir, view.lens(), &[input], Output::new(root, axes.clone(), ReduceOp::Sum))?
+                run_output(
+                    &ir,
+                    view.lens(),
+                    &[input],
+                    Output::new(root, axes.clone(), ReduceOp::Sum),
+                )?
             }
             PoolOp::Max => {
                 // Each window's first largest element, by its offset in the window.
@@ -222,8 +227,7 @@ impl Pool {
                 let offsets = placed(crate::storage::copied(&offsets)?, grad.device())?;
                 let offsets_layout = {
                     let row = Layout::row_major(kernel_lens);
-                    let from: Vec<Option<usize>> =
-                        (0..all).map(|a| a.checked_sub(rank)).collect();
+                    let from: Vec<Option<usize>> = (0..all).map(|a| a.checked_sub(rank)).collect();
                     row.broadcast(&from, view.lens())
                 };
                 let result = crate::dispatch::unpadded(result)?;
@@ -250,7 +254,12 @@ impl Pool {
                     Input::new(&first, &spread(&first_layout), &axes, all)?,
                     Input::new(&offsets, &offsets_layout, &axes, all)?,
                 ];
-                run_output(&ir, view.lens(), &inputs, Output::new(root, axes.clone(), ReduceOp::Sum))?
+                run_output(
+                    &ir,
+                    view.lens(),
+                    &inputs,
+                    Output::new(root, axes.clone(), ReduceOp::Sum),
+                )?
             }
         };
         let (summed, layout) = window_sums(&window_grad, &window_layout, &plan.windows)?;

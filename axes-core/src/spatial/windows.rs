@@ -233,10 +233,17 @@ fn axis_sums<T: Num>(
         .map(|a| order.iter().position(|&o| o == a).expect("every axis"))
         .collect();
     let padded_layout = Layout::row_major(&stored).permuted(&back);
-    let padded = filled(grad.device(), padded_layout.element_count().unwrap_or(0), T::zero())?;
+    let padded = filled(
+        grad.device(),
+        padded_layout.element_count().unwrap_or(0),
+        T::zero(),
+    )?;
     let region = padded_layout.sliced(w.axis, before, before + w.out, 1);
     let (padded, _) = copied_into(grad, layout, padded, region)?;
-    let (gs, ks) = (padded_layout.strides()[w.axis], padded_layout.strides()[rank]);
+    let (gs, ks) = (
+        padded_layout.strides()[w.axis],
+        padded_layout.strides()[rank],
+    );
 
     let mut out_lens = layout.lens()[..rank].to_vec();
     out_lens[w.axis] = w.padded_len();
@@ -259,8 +266,13 @@ fn axis_sums<T: Num>(
         let first = (before - p.shift) as isize * gs + p.r0 as isize * ks;
         let reads = (0..p.count)
             .map(|j| {
-                Layout::new(&it_lens, strides, (first + j as isize * step) as usize, padded.len())
-                    .expect("a phase reads inside the padded gradient")
+                Layout::new(
+                    &it_lens,
+                    strides,
+                    (first + j as isize * step) as usize,
+                    padded.len(),
+                )
+                .expect("a phase reads inside the padded gradient")
             })
             .collect::<Vec<_>>();
         let axes: Vec<usize> = (0..rank).collect();
