@@ -19,8 +19,10 @@
 //! the options it was written with: each epoch's batches and shifts follow from the seed and
 //! the epoch, so the run is the one that never stopped, bit for bit).
 
+#[path = "common/digits.rs"]
+mod digits;
+
 use std::cell::RefCell;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -35,15 +37,11 @@ use axes::nn::{
 use axes::optim::{Adam, OptimizerState, Sgd, WarmupCosine};
 use axes::prelude::*;
 use axes::record::Recorded;
+use digits::{Pixel, Sample, Split, load_digits, shifted};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Axis)]
-struct Sample;
-#[derive(Axis)]
 struct Batch;
-#[derive(Axis)]
-#[axis(len = 64)]
-struct Pixel;
 #[derive(Axis)]
 struct Hidden;
 #[derive(Axis)]
@@ -144,68 +142,6 @@ impl Mlp {
         let h = self.middle.forward(p, h)?.relu();
         self.output.forward(p, h)?.eval()
     }
-}
-
-#[derive(Clone)]
-struct Split {
-    x: Tensor<f32, (Sample, Pixel)>,
-    y: Tensor<i64, (Sample,)>,
-}
-
-/// The digits, pixels scaled to [0, 1], shuffled with `seed` and split 80/20.
-fn load_digits(data: &Path, seed: u64) -> Result<(Split, Split), Box<dyn std::error::Error>> {
-    let path = data.join("digits/digits.csv.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&path)?).read_to_string(&mut text)?;
-    let rows: Vec<Vec<f32>> = text
-        .lines()
-        .map(|line| line.split(',').map(|v| v.trim().parse::<f32>()).collect())
-        .collect::<Result<_, _>>()?;
-    let order = minibatches::<Sample>(rows.len(), rows.len(), seed)?
-        .remove(0)
-        .to_vec();
-    let test_count = rows.len() / 5;
-    let split = |indices: &[i64]| -> axes::Result<Split> {
-        let pixels = indices
-            .iter()
-            .flat_map(|&i| rows[i as usize][..64].iter().map(|p| p / 16.0))
-            .collect();
-        let labels = indices
-            .iter()
-            .map(|&i| rows[i as usize][64] as i64)
-            .collect();
-        let n = Sample.len(indices.len());
-        Ok(Split {
-            x: Tensor::from_vec((n, Pixel.len(64)), pixels)?,
-            y: Tensor::from_vec(n, labels)?,
-        })
-    };
-    Ok((split(&order[test_count..])?, split(&order[..test_count])?))
-}
-
-/// `data` with every image moved by up to one pixel in each direction (random, from `seed`),
-/// the gaps filled with background: a cheap augmentation that teaches some translation
-/// invariance.
-fn shifted(data: &Split, seed: u64) -> axes::Result<Split> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let pixels = data.x.to_vec_in::<(Sample, Pixel)>();
-    let mut out = vec![0.0f32; pixels.len()];
-    for (image, moved) in pixels.chunks(64).zip(out.chunks_mut(64)) {
-        let (dy, dx): (i32, i32) = (rng.random_range(-1..=1), rng.random_range(-1..=1));
-        for r in 0..8i32 {
-            for c in 0..8i32 {
-                let (sr, sc) = (r - dy, c - dx);
-                if (0..8).contains(&sr) && (0..8).contains(&sc) {
-                    moved[(r * 8 + c) as usize] = image[(sr * 8 + sc) as usize];
-                }
-            }
-        }
-    }
-    Ok(Split {
-        x: Tensor::from_vec((Sample.len(data.y.len_of::<Sample>()), Pixel.len(64)), out)?,
-        y: data.y.clone(),
-    })
 }
 
 /// A batch of images and their labels.

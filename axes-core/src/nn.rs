@@ -32,6 +32,7 @@
 //! ```
 
 mod checkpoint;
+mod conv;
 mod data;
 mod dropout;
 mod embedding;
@@ -43,6 +44,7 @@ mod serialize;
 pub mod transformer;
 
 pub use checkpoint::{load_checkpoint, save_checkpoint};
+pub use conv::Conv;
 pub use data::{Prefetch, minibatches};
 pub use dropout::{Dropout, Mode};
 pub use embedding::Embedding;

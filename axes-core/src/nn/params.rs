@@ -35,6 +35,9 @@ pub enum Init {
     Glorot,
     /// Normal with this standard deviation.
     Normal(f64),
+    /// Uniform on `[-bound, bound]`; PyTorch starts its convolutions' and linear layers'
+    /// weights and biases with `bound = 1/√fan_in`.
+    Uniform(f64),
 }
 
 /// One parameter's description.
@@ -96,11 +99,26 @@ impl ParamsBuilder {
         let layouts: Vec<Layout> = arena.layouts().to_vec();
         let flat = arena.flat_mut();
         for (k, (entry, layout)) in self.entries.iter().zip(&layouts).enumerate() {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9E37_79B9));
+            let cannot = |what: String| Error::ParameterMismatch {
+                name: entry.name.clone(),
+                reason: format!("cannot initialise from {what}"),
+            };
             let std = match entry.init {
                 Init::Zeros => continue,
                 Init::Ones => {
                     for pos in layout.positions() {
                         flat[pos.expect("arena layouts are not padded")] = T::one();
+                    }
+                    continue;
+                }
+                Init::Uniform(bound) => {
+                    if !(bound.is_finite() && bound >= 0.0) {
+                        return Err(cannot(format!("a uniform distribution on ±{bound}")));
+                    }
+                    for pos in layout.positions() {
+                        let u: f64 = rand::Rng::random_range(&mut rng, -1.0..=1.0);
+                        flat[pos.expect("arena layouts are not padded")] = T::from_f64(u * bound);
                     }
                     continue;
                 }
@@ -112,11 +130,7 @@ impl ParamsBuilder {
             let normal = Normal::new(0.0, std)
                 .ok()
                 .filter(|_| !invalid)
-                .ok_or_else(|| Error::ParameterMismatch {
-                    name: entry.name.clone(),
-                    reason: format!("cannot initialise from a normal distribution with std {std}"),
-                })?;
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9E37_79B9));
+                .ok_or_else(|| cannot(format!("a normal distribution with std {std}")))?;
             for pos in layout.positions() {
                 flat[pos.expect("arena layouts are not padded")] =
                     T::from_f64(normal.sample(&mut rng));
