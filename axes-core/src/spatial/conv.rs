@@ -206,13 +206,14 @@ pub(crate) fn padded_input_of<T: Num, A: AxisSet>(
 }
 
 /// The input's windows packed for the product (im2col): over the batch axes (in the input's
-/// order), the window positions (spatial roles outermost first), the Channel axis and the
-/// kernel axes — one order whatever the input's, so that channels first or last give the same
-/// sums in the same order. Kept by the tape for the filter's gradient.
+/// order), the window positions (spatial roles outermost first), the kernel axes, then the
+/// Channel axis — one order whatever the input's, so that channels first or last give the
+/// same sums in the same order (channels innermost: a convolution's results, channels last,
+/// pack in runs of channels). Kept by the tape for the filter's gradient.
 pub(crate) struct Columns<T> {
     storage: Storage<T>,
     layout: Layout,
-    /// The input's axes in the columns' order (then the kernel axes).
+    /// The input's batch and spatial axes, in the columns' order.
     order: Vec<usize>,
 }
 
@@ -225,9 +226,9 @@ fn column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
     (0..A::RANK)
         .filter(|&a| a != p.channel && !spatial.contains(&a))
         .chain(spatial.iter().copied())
-        .chain([p.channel])
         .map(|a| names[a].clone())
         .chain(p.spatial.iter().map(|s| filter[s.2].clone()))
+        .chain([names[p.channel].clone()])
         .collect()
 }
 
@@ -243,10 +244,12 @@ fn columns<T: Num>(
     let order: Vec<usize> = (0..rank)
         .filter(|&a| a != p.channel && !spatial.contains(&a))
         .chain(spatial.iter().copied())
-        .chain([p.channel])
         .collect();
     let view = window_layout(layout, padded.len(), &plan.windows)?;
-    let all: Vec<usize> = order.iter().copied().chain(rank..view.rank()).collect();
+    let all: Vec<usize> = (order.iter().copied())
+        .chain(rank..view.rank())
+        .chain([p.channel])
+        .collect();
     let view = view.permuted(&all);
     Ok(Columns {
         storage: packed(padded, &view)?,
@@ -275,10 +278,12 @@ where
         layout: cols.layout,
         names: column_names::<A, F>,
     };
-    // In the columns: the kept axes, the Channel axis at rank − 1, then the kernel axes.
+    // In the columns: the kept axes, the kernel axes from rank − 1, then the Channel axis.
+    let n = plan.windows.len();
     let roles = Roles {
-        k: std::iter::once((rank - 1, p.filter_channel))
-            .chain(p.spatial.iter().enumerate().map(|(i, s)| (rank + i, s.2)))
+        k: (p.spatial.iter().enumerate())
+            .map(|(i, s)| (rank - 1 + i, s.2))
+            .chain([(rank - 1 + n, p.filter_channel)])
             .collect(),
         b: Vec::new(),
         m: (0..rank - 1).collect(),
@@ -385,17 +390,15 @@ where
         n: vec![out_axis],
     };
     let (df, layout) = contract_operands(&operand, &grad_operand, &roles)?;
-    // df's axes: Channel, the kernel axes, then Channelout; put in the filter's order.
+    // df's axes: the kernel axes, Channel, then Channelout; put in the filter's order.
     let order: Vec<usize> = (0..F::RANK)
         .map(|f| {
             if f == p.filter_channel {
-                0
+                n
             } else if f == p.filter_out {
                 n + 1
             } else {
-                1 + p
-                    .spatial
-                    .iter()
+                (p.spatial.iter())
                     .position(|s| s.2 == f)
                     .expect("a kernel axis")
             }

@@ -206,6 +206,21 @@ impl Pool {
             layout.broadcast(&from, view.lens())
         };
         let grad = crate::dispatch::unpadded(grad)?;
+        // Windows that do not overlap: each window's gradient is written straight over its
+        // elements of a buffer of zeros; else summed back onto them.
+        let input_lens = padded.1.lens();
+        let whole = Layout::row_major(input_lens);
+        let count = whole.element_count().unwrap_or(0);
+        let apart = (plan.windows.iter()).all(|w| w.stride >= w.dilation * (w.kernel - 1) + 1);
+        let output = |root: usize| -> Result<Output<T>> {
+            let output = Output::new(root, axes.clone(), ReduceOp::Sum);
+            Ok(if apart {
+                let zeros = crate::dispatch::filled(grad.device(), count, T::zero())?;
+                output.written_into(zeros, window_layout(&whole, count, &plan.windows)?)
+            } else {
+                output
+            })
+        };
         let (window_grad, window_layout) = match self.op {
             PoolOp::Mean => {
                 let mut ir = Ir::default();
@@ -213,12 +228,7 @@ impl Pool {
                 let scale = ir.push(IrNode::Scalar(1.0 / Self::window_size(plan) as f64));
                 let root = ir.push(IrNode::Binary(BinaryOp::Mul, leaf, scale));
                 let input = Input::new(grad.storage(), &spread(grad.layout()), &axes, all)?;
-                run_output(
-                    &ir,
-                    view.lens(),
-                    &[input],
-                    Output::new(root, axes.clone(), ReduceOp::Sum),
-                )?
+                run_output(&ir, view.lens(), &[input], output(root)?)?
             }
             PoolOp::Max => {
                 // Each window's first largest element, by its offset in the window.
@@ -254,15 +264,14 @@ impl Pool {
                     Input::new(&first, &spread(&first_layout), &axes, all)?,
                     Input::new(&offsets, &offsets_layout, &axes, all)?,
                 ];
-                run_output(
-                    &ir,
-                    view.lens(),
-                    &inputs,
-                    Output::new(root, axes.clone(), ReduceOp::Sum),
-                )?
+                run_output(&ir, view.lens(), &inputs, output(root)?)?
             }
         };
-        let (summed, layout) = window_sums(&window_grad, &window_layout, &plan.windows)?;
+        let (summed, layout) = if apart {
+            (window_grad, whole)
+        } else {
+            window_sums(&window_grad, &window_layout, &plan.windows)?
+        };
         let mut cut = layout;
         for w in &plan.windows {
             cut = cut.sliced(w.axis, w.padding, w.padding + w.len, 1);

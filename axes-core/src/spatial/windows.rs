@@ -222,12 +222,11 @@ fn axis_sums<T: Num>(
     }
     let mut lens = layout.lens().to_vec();
     lens[w.axis] = w.out + before + after;
-    // Stored with the window axis and its kernel axis innermost, whatever the axes' order,
-    // so that every position sums the same values in the same order.
-    let order: Vec<usize> = (0..rank)
-        .filter(|&a| a != w.axis)
-        .chain([w.axis, rank])
-        .collect();
+    // Stored in the gradient's own order (its axes by decreasing stride), so that the copy
+    // moves whole rows; each position's sum is written out leaf by leaf, so the order of the
+    // storage does not change the sums.
+    let mut order: Vec<usize> = (0..=rank).collect();
+    order.sort_by_key(|&a| std::cmp::Reverse(layout.strides()[a].unsigned_abs()));
     let stored: Vec<usize> = order.iter().map(|&a| lens[a]).collect();
     let back: Vec<usize> = (0..=rank)
         .map(|a| order.iter().position(|&o| o == a).expect("every axis"))
