@@ -40,6 +40,7 @@ mod layers;
 mod masks;
 mod norm;
 pub(crate) mod params;
+pub mod recurrent;
 mod serialize;
 pub mod transformer;
 
@@ -52,4 +53,5 @@ pub use layers::{Linear, Square};
 pub use masks::causal_mask;
 pub use norm::{LayerNorm, RmsNorm};
 pub use params::{Bound, Gradient, Init, Params, ParamsBuilder};
+pub use recurrent::{Gru, GruGate};
 pub use serialize::Load;

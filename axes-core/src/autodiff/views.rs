@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::list::{AxisList, Flat, SubsetOf, find_positions};
-use crate::list::{AxisSet, ConcatWith, Difference, DifferenceWith, HasAxis, SameAxes};
+use crate::list::{AxisSet, ConcatWith, Difference, DifferenceWith, HasAxis, SameAxes, SameCount};
 use crate::named::NamedLengths;
 use crate::num::Float;
 use crate::tensor::{Flattened, Renamed, Tensor, Unflattened, resolve_range};
@@ -51,6 +51,17 @@ impl<T: Float, A: AxisSet> Var<T, A> {
             Ok(Tensor::from_parts(dz.storage().clone(), layout)
                 .expect("a reordered view fits its buffer"))
         }))
+    }
+
+    /// The same elements with the axes renamed to `B`, position by position (as
+    /// [`Tensor::cast_axes`](crate::Tensor::cast_axes)): no copy; the gradient is cast back.
+    pub fn cast_axes<B: AxisSet>(&self) -> Result<Var<T, B>>
+    where
+        A: SameCount<B>,
+        B: SameCount<A>,
+    {
+        let value = self.value().cast_axes::<B>()?;
+        Ok(self.record_unary(value, |dz| dz.cast_axes::<A>()))
     }
 
     /// The positions `range` of axis `X`, every `step`-th (as

@@ -1,7 +1,7 @@
-//! `axes::spatial` against PyTorch on the same inputs and weights: convolutions in 1, 2 and 3
-//! dimensions with strides, padding and dilation, max and average pooling with padding
-//! (`tests/data/torch_spatial.safetensors`, written by `tests/data/spatial_torch.py`), to a
-//! relative error of 1e-5 in f32.
+//! `axes::spatial` and `axes::nn::Gru` against PyTorch on the same inputs and weights:
+//! convolutions in 1, 2 and 3 dimensions with strides, padding and dilation, max and average
+//! pooling with padding, and a GRU over a sequence (`tests/data/torch_layers.safetensors`,
+//! written by `tests/data/layers_torch.py`), to a relative error of 1e-5 in f32.
 
 use axes::io::TensorFile;
 use axes::prelude::*;
@@ -36,7 +36,7 @@ struct KCol;
 
 fn file() -> TensorFile {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/torch_spatial.safetensors");
+        .join("tests/data/torch_layers.safetensors");
     TensorFile::read(path).unwrap()
 }
 
@@ -114,4 +114,62 @@ fn poolings_match_pytorch() {
         let error = relative_error(&y.to_vec(), &want.to_vec());
         assert!(error <= 1e-5, "{name} off PyTorch's by {error:e}");
     }
+}
+
+#[derive(Axis)]
+#[axis(role = Time)]
+struct Step;
+#[derive(Axis)]
+struct Feature;
+#[derive(Axis)]
+struct State;
+/// PyTorch's stacked gate rows (3·hidden), and the columns of a weight.
+#[derive(Axis)]
+struct GateRows;
+#[derive(Axis)]
+struct Cols;
+
+#[test]
+fn a_gru_matches_pytorch() {
+    use axes::autodiff::Tape;
+    use axes::nn::{Gru, GruGate, ParamsBuilder};
+    let f = file();
+    let mut builder = ParamsBuilder::new();
+    let gru = Gru::new(&mut builder, "gru", Feature.len(3), State.len(4)).unwrap();
+    let mut params = builder.build::<f32>(0).unwrap();
+    // PyTorch's (3·hidden, …) rows are the gates in order: (GruGate, State, …) row-major.
+    let matrix = |name: &str| f.get::<f32, (GateRows, Cols)>(name).unwrap().to_vec();
+    let vector = |name: &str| f.get::<f32, (GateRows,)>(name).unwrap().to_vec();
+    let (g, h) = (GruGate.len(3), State.len(4));
+    let arena = params.arena_mut();
+    let w_ih: Tensor<f32, (GruGate, State, Feature)> =
+        Tensor::from_vec((g, h, Feature.len(3)), matrix("gru.weight_ih_l0")).unwrap();
+    arena.set(&gru.weight_ih, &w_ih).unwrap();
+    let w_hh: Tensor<f32, (GruGate, State, Dual<State>)> = Tensor::from_vec(
+        (g, h, Len::<Dual<State>>::new(4)),
+        matrix("gru.weight_hh_l0"),
+    )
+    .unwrap();
+    arena.set(&gru.weight_hh, &w_hh).unwrap();
+    for (slot, name) in [
+        (&gru.bias_ih, "gru.bias_ih_l0"),
+        (&gru.bias_hh, "gru.bias_hh_l0"),
+    ] {
+        let bias: Tensor<f32, (GruGate, State)> = Tensor::from_vec((g, h), vector(name)).unwrap();
+        arena.set(slot, &bias).unwrap();
+    }
+    // PyTorch's input is (time, batch, features).
+    let x: Tensor<f32, (Step, Batch, Feature)> = f.get("gru.input").unwrap();
+    let x = x.axes_with_order::<(Batch, Step, Feature)>();
+    let tape = Tape::new();
+    let (states, last) = gru.forward(&params.bind(&tape), &tape.constant(x)).unwrap();
+    let want: Tensor<f32, (Step, Batch, State)> = f.get("gru.output").unwrap();
+    let error = relative_error(
+        &states.value().to_vec_in::<(Step, Batch, State)>(),
+        &want.to_vec(),
+    );
+    assert!(error <= 1e-5, "GRU states off PyTorch's by {error:e}");
+    let want: Tensor<f32, (Batch, State)> = f.get("gru.last").unwrap();
+    let error = relative_error(&last.value().to_vec(), &want.to_vec());
+    assert!(error <= 1e-5, "GRU last state off PyTorch's by {error:e}");
 }

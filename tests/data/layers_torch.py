@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Writes `tests/data/torch_spatial.safetensors`, which `tests/spatial_torch.rs` checks
+"""Writes `tests/data/torch_layers.safetensors`, which `tests/torch_layers.rs` checks
 `axes::spatial` and `axes::nn::Gru` against: inputs, weights and PyTorch's outputs (float32)
 of a 1-, 2- and 3-D convolution with strides, padding and dilation, a 2-D max and average
 pooling with padding, and a one-layer GRU over a sequence (PyTorch's parameter names and
 gate order: reset, update, new).
 
 Run from the repository root with PyTorch and safetensors installed:
-`python3 tests/data/spatial_torch.py`. The file is committed; this only remakes it.
+`python3 tests/data/layers_torch.py`. The file is committed; this only remakes it.
 """
 import os
 
@@ -55,6 +55,6 @@ t["gru.input"], t["gru.output"], t["gru.last"] = x, out, last[0]
 
 save_file(
     {k: v.detach().contiguous() for k, v in t.items()},
-    os.path.join(HERE, "torch_spatial.safetensors"),
+    os.path.join(HERE, "torch_layers.safetensors"),
     metadata={"format": "pt"},
 )
