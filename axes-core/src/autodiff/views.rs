@@ -55,10 +55,10 @@ impl<T: Float, A: AxisSet> Var<T, A> {
 
     /// The same elements with the axes renamed to `B`, position by position (as
     /// [`Tensor::cast_axes`](crate::Tensor::cast_axes)): no copy; the gradient is cast back.
-    pub fn cast_axes<B: AxisSet>(&self) -> Result<Var<T, B>>
+    pub fn cast_axes<B>(&self) -> Result<Var<T, B>>
     where
         A: SameCount<B>,
-        B: SameCount<A>,
+        B: AxisSet + SameCount<A>,
     {
         let value = self.value().cast_axes::<B>()?;
         Ok(self.record_unary(value, |dz| dz.cast_axes::<A>()))

@@ -211,7 +211,7 @@ impl Pool {
         let input_lens = padded.1.lens();
         let whole = Layout::row_major(input_lens);
         let count = whole.element_count().unwrap_or(0);
-        let apart = (plan.windows.iter()).all(|w| w.stride >= w.dilation * (w.kernel - 1) + 1);
+        let apart = (plan.windows.iter()).all(|w| w.stride > w.dilation * (w.kernel - 1));
         let output = |root: usize| -> Result<Output<T>> {
             let output = Output::new(root, axes.clone(), ReduceOp::Sum);
             Ok(if apart {
