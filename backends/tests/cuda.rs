@@ -286,3 +286,14 @@ fn convolution_and_pooling_gradients_against_finite_differences() {
     let Some(gpu) = gpu() else { return };
     common::spatial::finite_differences(&gpu);
 }
+
+#[test]
+fn a_gru_learns_what_one_step_cannot_tell() {
+    let Some(gpu) = gpu() else { return };
+    let (recurrent, feed_forward) = common::recurrent::learns_delayed_recall(&gpu, 60);
+    assert!(recurrent >= 0.97, "the GRU recalls {recurrent:.3} on {gpu}");
+    assert!(
+        feed_forward <= 0.65,
+        "one step tells {feed_forward:.3} on {gpu}"
+    );
+}

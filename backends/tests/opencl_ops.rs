@@ -247,3 +247,18 @@ fn convolution_and_pooling_gradients_against_finite_differences() {
     let Some(device) = device() else { return };
     common::spatial::finite_differences(&device);
 }
+
+#[test]
+fn a_gru_learns_what_one_step_cannot_tell() {
+    let Some(device) = device() else { return };
+    let (recurrent, feed_forward) = common::recurrent::learns_delayed_recall(&device, 60);
+    println!("{device}: GRU {recurrent:.3}, one step {feed_forward:.3}");
+    assert!(
+        recurrent >= 0.97,
+        "the GRU recalls {recurrent:.3} on {device}"
+    );
+    assert!(
+        feed_forward <= 0.65,
+        "one step tells {feed_forward:.3} on {device}"
+    );
+}

@@ -8,6 +8,7 @@ pub mod edges;
 pub mod jobs;
 pub mod ops;
 pub mod record;
+pub mod recurrent;
 pub mod reference;
 pub mod spatial;
 
