@@ -25,11 +25,11 @@ const STEPS: usize = 10;
 const DELAY: usize = 2;
 const BATCH: usize = 32;
 
+/// Bit sequences, and the labels of their steps from `DELAY` on.
+type Sequences = (Tensor<f32, (Seq, Step, Bit)>, Tensor<i64, (Seq, Step)>);
+
 /// Random bit sequences and, at each step from `DELAY` on, the bit `DELAY` steps before.
-fn batch(
-    rng: &mut ChaCha8Rng,
-    device: &Device,
-) -> (Tensor<f32, (Seq, Step, Bit)>, Tensor<i64, (Seq, Step)>) {
+fn batch(rng: &mut ChaCha8Rng, device: &Device) -> Sequences {
     let bits: Vec<u8> = (0..BATCH * STEPS).map(|_| rng.random_range(0..2)).collect();
     let x = bits.iter().map(|&b| f32::from(b)).collect();
     let y = (0..BATCH * (STEPS - DELAY))
