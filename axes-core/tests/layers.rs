@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["expr"],
     &["dispatch"],
     &["eval", "arena", "io"],
-    &["contract"],
+    &["contract", "spatial"],
     &["autodiff"],
     &["nn", "optim"],
     &["record"],

@@ -24,6 +24,14 @@
 //!   for the built-in roles, by search: [`WithRole`](crate::list::WithRole) names the one axis
 //!   of a list with a role, wherever it is; a list with none, or two, is a compile error
 //!   naming the role.
+//! - Convolution and pooling ([`crate::spatial`]) find their axes so. A window moves along the
+//!   input's axes with the spatial roles (Width; Height and Width; Depth, Height and Width);
+//!   a convolution contracts the input's Channel axis and the window with a filter over that
+//!   axis, one Channelout axis and one kernel axis per spatial role (the filter's roles choose
+//!   the dimensions), and the result has the input's axes but Channel, the spatial ones as
+//!   long as the windows that fit, then the filter's Channelout axis. An axis that is one
+//!   convolution's output and the next one's input channels has both roles. Channels first or
+//!   last is not a question: the same input in any order gives the same numbers, bit for bit.
 //!
 //! ```
 //! use axes::prelude::*;

@@ -7,7 +7,7 @@ use crate::axis::{Axis, Dual, Len, PrimalAxis};
 use crate::error::Result;
 use crate::list::{AxisSet, SameAxes, SameCount};
 use crate::num::Float;
-use crate::roles::Time;
+use crate::axis::roles::Time;
 use crate::tensor::Tensor;
 
 /// The gates of a [`Gru`], in PyTorch's order: reset, update, new.

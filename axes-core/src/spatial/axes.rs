@@ -9,7 +9,7 @@ use crate::list::{
     AxisList, AxisSet, AxisWithRole, ConcatWith, CountRole, Difference, DifferenceWith, Has,
     WithRole,
 };
-use crate::roles::kind;
+use crate::axis::roles::kind;
 use crate::tensor::Renamed;
 
 /// A role a window moves along.
@@ -112,7 +112,7 @@ impl<R, L> RoleIfCounted<R, L> for U0 {
     const POS: Option<usize> = None;
 }
 
-impl<R: crate::roles::RoleKind, L: WithRole<R>> RoleIfCounted<R, L> for U1 {
+impl<R: crate::axis::roles::RoleKind, L: WithRole<R>> RoleIfCounted<R, L> for U1 {
     const POS: Option<usize> = Some(<L as WithRole<R>>::POS);
 }
 
