@@ -3,11 +3,11 @@
 use super::params::{Bound, Init, ParamsBuilder};
 use crate::arena::Slot;
 use crate::autodiff::{self, Var};
+use crate::axis::roles::Time;
 use crate::axis::{Axis, Dual, Len, PrimalAxis};
 use crate::error::Result;
 use crate::list::{AxisSet, SameAxes, SameCount};
 use crate::num::Float;
-use crate::axis::roles::Time;
 use crate::tensor::Tensor;
 
 /// The gates of a [`Gru`], in PyTorch's order: reset, update, new.
@@ -26,7 +26,7 @@ pub struct GruGate;
 /// ```
 ///
 /// Parameters `{name}.weight_ih_l0` over (GruGate, H, In), `{name}.weight_hh_l0` over
-/// (GruGate, H, Dual<H>), `{name}.bias_ih_l0` and `{name}.bias_hh_l0` over (GruGate, H): PyTorch's
+/// (GruGate, H, `Dual<H>`), `{name}.bias_ih_l0` and `{name}.bias_hh_l0` over (GruGate, H): PyTorch's
 /// names and layouts (its `3·hidden` rows are the gates in order), each uniform on `±1/√H`
 /// as PyTorch starts them. The forward pass is recorded step by step on the tape, so the
 /// backward pass runs back through time.

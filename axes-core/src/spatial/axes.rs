@@ -5,11 +5,11 @@
 use typenum::{U0, U1};
 
 use crate::axis::Axis;
+use crate::axis::roles::kind;
 use crate::list::{
     AxisList, AxisSet, AxisWithRole, ConcatWith, CountRole, Difference, DifferenceWith, Has,
     WithRole,
 };
-use crate::axis::roles::kind;
 use crate::tensor::Renamed;
 
 /// A role a window moves along.
