@@ -30,6 +30,36 @@ fn hidden(h: usize) -> Tensor<f32, (Hidden,)> {
     Tensor::zeros(Hidden.len(h)).unwrap()
 }
 
+#[derive(Axis)]
+#[axis(role = Channel)]
+struct Gray;
+#[derive(Axis)]
+#[axis(role = Width)]
+struct Cols;
+#[derive(Axis)]
+#[axis(role = Channelout)]
+struct Maps;
+#[derive(Axis)]
+#[axis(role = Width)]
+struct Taps;
+
+/// A 1-D convolution of an input of `channels` × `len` with a filter of `filter_channels` ×
+/// `taps`, dilated by `dilation`.
+fn conv_of(
+    channels: usize,
+    filter_channels: usize,
+    len: usize,
+    taps: usize,
+    dilation: usize,
+) -> Result<Tensor<f32, (Cols, Maps)>, Error> {
+    let x = Tensor::<f32, (Gray, Cols)>::zeros((Gray.len(channels), Cols.len(len)))?;
+    let lens = (Maps.len(2), Gray.len(filter_channels), Taps.len(taps));
+    let w = Tensor::<f32, (Maps, Gray, Taps)>::zeros(lens)?;
+    axes::spatial::Convolution::new()
+        .dilation(dilation)
+        .run(&x, &w)
+}
+
 /// Saves a file of one tensor, `bias`, changes its bytes with `damage`, and reads it back.
 fn damaged(name: &str, damage: fn(&mut Vec<u8>)) -> Result<(), Error> {
     let path = std::env::temp_dir().join(format!("axes-errors-{name}-{}", std::process::id()));
@@ -566,6 +596,38 @@ fn every_bad_input_gives_its_error() {
             },
             |e| matches!(e, Error::ParameterMismatch { .. }),
             &["`bias`", "[2]", "[3]"],
+        ),
+        (
+            "a filter over other channel lengths",
+            || conv_of(3, 2, 8, 3, 1).map(drop),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Gray", "3", "2"],
+        ),
+        (
+            "a window longer than its padded axis",
+            || conv_of(1, 1, 4, 3, 2).map(drop),
+            |e| matches!(e, Error::WindowDoesNotFit { .. }),
+            &["Cols", "length 4", "window of 3", "dilation 2"],
+        ),
+        (
+            "a filter with an axis of no use",
+            || {
+                let x = Tensor::<f32, (Gray, Cols)>::zeros((Gray.len(1), Cols.len(4)))?;
+                let lens = (Maps.len(2), Gray.len(1), Taps.len(3), Hidden.len(2));
+                let w = Tensor::<f32, (Maps, Gray, Taps, Hidden)>::zeros(lens)?;
+                axes::spatial::Convolution::new().run(&x, &w).map(drop)
+            },
+            |e| matches!(e, Error::Unsupported { .. }),
+            &["(Maps, Gray, Taps, Hidden)", "`Hidden`"],
+        ),
+        (
+            "a pooling stride of 0",
+            || {
+                let x = Tensor::<f32, (Batch, Cols)>::zeros((Batch.len(1), Cols.len(4)))?;
+                axes::spatial::Pool::max(2).stride(0).run(&x).map(drop)
+            },
+            |e| matches!(e, Error::WindowDoesNotFit { .. }),
+            &["Cols", "stride 0"],
         ),
         (
             "a truncated saved file",
