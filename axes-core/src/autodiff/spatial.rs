@@ -98,12 +98,12 @@ impl Pool {
         let x = input.into_var()?;
         let plan = self.plan(x.value())?;
         let (padded, layout) = self.padded(x.value(), &plan)?;
-        let (storage, out_layout) = self.forward(&plan, &padded, &layout)?;
+        let ((storage, out_layout), first) = self.forward(&plan, &padded, &layout, true)?;
         let out: Tensor<T, A> =
             Tensor::from_parts(storage, out_layout).expect("a fresh result fits its buffer");
-        let (pool, result) = (*self, out.clone());
+        let (pool, padded_lens) = (*self, layout.lens().to_vec());
         Ok(x.record_unary(out, move |grad| {
-            pool.backward(&plan, (&padded, &layout), &result, &grad)
+            pool.backward(&plan, &padded_lens, first.as_ref(), &grad)
         }))
     }
 }

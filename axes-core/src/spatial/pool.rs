@@ -5,8 +5,8 @@ use super::axes::{SpatialAxes, SpatialRole};
 use super::windows::{
     WindowAxis, fold_leaves, offset_reads, padded_input, window_layout, window_sums,
 };
-use crate::dispatch::{Input, Output, placed, run_output};
-use crate::error::Result;
+use crate::dispatch::{Input, Output, placed, run_output, run_outputs};
+use crate::error::{Error, Result};
 use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::num::Float;
@@ -118,7 +118,7 @@ impl Pool {
     pub fn run<T: Float, A: SpatialAxes>(&self, input: &Tensor<T, A>) -> Result<Tensor<T, A>> {
         let plan = self.plan(input)?;
         let (padded, layout) = self.padded(input, &plan)?;
-        let (storage, layout) = self.forward(&plan, &padded, &layout)?;
+        let ((storage, layout), _) = self.forward(&plan, &padded, &layout, false)?;
         Ok(Tensor::from_parts(storage, layout).expect("a fresh result fits its buffer"))
     }
 
@@ -159,20 +159,24 @@ impl Pool {
         plan.windows.iter().map(|w| w.kernel).product()
     }
 
-    /// The pooling of the padded input: one reduction job over the window view.
+    /// The pooling of the padded input: one job over the result's positions, a leaf per
+    /// element of the window, combined in one order whatever the axes' order. With `keep`, the
+    /// maximum also gives each window's first largest offset (the tape's, for the backward).
+    #[allow(clippy::type_complexity)]
     pub(crate) fn forward<T: Float>(
         &self,
         plan: &PoolPlan,
         padded: &Storage<T>,
         layout: &Layout,
-    ) -> Result<(Storage<T>, Layout)> {
+        keep: bool,
+    ) -> Result<((Storage<T>, Layout), Option<(Storage<T>, Layout)>)> {
         let view = window_layout(layout, padded.len(), &plan.windows)?;
         let rank = layout.rank();
-        // A leaf per element of the window, combined in one order whatever the axes' order.
         let reads = offset_reads(&view, plan.windows.len(), padded.len());
-        let (op, count) = match self.op {
-            PoolOp::Max => (BinaryOp::Max, reads.len()),
-            PoolOp::Mean => (BinaryOp::Add, reads.len()),
+        let count = reads.len();
+        let op = match self.op {
+            PoolOp::Max => BinaryOp::Max,
+            PoolOp::Mean => BinaryOp::Add,
         };
         let mut ir = fold_leaves(count, op);
         let mut root = ir.nodes.len() - 1;
@@ -181,96 +185,110 @@ impl Pool {
             root = ir.push(IrNode::Binary(BinaryOp::Mul, root, scale));
         }
         let axes: Vec<usize> = (0..rank).collect();
+        let mut outputs = vec![Output::new(root, axes.clone(), ReduceOp::Sum)];
+        let keep = keep && self.op == PoolOp::Max;
+        if keep {
+            // The first offset k whose element equals the maximum (`count` where none does:
+            // a NaN maximum).
+            let leaves: Vec<usize> = (ir.nodes.iter().enumerate())
+                .filter_map(|(i, node)| matches!(node, IrNode::Leaf(_)).then_some(i))
+                .collect();
+            let mut first = ir.push(IrNode::Scalar(count as f64));
+            for k in (0..count).rev() {
+                let at = ir.push(IrNode::Compare(CompareOp::Equal, leaves[k], root));
+                let offset = ir.push(IrNode::Scalar(k as f64));
+                first = ir.push(IrNode::Select(at, offset, first));
+            }
+            outputs.push(Output::new(first, axes.clone(), ReduceOp::Sum));
+        }
         let inputs = (reads.iter())
             .map(|read| Input::new(padded, read, &axes, rank))
             .collect::<Result<Vec<_>>>()?;
-        let output = Output::new(root, axes.clone(), ReduceOp::Sum);
-        run_output(&ir, &view.lens()[..rank], &inputs, output)
+        let mut results = run_outputs(&ir, &view.lens()[..rank], &inputs, outputs)?.into_iter();
+        let value = results.next().expect("one result per output");
+        Ok((value, results.next()))
     }
 
-    /// The input's gradient given the result's (`grad`), from the padded input and the result.
+    /// The input's gradient given the result's (`grad`): the padded input's lengths and, for
+    /// the maximum, each window's first largest offset (from [`Pool::forward`]). Windows that
+    /// do not overlap get their gradient written straight over a buffer of zeros, in one job;
+    /// overlapping ones are summed back onto the input.
     pub(crate) fn backward<T: Float, A: SpatialAxes>(
         &self,
         plan: &PoolPlan,
-        padded: (&Storage<T>, &Layout),
-        result: &Tensor<T, A>,
+        padded_lens: &[usize],
+        first: Option<&(Storage<T>, Layout)>,
         grad: &Tensor<T, A>,
     ) -> Result<Tensor<T, A>> {
-        let view = window_layout(padded.1, padded.0.len(), &plan.windows)?;
-        let (rank, all) = (A::RANK, view.rank());
+        let grad = crate::dispatch::unpadded(grad)?;
+        let whole = Layout::row_major(padded_lens);
+        let count = whole.element_count().unwrap_or(0);
+        let natural = window_layout(&whole, count, &plan.windows)?;
+        let (rank, all) = (A::RANK, natural.rank());
+        // The job runs over the window view's axes by decreasing stride in the input (the
+        // innermost a run of contiguous elements, not a short kernel axis).
+        let mut order: Vec<usize> = (0..all).collect();
+        order.sort_by_key(|&a| std::cmp::Reverse(natural.strides()[a].unsigned_abs()));
+        let view = natural.permuted(&order);
         let axes: Vec<usize> = (0..all).collect();
-        let kernel_lens = &view.lens()[rank..];
-        // The result's gradient seen over the window view (stride 0 along the kernel axes).
+        let kernel_lens = &natural.lens()[rank..];
+        // A tensor over the result's axes seen over the window view (stride 0 along the
+        // kernel axes).
         let spread = |layout: &Layout| {
             let from: Vec<Option<usize>> = (0..all).map(|a| (a < rank).then_some(a)).collect();
-            layout.broadcast(&from, view.lens())
+            layout.broadcast(&from, natural.lens()).permuted(&order)
         };
-        let grad = crate::dispatch::unpadded(grad)?;
-        // Windows that do not overlap: each window's gradient is written straight over its
-        // elements of a buffer of zeros; else summed back onto them.
-        let input_lens = padded.1.lens();
-        let whole = Layout::row_major(input_lens);
-        let count = whole.element_count().unwrap_or(0);
-        let apart = (plan.windows.iter()).all(|w| w.stride > w.dilation * (w.kernel - 1));
-        let output = |root: usize| -> Result<Output<T>> {
-            let output = Output::new(root, axes.clone(), ReduceOp::Sum);
-            Ok(if apart {
-                let zeros = crate::dispatch::filled(grad.device(), count, T::zero())?;
-                output.written_into(zeros, window_layout(&whole, count, &plan.windows)?)
-            } else {
-                output
-            })
-        };
-        let (window_grad, window_layout) = match self.op {
-            PoolOp::Mean => {
-                let mut ir = Ir::default();
-                let leaf = ir.leaf();
-                let scale = ir.push(IrNode::Scalar(1.0 / Self::window_size(plan) as f64));
-                let root = ir.push(IrNode::Binary(BinaryOp::Mul, leaf, scale));
-                let input = Input::new(grad.storage(), &spread(grad.layout()), &axes, all)?;
-                run_output(&ir, view.lens(), &[input], output(root)?)?
-            }
-            PoolOp::Max => {
-                // Each window's first largest element, by its offset in the window.
-                let count = kernel_lens.iter().product::<usize>();
-                let offsets: Vec<T> = (0..count).map(|k| T::from_f64(k as f64)).collect();
-                let offsets = placed(crate::storage::copied(&offsets)?, grad.device())?;
+        let mut ir = Ir::default();
+        let g = ir.leaf();
+        let mut inputs = vec![Input::new(
+            grad.storage(),
+            &spread(grad.layout()),
+            &axes,
+            all,
+        )?];
+        let offsets;
+        match (self.op, first) {
+            (PoolOp::Max, Some((first, first_layout))) => {
+                // The gradient where the window offset is the first largest, zero elsewhere.
+                let size = kernel_lens.iter().product::<usize>();
+                let numbers: Vec<T> = (0..size).map(|k| T::from_f64(k as f64)).collect();
+                offsets = placed(crate::storage::copied(&numbers)?, grad.device())?;
                 let offsets_layout = {
                     let row = Layout::row_major(kernel_lens);
                     let from: Vec<Option<usize>> = (0..all).map(|a| a.checked_sub(rank)).collect();
-                    row.broadcast(&from, view.lens())
+                    row.broadcast(&from, natural.lens()).permuted(&order)
                 };
-                let result = crate::dispatch::unpadded(result)?;
-                let mut ir = Ir::default();
-                let (x, max, offset) = (ir.leaf(), ir.leaf(), ir.leaf());
-                let at_max = ir.push(IrNode::Compare(CompareOp::Equal, x, max));
-                let past = ir.push(IrNode::Scalar(count as f64));
-                let first_root = ir.push(IrNode::Select(at_max, offset, past));
-                let inputs = [
-                    Input::new(padded.0, &view, &axes, all)?,
-                    Input::new(result.storage(), &spread(result.layout()), &axes, all)?,
-                    Input::new(&offsets, &offsets_layout, &axes, all)?,
-                ];
-                let first_output = Output::<T>::new(first_root, (0..rank).collect(), ReduceOp::Min);
-                let (first, first_layout) = run_output(&ir, view.lens(), &inputs, first_output)?;
-                // The gradient where the offset is the first largest, zero elsewhere.
-                let mut ir = Ir::default();
-                let (g, first_at, offset) = (ir.leaf(), ir.leaf(), ir.leaf());
+                let (first_at, offset) = (ir.leaf(), ir.leaf());
                 let zero = ir.push(IrNode::Scalar(0.0));
                 let is_first = ir.push(IrNode::Compare(CompareOp::Equal, offset, first_at));
-                let root = ir.push(IrNode::Select(is_first, g, zero));
-                let inputs = [
-                    Input::new(grad.storage(), &spread(grad.layout()), &axes, all)?,
-                    Input::new(&first, &spread(&first_layout), &axes, all)?,
-                    Input::new(&offsets, &offsets_layout, &axes, all)?,
-                ];
-                run_output(&ir, view.lens(), &inputs, output(root)?)?
+                ir.push(IrNode::Select(is_first, g, zero));
+                inputs.push(Input::new(first, &spread(first_layout), &axes, all)?);
+                inputs.push(Input::new(&offsets, &offsets_layout, &axes, all)?);
             }
-        };
+            (PoolOp::Max, None) => {
+                return Err(Error::Unsupported {
+                    what: "a max pooling's gradient without its forward's offsets".into(),
+                });
+            }
+            (PoolOp::Mean, _) => {
+                let scale = ir.push(IrNode::Scalar(1.0 / Self::window_size(plan) as f64));
+                ir.push(IrNode::Binary(BinaryOp::Mul, g, scale));
+            }
+        }
+        let root = ir.nodes.len() - 1;
+        let output = Output::new(root, axes.clone(), ReduceOp::Sum);
+        let apart = (plan.windows.iter()).all(|w| w.stride > w.dilation * (w.kernel - 1));
         let (summed, layout) = if apart {
-            (window_grad, whole)
+            let zeros = crate::dispatch::filled(grad.device(), count, T::zero())?;
+            let output = output.written_into(zeros, view);
+            (run_output(&ir, view.lens(), &inputs, output)?.0, whole)
         } else {
-            window_sums(&window_grad, &window_layout, &plan.windows)?
+            let (window_grad, window_layout) = run_output(&ir, view.lens(), &inputs, output)?;
+            // Back in the window view's own order: the input's axes, then the kernel axes.
+            let back: Vec<usize> = (0..all)
+                .map(|a| order.iter().position(|&o| o == a).expect("every axis"))
+                .collect();
+            window_sums(&window_grad, &window_layout.permuted(&back), &plan.windows)?
         };
         let mut cut = layout;
         for w in &plan.windows {
