@@ -42,6 +42,9 @@ struct Maps;
 #[derive(Axis)]
 #[axis(role = Width)]
 struct Taps;
+#[derive(Axis)]
+#[axis(role = Time)]
+struct Steps;
 
 /// A 1-D convolution of an input of `channels` × `len` with a filter of `filter_channels` ×
 /// `taps`, dilated by `dilation`.
@@ -619,6 +622,24 @@ fn every_bad_input_gives_its_error() {
             },
             |e| matches!(e, Error::Unsupported { .. }),
             &["(Maps, Gray, Taps, Hidden)", "`Hidden`"],
+        ),
+        (
+            "a sequence longer than its time axis",
+            || {
+                let mut builder = ParamsBuilder::new();
+                let gru = axes::nn::Gru::new(&mut builder, "gru", Hidden.len(2), Taps.len(3))?;
+                let params = builder.build::<f32>(0)?;
+                let tape = Tape::new();
+                let x = Tensor::<f32, (Batch, Steps, Hidden)>::zeros((
+                    Batch.len(2),
+                    Steps.len(4),
+                    Hidden.len(2),
+                ))?;
+                gru.forward_padded(&params.bind(&tape), &tape.constant(x), &[4, 5])
+                    .map(drop)
+            },
+            |e| matches!(e, Error::Unsupported { .. }),
+            &["[4, 5]", "`Steps`", "4 steps", "`Batch`"],
         ),
         (
             "a pooling stride of 0",

@@ -5,7 +5,7 @@ use crate::arena::Slot;
 use crate::autodiff::{self, Var};
 use crate::axis::roles::Time;
 use crate::axis::{Axis, Dual, Len, PrimalAxis};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::list::{AxisSet, SameAxes, SameCount};
 use crate::num::Float;
 use crate::tensor::Tensor;
@@ -132,8 +132,96 @@ where
         (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
         (GruGate, State): SameCount<(GruGate, H)>,
     {
-        // The steps run over the layer's own axes, the caller's cast onto them (no copy).
-        let x: Var<T, (Rows, Step, Input)> = x.cast_axes()?;
+        let (states, last) = self.run(params, &x.cast_axes()?, None)?;
+        Ok((states.cast_axes()?, last.cast_axes()?))
+    }
+
+    /// [`Gru::forward`] over sequences of `lengths` steps (one per batch element, each at most
+    /// the length of `Tm`; the steps after are padding): the states past a sequence's end are
+    /// zeros and its last state is the one at its end, as PyTorch's packed sequences give.
+    /// A length per batch element that does not fit is an error naming the axes.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::Tape;
+    /// use axes::nn::{Gru, ParamsBuilder};
+    /// #[derive(Axis)] struct Batch;
+    /// #[derive(Axis)] #[axis(role = Time)] struct Step;
+    /// #[derive(Axis)] struct Feature;
+    /// #[derive(Axis)] struct State;
+    /// let mut builder = ParamsBuilder::new();
+    /// let gru = Gru::new(&mut builder, "gru", Feature.len(2), State.len(3))?;
+    /// let params = builder.build::<f64>(0)?;
+    /// let tape = Tape::new();
+    /// let x = Tensor::<f64, (Batch, Step, Feature)>::random_uniform((Batch.len(2), Step.len(4), Feature.len(2)), -1.0, 1.0, 1)?;
+    /// let (states, last) = gru.forward_padded(&params.bind(&tape), &tape.constant(x.clone()), &[4, 2])?;
+    /// // The second sequence ends after two steps: its last state is its second, then zeros.
+    /// let second = states.value().index(Batch.at(1))?;
+    /// assert_eq!(last.value().index(Batch.at(1))?.to_vec(), second.index(Step.at(1))?.to_vec());
+    /// assert!(second.index(Step.at(3))?.to_vec().iter().all(|&v| v == 0.0));
+    /// // The same as running it alone on its two steps.
+    /// let alone = tape.constant(x.slice::<Batch>(1..2, 1)?.slice::<Step>(0..2, 1)?);
+    /// let (_, alone_last) = gru.forward(&params.bind(&tape), &alone)?;
+    /// assert_eq!(alone_last.value().to_vec(), last.value().index(Batch.at(1))?.to_vec());
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn forward_padded<T, B, Tm>(
+        &self,
+        params: &Bound<'_, T>,
+        x: &Var<T, (B, Tm, In)>,
+        lengths: &[usize],
+    ) -> Result<(Var<T, (B, Tm, H)>, Var<T, (B, H)>)>
+    where
+        T: Float,
+        B: Axis,
+        Tm: Time,
+        (B, Tm, In): AxisSet + SameCount<(Rows, Step, Input)>,
+        (B, Tm, H): AxisSet + SameCount<(Rows, Step, State)>,
+        (B, H): AxisSet + SameCount<(Rows, State)>,
+        (Rows, Step, Input): SameCount<(B, Tm, In)>,
+        (Rows, Step, State): SameCount<(B, Tm, H)>,
+        (Rows, State): SameCount<(B, H)>,
+        (GruGate, H, In): SameCount<(GruGate, State, Input)>,
+        (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
+        (GruGate, H): SameCount<(GruGate, State)>,
+        (GruGate, State, Input): SameCount<(GruGate, H, In)>,
+        (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
+        (GruGate, State): SameCount<(GruGate, H)>,
+    {
+        let (rows, steps) = (x.value().lens()[0], x.value().lens()[1]);
+        if lengths.len() != rows || lengths.iter().any(|&len| len > steps) {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "sequence lengths {lengths:?} for {rows} sequences along `{}` of {steps} \
+                     steps (one length per element of `{}`, each at most {steps})",
+                    Tm::name(),
+                    B::name()
+                ),
+            });
+        }
+        let (states, last) = self.run(params, &x.cast_axes()?, Some(lengths))?;
+        Ok((states.cast_axes()?, last.cast_axes()?))
+    }
+
+    /// The steps over the layer's own axes; with `lengths`, each sequence's state held (and
+    /// its output zero) past its end.
+    #[allow(clippy::type_complexity)]
+    fn run<T: Float>(
+        &self,
+        params: &Bound<'_, T>,
+        x: &Var<T, (Rows, Step, Input)>,
+        lengths: Option<&[usize]>,
+    ) -> Result<(Var<T, (Rows, Step, State)>, Var<T, (Rows, State)>)>
+    where
+        (GruGate, H, In): SameCount<(GruGate, State, Input)>,
+        (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
+        (GruGate, H): SameCount<(GruGate, State)>,
+        (GruGate, State, Input): SameCount<(GruGate, H, In)>,
+        (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
+        (GruGate, State): SameCount<(GruGate, H)>,
+    {
         let w_ih: Var<T, (GruGate, State, Input)> = params.var(&self.weight_ih)?.cast_axes()?;
         let w_hh: Var<T, (GruGate, State, Dual<State>)> =
             params.var(&self.weight_hh)?.cast_axes()?;
@@ -141,11 +229,12 @@ where
         let b_hh: Var<T, (GruGate, State)> = params.var(&self.bias_hh)?.cast_axes()?;
         let (rows, steps) = (x.value().len_of::<Rows>(), x.value().len_of::<Step>());
         let state = b_hh.value().len_of::<State>();
+        let device = x.value().device();
         // The input's part of every gate at every step, in one product.
-        let gi: Var<T, (Rows, Step, GruGate, State)> = autodiff::dot(&x, &w_ih)?;
+        let gi: Var<T, (Rows, Step, GruGate, State)> = autodiff::dot(x, &w_ih)?;
         let gi = (gi.expr() + &b_ih).eval()?;
         let zeros = Tensor::<T, (Rows, State)>::zeros((Rows.len(rows), State.len(state)))?;
-        let mut h = x.tape().constant(zeros.to(&x.value().device())?);
+        let mut h = x.tape().constant(zeros.to(&device)?);
         let mut states = Vec::with_capacity(steps);
         for t in 0..steps {
             let gi_t: Var<T, (Rows, GruGate, State)> = gi.index(Step.at(t))?;
@@ -158,12 +247,28 @@ where
                 .tanh()
                 .eval()?;
             // (1 − z)·n + z·h, written without a scalar.
-            h = (n.expr() + z.expr() * (h.expr() - &n)).eval()?;
-            states.push(h.broadcast::<(Rows, State, Step)>(Step.len(1))?);
+            let next = (n.expr() + z.expr() * (h.expr() - &n)).eval()?;
+            let output = match lengths {
+                None => {
+                    h = next;
+                    h.clone()
+                }
+                Some(lengths) => {
+                    // 1 where the sequence is still running, 0 past its end.
+                    let running: Vec<T> = (lengths.iter())
+                        .map(|&len| if t < len { T::one() } else { T::zero() })
+                        .collect();
+                    let running = Tensor::<T, (Rows,)>::from_vec(Rows.len(rows), running)?;
+                    let running = x.tape().constant(running.to(&device)?);
+                    h = (h.expr() + running.expr() * (next.expr() - &h)).eval()?;
+                    (next.expr() * &running).eval()?
+                }
+            };
+            states.push(output.broadcast::<(Rows, State, Step)>(Step.len(1))?);
         }
         let refs: Vec<&Var<T, (Rows, State, Step)>> = states.iter().collect();
         let all = Var::concat::<Step>(&refs)?.axes_with_order::<(Rows, Step, State)>();
-        Ok((all.cast_axes()?, h.cast_axes()?))
+        Ok((all, h))
     }
 }
 
