@@ -77,6 +77,13 @@ where
     (GruGate, H, In): AxisSet + SameAxes<(GruGate, H, In)>,
     (GruGate, H, Dual<H>): AxisSet + SameAxes<(GruGate, H, Dual<H>)>,
     (GruGate, H): AxisSet + SameAxes<(GruGate, H)>,
+    // The weights cast onto the layer's own axes (bounds any concrete axes meet).
+    (GruGate, H, In): SameCount<(GruGate, State, Input)>,
+    (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
+    (GruGate, H): SameCount<(GruGate, State)>,
+    (GruGate, State, Input): SameCount<(GruGate, H, In)>,
+    (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
+    (GruGate, State): SameCount<(GruGate, H)>,
 {
     /// Reserves the layer's parameters (see [`Gru`]).
     pub fn new(
@@ -125,12 +132,6 @@ where
         (Rows, Step, Input): SameCount<(B, Tm, In)>,
         (Rows, Step, State): SameCount<(B, Tm, H)>,
         (Rows, State): SameCount<(B, H)>,
-        (GruGate, H, In): SameCount<(GruGate, State, Input)>,
-        (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
-        (GruGate, H): SameCount<(GruGate, State)>,
-        (GruGate, State, Input): SameCount<(GruGate, H, In)>,
-        (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
-        (GruGate, State): SameCount<(GruGate, H)>,
     {
         let (states, last) = self.run(params, &x.cast_axes()?, None)?;
         Ok((states.cast_axes()?, last.cast_axes()?))
@@ -183,12 +184,6 @@ where
         (Rows, Step, Input): SameCount<(B, Tm, In)>,
         (Rows, Step, State): SameCount<(B, Tm, H)>,
         (Rows, State): SameCount<(B, H)>,
-        (GruGate, H, In): SameCount<(GruGate, State, Input)>,
-        (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
-        (GruGate, H): SameCount<(GruGate, State)>,
-        (GruGate, State, Input): SameCount<(GruGate, H, In)>,
-        (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
-        (GruGate, State): SameCount<(GruGate, H)>,
     {
         let (rows, steps) = (x.value().lens()[0], x.value().lens()[1]);
         if lengths.len() != rows || lengths.iter().any(|&len| len > steps) {
@@ -213,15 +208,7 @@ where
         params: &Bound<'_, T>,
         x: &Var<T, (Rows, Step, Input)>,
         lengths: Option<&[usize]>,
-    ) -> Result<(Var<T, (Rows, Step, State)>, Var<T, (Rows, State)>)>
-    where
-        (GruGate, H, In): SameCount<(GruGate, State, Input)>,
-        (GruGate, H, Dual<H>): SameCount<(GruGate, State, Dual<State>)>,
-        (GruGate, H): SameCount<(GruGate, State)>,
-        (GruGate, State, Input): SameCount<(GruGate, H, In)>,
-        (GruGate, State, Dual<State>): SameCount<(GruGate, H, Dual<H>)>,
-        (GruGate, State): SameCount<(GruGate, H)>,
-    {
+    ) -> Result<(Var<T, (Rows, Step, State)>, Var<T, (Rows, State)>)> {
         let w_ih: Var<T, (GruGate, State, Input)> = params.var(&self.weight_ih)?.cast_axes()?;
         let w_hh: Var<T, (GruGate, State, Dual<State>)> =
             params.var(&self.weight_hh)?.cast_axes()?;

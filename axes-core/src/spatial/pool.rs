@@ -223,20 +223,15 @@ impl Pool {
         let grad = crate::dispatch::unpadded(grad)?;
         let whole = Layout::row_major(padded_lens);
         let count = whole.element_count().unwrap_or(0);
-        let natural = window_layout(&whole, count, &plan.windows)?;
-        let (rank, all) = (A::RANK, natural.rank());
-        // The job runs over the window view's axes by decreasing stride in the input (the
-        // innermost a run of contiguous elements, not a short kernel axis).
-        let mut order: Vec<usize> = (0..all).collect();
-        order.sort_by_key(|&a| std::cmp::Reverse(natural.strides()[a].unsigned_abs()));
-        let view = natural.permuted(&order);
+        let view = window_layout(&whole, count, &plan.windows)?;
+        let (rank, all) = (A::RANK, view.rank());
         let axes: Vec<usize> = (0..all).collect();
-        let kernel_lens = &natural.lens()[rank..];
+        let kernel_lens = &view.lens()[rank..];
         // A tensor over the result's axes seen over the window view (stride 0 along the
         // kernel axes).
         let spread = |layout: &Layout| {
             let from: Vec<Option<usize>> = (0..all).map(|a| (a < rank).then_some(a)).collect();
-            layout.broadcast(&from, natural.lens()).permuted(&order)
+            layout.broadcast(&from, view.lens())
         };
         let mut ir = Ir::default();
         let g = ir.leaf();
@@ -256,7 +251,7 @@ impl Pool {
                 let offsets_layout = {
                     let row = Layout::row_major(kernel_lens);
                     let from: Vec<Option<usize>> = (0..all).map(|a| a.checked_sub(rank)).collect();
-                    row.broadcast(&from, natural.lens()).permuted(&order)
+                    row.broadcast(&from, view.lens())
                 };
                 let (first_at, offset) = (ir.leaf(), ir.leaf());
                 let zero = ir.push(IrNode::Scalar(0.0));
@@ -284,11 +279,7 @@ impl Pool {
             (run_output(&ir, view.lens(), &inputs, output)?.0, whole)
         } else {
             let (window_grad, window_layout) = run_output(&ir, view.lens(), &inputs, output)?;
-            // Back in the window view's own order: the input's axes, then the kernel axes.
-            let back: Vec<usize> = (0..all)
-                .map(|a| order.iter().position(|&o| o == a).expect("every axis"))
-                .collect();
-            window_sums(&window_grad, &window_layout.permuted(&back), &plan.windows)?
+            window_sums(&window_grad, &window_layout, &plan.windows)?
         };
         let mut cut = layout;
         for w in &plan.windows {

@@ -278,7 +278,7 @@ fn axis_sums<T: Num>(
         let inputs = (reads.iter())
             .map(|read| Input::new(&padded, read, &axes, rank))
             .collect::<Result<Vec<_>>>()?;
-        let ir = sum_of_leaves(p.count);
+        let ir = fold_leaves(p.count, BinaryOp::Add);
         let output = Output::new(ir.nodes.len() - 1, axes.clone(), ReduceOp::Sum);
         let output = match out.take() {
             Some(buffer) => {
@@ -301,12 +301,8 @@ fn axis_sums<T: Num>(
     Ok((out.expect("a buffer of zeros at least"), out_layout))
 }
 
-/// The IR adding leaves `0..count` in order: `((l0 + l1) + l2) + …`; the root is the last node.
-pub(crate) fn sum_of_leaves(count: usize) -> Ir {
-    fold_leaves(count, BinaryOp::Add)
-}
-
-/// The IR combining leaves `0..count` by `op` in order, the root the last node.
+/// The IR combining leaves `0..count` by `op` in order, `((l0 ∘ l1) ∘ l2) ∘ …`; the root is
+/// the last node.
 pub(crate) fn fold_leaves(count: usize, op: BinaryOp) -> Ir {
     let mut ir = Ir::default();
     let mut acc = ir.leaf();
