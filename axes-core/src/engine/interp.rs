@@ -936,67 +936,102 @@ impl Isa {
     }
 }
 
-/// One run on this thread: its program, its operands and the positions where the current
-/// row of the innermost axis starts in each.
+/// One run on this thread: its program, its operands, the positions where the current row
+/// of the innermost axis starts in each, and each one's stride between the rows of a block.
 struct Run<'r, 's, 'd> {
     program: &'r Program,
     sources: &'r [StridedSource<'s>],
     source_base: Vec<isize>,
+    source_rows: Vec<isize>,
     sinks: &'r mut [StridedSink<'d>],
     sink_base: Vec<isize>,
+    sink_rows: Vec<isize>,
 }
 
-/// Runs every instruction of the program on the block of `n` elements at `start` of the
-/// current row and writes (or combines) its results into the sinks, compiled for `isa`.
-fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
+/// The elements one pass over the program computes: `cols` elements from `col` of the
+/// innermost axis in each of `rows` rows from `row` of the next axis (one row where the
+/// innermost axis is long), stored row after row in the registers.
+#[derive(Clone, Copy)]
+struct Block {
+    row: usize,
+    rows: usize,
+    col: usize,
+    cols: usize,
+}
+
+impl Block {
+    fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    /// Whether an operand with strides `inner` (innermost axis) and `between` (between rows)
+    /// holds the block's elements in a row of its own, which is read where it lies.
+    fn contiguous(&self, inner: isize, between: isize) -> bool {
+        inner == 1 && (self.rows == 1 || between == self.cols as isize)
+    }
+
+    /// Where element 0 of row `r` of the block lies for an operand at `base`.
+    fn first(&self, r: usize, base: isize, inner: isize, between: isize) -> isize {
+        base + (self.row + r) as isize * between + self.col as isize * inner
+    }
+}
+
+/// Runs every instruction of the program on `block` and writes (or combines) its results
+/// into the sinks, compiled for `isa`.
+fn run_block(isa: Isa, run: &mut Run<'_, '_, '_>, blocks: &mut [Values], block: Block) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::detect` found AVX-512F (and with it AVX2 and FMA) on this CPU.
-        Isa::Avx512 => unsafe { run_block_avx512(run, blocks, start, n) },
+        Isa::Avx512 => unsafe { run_block_avx512(run, blocks, block) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::detect` found AVX2 and FMA on this CPU.
-        Isa::Avx2 => unsafe { run_block_avx2(run, blocks, start, n) },
-        Isa::Baseline => run_block_body(run, blocks, start, n),
+        Isa::Avx2 => unsafe { run_block_avx2(run, blocks, block) },
+        Isa::Baseline => run_block_body(run, blocks, block),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-fn run_block_avx512(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
-    run_block_body(run, blocks, start, n);
+fn run_block_avx512(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], block: Block) {
+    run_block_body(run, blocks, block);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn run_block_avx2(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
-    run_block_body(run, blocks, start, n);
+fn run_block_avx2(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], block: Block) {
+    run_block_body(run, blocks, block);
 }
 
 /// [`run_block`]'s body: the arithmetic and the writes are inlined, so they take the
 /// caller's instructions.
 #[inline(always)]
-fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize, n: usize) {
-    let (program, sources, source_base) = (run.program, run.sources, &run.source_base[..]);
+fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], block: Block) {
+    let (program, sources) = (run.program, run.sources);
+    let (source_base, source_rows) = (&run.source_base[..], &run.source_rows[..]);
+    let n = block.len();
     for (i, inst) in program.insts.iter().enumerate() {
         let (done, rest) = blocks.split_at_mut(i);
         let out = &mut rest[0];
         macro_rules! arg {
             ($j:expr) => {
-                operand(program, $j, done, sources, source_base, start, n)
+                operand(
+                    program,
+                    $j,
+                    done,
+                    (sources, source_base, source_rows),
+                    block,
+                )
             };
         }
         match *inst {
             Inst::Leaf(k) => {
                 let s = &sources[k];
-                let stride = s.strides.last().copied().unwrap_or(0);
-                if stride != 1 {
-                    gather(
-                        out,
-                        s.data,
-                        source_base[k] + start as isize * stride,
-                        stride,
-                        n,
-                    );
+                let inner = s.strides.last().copied().unwrap_or(0);
+                if !block.contiguous(inner, source_rows[k]) {
+                    for r in 0..block.rows {
+                        let first = block.first(r, source_base[k], inner, source_rows[k]);
+                        gather(out, r * block.cols, s.data, first, inner, block.cols);
+                    }
                 }
             }
             Inst::Const(v) => with_values!(out, o => fill(&mut o[..n], v)),
@@ -1008,38 +1043,54 @@ fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], start: usize
         }
     }
     for (r, sink) in run.sinks.iter_mut().enumerate() {
-        let stride = sink.strides.last().copied().unwrap_or(0);
-        let first = run.sink_base[r] + start as isize * stride;
+        let inner = sink.strides.last().copied().unwrap_or(0);
+        let (base, between) = (run.sink_base[r], run.sink_rows[r]);
         let root = program.roots[r];
-        let values = operand(program, root, blocks, sources, source_base, start, n);
-        scatter(sink, first, stride, values, n);
+        let values = operand(
+            program,
+            root,
+            blocks,
+            (sources, source_base, source_rows),
+            block,
+        );
+        if block.contiguous(inner, between) {
+            scatter(sink, block.first(0, base, inner, between), 1, values, n);
+        } else {
+            for row in 0..block.rows {
+                let first = block.first(row, base, inner, between);
+                let values = values.slice(row * block.cols, (row + 1) * block.cols);
+                scatter(sink, first, inner, values, block.cols);
+            }
+        }
     }
 }
 
-/// The `n` values of instruction `j` in the block at `start`: a leaf that is contiguous
-/// along the innermost axis is read where it lies (no copy), every other instruction from
-/// its register.
+/// The values of instruction `j` in `block`: a leaf that holds the block contiguously is
+/// read where it lies (no copy), every other instruction from its register.
 #[inline(always)]
 fn operand<'b>(
     program: &Program,
     j: usize,
     done: &'b [Values],
-    sources: &'b [StridedSource<'_>],
-    source_base: &[isize],
-    start: usize,
-    n: usize,
+    (sources, source_base, source_rows): (&'b [StridedSource<'_>], &[isize], &[isize]),
+    block: Block,
 ) -> Elements<'b> {
     if let Inst::Leaf(k) = program.insts[j] {
         let s = &sources[k];
-        if s.strides.last() == Some(&1) {
-            let first = (source_base[k] + start as isize) as usize;
-            return s.data.slice(first, first + n);
+        let inner = s.strides.last().copied().unwrap_or(0);
+        if block.contiguous(inner, source_rows[k]) {
+            let first = block.first(0, source_base[k], inner, source_rows[k]) as usize;
+            return s.data.slice(first, first + block.len());
         }
     }
-    done[j].elements().slice(0, n)
+    done[j].elements().slice(0, block.len())
 }
 
 /// [`run`] after its checks, on this thread, on the vector path `isa` (which this CPU has).
+///
+/// Rows of the innermost axis shorter than half a block go several to a block (rows of the
+/// next axis), so that short rows do not pay the program's dispatch each; every element is
+/// computed and combined in the same order either way.
 fn run_checked(
     isa: Isa,
     program: &Program,
@@ -1049,7 +1100,13 @@ fn run_checked(
 ) {
     let rank = lens.len();
     let inner = lens.last().copied().unwrap_or(1);
-    let outer_lens = &lens[..rank.saturating_sub(1)];
+    let rows_per_block = match rank {
+        2.. if inner <= BLOCK / 2 => (BLOCK / inner).min(lens[rank - 2]),
+        _ => 1,
+    };
+    let tiled = rows_per_block > 1;
+    let outer_lens = &lens[..rank.saturating_sub(if tiled { 2 } else { 1 })];
+    let row_stride = |strides: &[isize]| if tiled { strides[rank - 2] } else { 0 };
     let mut regs = Registers::take(&program.types);
     let mut index = vec![0usize; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
@@ -1057,7 +1114,9 @@ fn run_checked(
         program,
         sources,
         source_base: vec![0isize; sources.len()],
+        source_rows: sources.iter().map(|s| row_stride(&s.strides)).collect(),
         sink_base: vec![0isize; sinks.len()],
+        sink_rows: sinks.iter().map(|s| row_stride(&s.strides)).collect(),
         sinks,
     };
     for _ in 0..outer_count {
@@ -1075,11 +1134,33 @@ fn run_checked(
         for (b, s) in run.sink_base.iter_mut().zip(run.sinks.iter()) {
             *b = base(s.offset, &s.strides);
         }
-        let mut start = 0;
-        while start < inner {
-            let n = BLOCK.min(inner - start);
-            run_block(isa, &mut run, &mut regs.blocks, start, n);
-            start += n;
+        if tiled {
+            let row_len = lens[rank - 2];
+            let mut row = 0;
+            while row < row_len {
+                let rows = rows_per_block.min(row_len - row);
+                let block = Block {
+                    row,
+                    rows,
+                    col: 0,
+                    cols: inner,
+                };
+                run_block(isa, &mut run, &mut regs.blocks, block);
+                row += rows;
+            }
+        } else {
+            let mut col = 0;
+            while col < inner {
+                let cols = BLOCK.min(inner - col);
+                let block = Block {
+                    row: 0,
+                    rows: 1,
+                    col,
+                    cols,
+                };
+                run_block(isa, &mut run, &mut regs.blocks, block);
+                col += cols;
+            }
         }
         for axis in (0..index.len()).rev() {
             index[axis] += 1;
@@ -1095,8 +1176,9 @@ fn fill<T: Element>(out: &mut [T], v: f64) {
     out.fill(T::from_f64(v));
 }
 
-/// `out[j] = data[first + j * stride]` for `j < n`; `run` checked the positions and types.
-fn gather(out: &mut Values, data: Elements<'_>, first: isize, stride: isize, n: usize) {
+/// `out[at + j] = data[first + j * stride]` for `j < n`; `run` checked the positions and
+/// types.
+fn gather(out: &mut Values, at: usize, data: Elements<'_>, first: isize, stride: isize, n: usize) {
     fn typed<T: Element>(out: &mut [T], data: &[T], first: isize, stride: isize) {
         let first = first as usize;
         match stride {
@@ -1110,14 +1192,14 @@ fn gather(out: &mut Values, data: Elements<'_>, first: isize, stride: isize, n: 
         }
     }
     match (out, data) {
-        (Values::F32(o), Elements::F32(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::F64(o), Elements::F64(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::F16(o), Elements::F16(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::BF16(o), Elements::BF16(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::I32(o), Elements::I32(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::I64(o), Elements::I64(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::U8(o), Elements::U8(d)) => typed(&mut o[..n], d, first, stride),
-        (Values::Bool(o), Elements::Bool(d)) => typed(&mut o[..n], d, first, stride),
+        (Values::F32(o), Elements::F32(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::F64(o), Elements::F64(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::F16(o), Elements::F16(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::BF16(o), Elements::BF16(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::I32(o), Elements::I32(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::I64(o), Elements::I64(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::U8(o), Elements::U8(d)) => typed(&mut o[at..at + n], d, first, stride),
+        (Values::Bool(o), Elements::Bool(d)) => typed(&mut o[at..at + n], d, first, stride),
         _ => unreachable!("`run` checked each source's type"),
     }
 }
@@ -1514,6 +1596,51 @@ mod tests {
             }
         }
         super::threads::set_threads(2).unwrap();
+    }
+
+    /// Short rows run several to a block: every sum is the same bits as running the rows
+    /// one at a time — a sum along the rows (each row into one element) and a sum across
+    /// them (each column into one element), over a strided, reversed operand.
+    #[test]
+    fn rows_in_one_block_sum_as_rows_one_at_a_time() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut ir = Ir::default();
+        let x = ir.leaf();
+        let root = ir.push(IrNode::Unary(crate::ir::UnaryOp::Exp, x));
+        let program = Program::compile(&ir, &[root], &[DType::F32], DType::F32).unwrap();
+        for (rows, cols) in [(40, 3), (9, 16), (100, 17), (5, 128)] {
+            let values: Vec<f32> = (0..2 * rows * cols).map(|_| rng.random()).collect();
+            // Row r, column c at 2·(rows·cols − 1 − (r·cols + c)): strided and reversed.
+            let source = |offset: usize, strides: Vec<isize>| StridedSource {
+                data: Elements::F32(&values),
+                offset,
+                strides,
+            };
+            let last = 2 * (rows * cols - 1);
+            let whole = [source(last, vec![-2 * cols as isize, -2])];
+            let sum = |lens: &[usize], sources: &[StridedSource<'_>], out: &mut [f32], strides| {
+                let sink = StridedSink {
+                    data: ElementsMut::F32(out),
+                    offset: 0,
+                    strides,
+                    combine: Some(ReduceOp::Sum),
+                };
+                run(&program, lens, sources, &mut [sink]).unwrap();
+            };
+            let (mut along, mut across) = (vec![0.0f32; rows], vec![0.0f32; cols]);
+            sum(&[rows, cols], &whole, &mut along, vec![1, 0]);
+            sum(&[rows, cols], &whole, &mut across, vec![0, 1]);
+            let (mut want_along, mut want_across) = (vec![0.0f32; rows], vec![0.0f32; cols]);
+            for r in 0..rows {
+                let row = [source(last - 2 * r * cols, vec![-2])];
+                sum(&[cols], &row, &mut want_along[r..=r], vec![0]);
+                sum(&[cols], &row, &mut want_across, vec![1]);
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&along), bits(&want_along), "{rows}×{cols} along");
+            assert_eq!(bits(&across), bits(&want_across), "{rows}×{cols} across");
+        }
     }
 
     /// A run long enough to be split, whose parts each see different values: the result is

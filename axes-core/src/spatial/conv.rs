@@ -330,20 +330,14 @@ where
         .map(|&a| in_grad(a))
         .chain([out_axis])
         .collect();
-    let in_order = grad.layout().permuted(&canonical);
-    let packed_grad;
-    let grad_operand = if in_order.is_dense() {
-        Operand::of(grad)
-    } else {
-        packed_grad = packed(grad.storage(), &in_order)?;
-        let back: Vec<usize> = (0..rank)
-            .map(|a| canonical.iter().position(|&c| c == a).expect("every axis"))
-            .collect();
-        Operand {
-            storage: &packed_grad,
-            layout: Layout::row_major(in_order.lens()).permuted(&back),
+    let packed_grad = packed_in_order(grad.storage(), grad.layout(), &canonical)?;
+    let grad_operand = match &packed_grad {
+        None => Operand::of(grad),
+        Some((storage, layout)) => Operand {
+            storage,
+            layout: *layout,
             names: <ConvAxes<A, F> as crate::list::AxisList>::names,
-        }
+        },
     };
     let dx = if want.0 {
         let roles = Roles {
@@ -352,7 +346,24 @@ where
             m: (0..rank - 1).collect(),
             n: (0..F::RANK).filter(|&f| f != p.filter_out).collect(),
         };
-        let (dw, layout) = contract_operands(&grad_operand, &Operand::of(filter), &roles)?;
+        // The filter with its channels innermost (a small copy, unless it is so already):
+        // the product then stores each window's gradient in runs of channels, which the sums
+        // back onto the input move whole.
+        let filter_order: Vec<usize> = [p.filter_out]
+            .into_iter()
+            .chain(p.spatial.iter().map(|s| s.2))
+            .chain([p.filter_channel])
+            .collect();
+        let packed_filter = packed_in_order(filter.storage(), filter.layout(), &filter_order)?;
+        let filter_operand = match &packed_filter {
+            None => Operand::of(filter),
+            Some((storage, layout)) => Operand {
+                storage,
+                layout: *layout,
+                names: F::names,
+            },
+        };
+        let (dw, layout) = contract_operands(&grad_operand, &filter_operand, &roles)?;
         // dw's axes: the gradient's but Channelout, then the filter's others in its order;
         // put in the window view's order (the input's axes, then the kernel axes).
         let in_dw = |f: usize| rank - 1 + roles.n.iter().position(|&x| x == f).expect("kept");
@@ -408,4 +419,24 @@ where
         dx,
         Some(Tensor::from_parts(df, layout.permuted(&order)).expect("a fresh result fits")),
     ))
+}
+
+/// `layout`'s elements packed so that its axes taken in `order` are row-major (the same
+/// axes, a new buffer), or `None` where they already are.
+fn packed_in_order<T: Num>(
+    storage: &Storage<T>,
+    layout: &Layout,
+    order: &[usize],
+) -> Result<Option<(Storage<T>, Layout)>> {
+    let in_order = layout.permuted(order);
+    if in_order.is_dense() {
+        return Ok(None);
+    }
+    let back: Vec<usize> = (0..order.len())
+        .map(|a| order.iter().position(|&o| o == a).expect("every axis"))
+        .collect();
+    Ok(Some((
+        packed(storage, &in_order)?,
+        Layout::row_major(in_order.lens()).permuted(&back),
+    )))
 }

@@ -143,7 +143,8 @@ pub(crate) fn window_layout(
 /// The adjoint of a window view: `grad` (over the window view's axes: the input's, each
 /// window axis at its window positions, then the kernel axes in the order of `windows`)
 /// summed back onto the padded input's positions: element `i` of a window axis gets every
-/// `grad[p, r]` with `p·stride + r·dilation = i`. Row-major over the padded input's lengths.
+/// `grad[p, r]` with `p·stride + r·dilation = i`. Stored in the order of `layout`'s strides
+/// (the result's layout says how).
 ///
 /// One axis at a time, last window first; along one axis, positions `i ≡ m (mod stride)` are
 /// one job each (a sum over the kernel offsets that reach them, read through a strided view
@@ -246,7 +247,14 @@ fn axis_sums<T: Num>(
 
     let mut out_lens = layout.lens()[..rank].to_vec();
     out_lens[w.axis] = w.padded_len();
-    let out_layout = Layout::row_major(&out_lens);
+    // The sums are stored in the gradient's order too (without the kernel axis), so that the
+    // next axis's copy and the caller read whole rows.
+    let out_order: Vec<usize> = order.iter().copied().filter(|&a| a != rank).collect();
+    let out_stored: Vec<usize> = out_order.iter().map(|&a| out_lens[a]).collect();
+    let out_back: Vec<usize> = (0..rank)
+        .map(|a| out_order.iter().position(|&o| o == a).expect("every axis"))
+        .collect();
+    let out_layout = Layout::row_major(&out_stored).permuted(&out_back);
     let out_count = out_layout.element_count().unwrap_or(0);
     // A stride-1 axis is one phase that writes every position: a fresh result.
     let fresh = phases.len() == 1 && phases[0].count > 0;
@@ -279,8 +287,18 @@ fn axis_sums<T: Num>(
             .map(|read| Input::new(&padded, read, &axes, rank))
             .collect::<Result<Vec<_>>>()?;
         let ir = fold_leaves(p.count, BinaryOp::Add);
-        let output = Output::new(ir.nodes.len() - 1, axes.clone(), ReduceOp::Sum);
+        let root = ir.nodes.len() - 1;
         let output = match out.take() {
+            // Fresh: stored in the gradient's order (`out_order`), seen in the axes' order.
+            None => {
+                let (storage, _) = run_output(
+                    &ir,
+                    &it_lens,
+                    &inputs,
+                    Output::new(root, out_order, ReduceOp::Sum),
+                )?;
+                return Ok((storage, out_layout));
+            }
             Some(buffer) => {
                 let place = out_layout.sliced(
                     w.axis,
@@ -288,15 +306,10 @@ fn axis_sums<T: Num>(
                     p.first + (p.positions - 1) * s + 1,
                     s as isize,
                 );
-                output.written_into(buffer, place)
+                Output::new(root, axes.clone(), ReduceOp::Sum).written_into(buffer, place)
             }
-            None => output,
         };
-        let written = run_output(&ir, &it_lens, &inputs, output)?;
-        if fresh {
-            return Ok(written);
-        }
-        out = Some(written.0);
+        out = Some(run_output(&ir, &it_lens, &inputs, output)?.0);
     }
     Ok((out.expect("a buffer of zeros at least"), out_layout))
 }
