@@ -234,21 +234,21 @@ fn column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
 
 /// The padded input's windows as [`Columns`].
 fn columns<T: Num>(
-    plan: &ConvPlan,
+    windows: &[WindowAxis],
+    channel: usize,
     rank: usize,
     padded: &Storage<T>,
     layout: &Layout,
 ) -> Result<Columns<T>> {
-    let p = &plan.positions;
-    let spatial: Vec<usize> = p.spatial.iter().map(|s| s.1).collect();
+    let spatial: Vec<usize> = windows.iter().map(|w| w.axis).collect();
     let order: Vec<usize> = (0..rank)
-        .filter(|&a| a != p.channel && !spatial.contains(&a))
+        .filter(|&a| a != channel && !spatial.contains(&a))
         .chain(spatial.iter().copied())
         .collect();
-    let view = window_layout(layout, padded.len(), &plan.windows)?;
+    let view = window_layout(layout, padded.len(), windows)?;
     let all: Vec<usize> = (order.iter().copied())
         .chain(rank..view.rank())
-        .chain([p.channel])
+        .chain([channel])
         .collect();
     let view = view.permuted(&all);
     Ok(Columns {
@@ -272,7 +272,7 @@ where
 {
     let p = &plan.positions;
     let rank = A::RANK;
-    let cols = columns(plan, rank, padded, layout)?;
+    let cols = columns(&plan.windows, p.channel, rank, padded, layout)?;
     let operand = Operand {
         storage: &cols.storage,
         layout: cols.layout,
@@ -339,7 +339,12 @@ where
             names: <ConvAxes<A, F> as crate::list::AxisList>::names,
         },
     };
-    let dx = if want.0 {
+    let dx = if !want.0 {
+        None
+    } else if transposable(&plan.windows) {
+        let (storage, layout) = input_gradient_transposed::<T, A, F>(plan, grad, filter)?;
+        Some(Tensor::from_parts(storage, layout).expect("a fresh result fits its buffer"))
+    } else {
         let roles = Roles {
             k: vec![(out_axis, p.filter_out)],
             b: Vec::new(),
@@ -383,8 +388,6 @@ where
             cut = cut.sliced(w.axis, w.padding, w.padding + w.len, 1);
         }
         Some(Tensor::from_parts(summed, cut).expect("a view of the summed gradient"))
-    } else {
-        None
     };
     if !want.1 {
         return Ok((dx, None));
@@ -419,6 +422,90 @@ where
         dx,
         Some(Tensor::from_parts(df, layout.permuted(&order)).expect("a fresh result fits")),
     ))
+}
+
+/// Whether a convolution's input gradient is itself a convolution (stride 1 along every
+/// axis, and no more padding than a window spans): see [`input_gradient_transposed`].
+fn transposable(windows: &[WindowAxis]) -> bool {
+    (windows.iter()).all(|w| w.stride == 1 && w.padding <= w.dilation * (w.kernel - 1))
+}
+
+/// The input's gradient as the convolution of the result's gradient `grad` with the filter
+/// turned around along its kernel axes, its Channelout axis contracted (the transposed
+/// convolution): with stride 1, input position `i` gets `grad[i + padding − r·dilation]` for
+/// every kernel offset `r`, which is the window at `i` of the gradient padded by
+/// `dilation·(kernel − 1) − padding`, read from its last offset. One packing and one product,
+/// as the forward pass (the gradient's windows packed in the columns' order, so any input
+/// order gives the same bits); no sums over overlapping windows. The result's buffer and its
+/// layout over the input's axes.
+fn input_gradient_transposed<T: Num, A, F>(
+    plan: &ConvPlan,
+    grad: &Tensor<T, ConvAxes<A, F>>,
+    filter: &Tensor<T, F>,
+) -> Result<(Storage<T>, Layout)>
+where
+    A: ConvolveWith<F>,
+    F: AxisSet,
+{
+    let p = &plan.positions;
+    let rank = A::RANK;
+    let in_grad = |a: usize| if a > p.channel { a - 1 } else { a };
+    let names = A::names();
+    let windows = (plan.windows.iter())
+        .map(|w| {
+            WindowAxis::new(
+                &names[w.axis],
+                in_grad(w.axis),
+                w.out,
+                w.kernel,
+                [1, w.dilation * (w.kernel - 1) - w.padding, w.dilation],
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    debug_assert!((windows.iter().zip(&plan.windows)).all(|(t, w)| t.out == w.len));
+    let (padded, layout) = padded_input(grad.storage(), grad.layout(), &windows, T::zero())?;
+    let cols = columns(&windows, rank - 1, rank, &padded, &layout)?;
+    let mut turned = *filter.layout();
+    for &(_, _, kernel) in &p.spatial {
+        turned = turned.sliced(kernel, 0, turned.lens()[kernel], -1);
+    }
+    let filter = Operand {
+        storage: filter.storage(),
+        layout: turned,
+        names: F::names,
+    };
+    let columns = Operand {
+        storage: &cols.storage,
+        layout: cols.layout,
+        names: <ConvAxes<A, F> as crate::list::AxisList>::names,
+    };
+    // In the columns: the kept axes, the kernel axes from rank − 1, then Channelout.
+    let n = windows.len();
+    let roles = Roles {
+        k: (p.spatial.iter().enumerate())
+            .map(|(i, s)| (rank - 1 + i, s.2))
+            .chain([(rank - 1 + n, p.filter_out)])
+            .collect(),
+        b: Vec::new(),
+        m: (0..rank - 1).collect(),
+        n: vec![p.filter_channel],
+    };
+    let (storage, result) = contract_operands(&columns, &filter, &roles)?;
+    // The result is over the columns' kept axes (the gradient's), then Channel: put in the
+    // input's order.
+    let order: Vec<usize> = (0..rank)
+        .map(|a| {
+            if a == p.channel {
+                rank - 1
+            } else {
+                let at = in_grad(a);
+                (cols.order.iter())
+                    .position(|&o| o == at)
+                    .expect("a kept axis")
+            }
+        })
+        .collect();
+    Ok((storage, result.permuted(&order)))
 }
 
 /// `layout`'s elements packed so that its axes taken in `order` are row-major (the same

@@ -157,14 +157,22 @@ impl<T: Copy> HostVec<T> {
 
     /// Makes room for `additional` more elements, moving them to a larger allocation when
     /// needed (aborts when the allocator has none, as a `Vec` does).
+    #[inline]
     pub fn reserve(&mut self, additional: usize) {
         let needed = self
             .len
             .checked_add(additional)
             .expect("a host buffer's capacity overflows");
-        if needed <= self.capacity {
-            return;
+        if needed > self.capacity {
+            self.grow(needed);
         }
+    }
+
+    /// Moves the elements to a buffer of at least `needed` elements (twice the capacity at
+    /// least, so that appending one by one costs amortised constant time).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, needed: usize) {
         let capacity = needed.max(self.capacity.saturating_mul(2)).max(8);
         let mut grown = match Self::try_with_capacity(capacity) {
             Ok(grown) => grown,
@@ -188,6 +196,7 @@ impl<T: Copy> HostVec<T> {
     }
 
     /// Appends the elements of `values`.
+    #[inline]
     pub fn extend_from_slice(&mut self, values: &[T]) {
         self.reserve(values.len());
         // SAFETY: room for `values.len()` more elements was made above; `values` cannot
@@ -321,6 +330,7 @@ impl<T: Copy> ElementBuffer<T> for Vec<T> {
 }
 
 impl<T: Copy> ElementBuffer<T> for HostVec<T> {
+    #[inline]
     fn extend_from_slice(&mut self, values: &[T]) {
         HostVec::extend_from_slice(self, values);
     }

@@ -418,7 +418,27 @@ pub(crate) fn read_layout_into<T: Element, B: ElementBuffer<T>>(
     if count == 0 {
         return Ok(out);
     }
-    let (lens, strides) = (layout.lens(), layout.strides());
+    // Axes of length 1 dropped and neighbours that are one run merged: rows as long as the
+    // view allows.
+    let (mut lens, mut strides) = (Vec::new(), Vec::new());
+    for (&len, &stride) in layout.lens().iter().zip(layout.strides()) {
+        if len == 1 {
+            continue;
+        }
+        match (lens.last_mut(), strides.last_mut()) {
+            (Some(outer_len), Some(outer_stride)) if *outer_stride == stride * len as isize => {
+                *outer_len *= len;
+                *outer_stride = stride;
+            }
+            _ => {
+                lens.push(len);
+                strides.push(stride);
+            }
+        }
+    }
+    if lens.is_empty() {
+        (lens, strides) = (vec![1], vec![1]);
+    }
     let last = lens.len() - 1;
     let (row, step) = (lens[last], strides[last]);
     let mut index = vec![0usize; last];
@@ -443,6 +463,44 @@ pub(crate) fn read_layout_into<T: Element, B: ElementBuffer<T>>(
             }
             start -= strides[axis] * lens[axis] as isize;
             index[axis] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Views with axes of length 1, axes that merge into one run, reversed and strided axes
+    /// read in the order `positions` gives.
+    #[test]
+    fn read_layout_follows_positions() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let data: Vec<i32> = (0..4096).collect();
+        for _ in 0..200 {
+            let rank = rng.random_range(1..=5);
+            let lens: Vec<usize> = (0..rank)
+                .map(|_| [1, 1, 2, 3, 4][rng.random_range(0..5)])
+                .collect();
+            let mut layout = Layout::row_major(&lens);
+            let mut order: Vec<usize> = (0..rank).collect();
+            if rng.random_bool(0.5) {
+                order.reverse();
+            }
+            layout = layout.permuted(&order);
+            for axis in 0..rank {
+                let len = layout.lens()[axis];
+                if len > 1 && rng.random_bool(0.3) {
+                    layout = layout.sliced(axis, 0, len, if rng.random_bool(0.5) { -1 } else { 2 });
+                }
+            }
+            let want: Vec<i32> = layout
+                .positions()
+                .map(|p| data[p.expect("no padding")])
+                .collect();
+            let got = read_layout(&data, &layout).unwrap();
+            assert_eq!(&got[..], &want[..], "{layout:?}");
         }
     }
 }
