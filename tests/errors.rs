@@ -624,6 +624,43 @@ fn every_bad_input_gives_its_error() {
             &["(Maps, Gray, Taps, Hidden)", "`Hidden`"],
         ),
         (
+            "a grouped filter of another number of groups",
+            || {
+                let x = Tensor::<f32, (Batch, Gray, Cols)>::zeros((
+                    Batch.len(2),
+                    Gray.len(1),
+                    Cols.len(4),
+                ))?;
+                let lens = (Batch.len(3), Maps.len(2), Gray.len(1), Taps.len(3));
+                let w = Tensor::<f32, (Batch, Maps, Gray, Taps)>::zeros(lens)?;
+                axes::spatial::Convolution::new().run(&x, &w).map(drop)
+            },
+            |e| matches!(e, Error::LengthMismatch { .. }),
+            &["Batch", "2", "3"],
+        ),
+        (
+            "a convolution layer over a grouped filter",
+            || {
+                let mut builder = ParamsBuilder::new();
+                let lens = (Batch.len(2), Maps.len(2), Gray.len(1), Taps.len(3));
+                let conv = axes::nn::Conv::<(Batch, Maps, Gray, Taps), Maps>::new(
+                    &mut builder,
+                    "conv",
+                    lens,
+                    axes::spatial::Convolution::new(),
+                )?;
+                let params = builder.build::<f32>(0)?;
+                let x = Tensor::<f32, (Batch, Gray, Cols)>::zeros((
+                    Batch.len(2),
+                    Gray.len(1),
+                    Cols.len(4),
+                ))?;
+                conv.infer(&params, &x).map(drop)
+            },
+            |e| matches!(e, Error::Unsupported { .. }),
+            &["`nn::Conv`", "`Batch`", "spatial::Convolution"],
+        ),
+        (
             "a sequence longer than its time axis",
             || {
                 let mut builder = ParamsBuilder::new();

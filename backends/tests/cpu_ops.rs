@@ -289,6 +289,12 @@ fn convolutions_match_nested_loops_on_the_host() {
 }
 
 #[test]
+fn grouped_convolutions_match_each_groups_loops() {
+    common::spatial::grouped_convolutions(&Device::Cpu, 6);
+    common::spatial::grouped_convolutions(&device(), 6);
+}
+
+#[test]
 fn convolutions_match_nested_loops() {
     common::spatial::convolutions(&device(), 12);
 }

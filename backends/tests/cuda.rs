@@ -264,6 +264,12 @@ fn multi_head_attention_composes_wider_heads() {
 }
 
 #[test]
+fn grouped_convolutions_match_each_groups_loops() {
+    let Some(gpu) = gpu() else { return };
+    common::spatial::grouped_convolutions(&gpu, 6);
+}
+
+#[test]
 fn convolutions_match_nested_loops() {
     let Some(gpu) = gpu() else { return };
     common::spatial::convolutions(&gpu, 12);

@@ -225,6 +225,12 @@ fn multi_head_attention_composes_wider_heads() {
 }
 
 #[test]
+fn grouped_convolutions_match_each_groups_loops() {
+    let Some(device) = device() else { return };
+    common::spatial::grouped_convolutions(&device, 3);
+}
+
+#[test]
 fn convolutions_match_nested_loops() {
     let Some(device) = device() else { return };
     common::spatial::convolutions(&device, 4);

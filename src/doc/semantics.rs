@@ -30,7 +30,9 @@
 //!   axis, one Channelout axis and one kernel axis per spatial role (the filter's roles choose
 //!   the dimensions), and the result has the input's axes but Channel, the spatial ones as
 //!   long as the windows that fit, then the filter's Channelout axis. An axis that is one
-//!   convolution's output and the next one's input channels has both roles. Channels first or
+//!   convolution's output and the next one's input channels has both roles. A batch axis the
+//!   filter has too groups the convolution (PyTorch's `groups`: each position along it pairs
+//!   its own channels with its own filters; depthwise where Channel has length 1). Channels first or
 //!   last is not a question: the same input in any order gives the same numbers, bit for bit.
 //!
 //! ```

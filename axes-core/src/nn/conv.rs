@@ -4,7 +4,7 @@ use super::params::{Bound, Init, Params, ParamsBuilder};
 use crate::arena::Slot;
 use crate::autodiff::{IntoVar, VarExpr};
 use crate::axis::Axis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::eval::ExprExt;
 use crate::list::{AxisSet, Broadcast, BroadcastWith, HasAxis, SameAxes};
 use crate::named::NamedLengths;
@@ -119,6 +119,7 @@ where
         ConvAxes<X, F>: BroadcastWith<(Out,)>,
         Broadcast<ConvAxes<X, F>, (Out,)>: AxisSet,
     {
+        ungrouped::<X, F>()?;
         let y = self.options.run_var(x, params.var(&self.weight)?)?;
         Ok(y.expr() + &params.var(&self.bias)?)
     }
@@ -136,7 +137,28 @@ where
         ConvAxes<X, F>: BroadcastWith<(Out,)>,
         Broadcast<ConvAxes<X, F>, (Out,)>: AxisSet,
     {
+        ungrouped::<X, F>()?;
         let y = self.options.run(x, &params.tensor(&self.weight)?)?;
         (&y + &params.tensor(&self.bias)?).eval()
     }
+}
+
+/// An error where the filter shares a batch axis with the input (a grouped convolution):
+/// the layer's bias and initial bound are per output channel of an ungrouped filter, so a
+/// grouped one would silently differ from PyTorch's `groups`; [`Convolution`] runs it with
+/// parameters of the caller's.
+fn ungrouped<X: ConvolveWith<F>, F: AxisSet>() -> Result<()> {
+    let shared = X::positions().shared;
+    if shared.is_empty() {
+        return Ok(());
+    }
+    let names = F::names();
+    let axes: Vec<&str> = shared.iter().map(|s| names[s.1].as_ref()).collect();
+    Err(Error::Unsupported {
+        what: format!(
+            "`nn::Conv` with a filter that shares the input's batch axis `{}` (groups): run \
+             `spatial::Convolution` with a filter and bias of your own",
+            axes.join("`, `")
+        ),
+    })
 }

@@ -155,6 +155,9 @@ pub struct ConvPositions {
     /// Per spatial role (outermost first): the role, its axis in the input, and the kernel
     /// axis in the filter.
     pub spatial: Vec<(SpatialRole, usize, usize)>,
+    /// The input's batch axes the filter has too, and their positions in the filter: each
+    /// position along them pairs its channels with its own filters (a grouped convolution).
+    pub shared: Vec<(usize, usize)>,
 }
 
 impl<A, F> ConvolveWith<F> for A
@@ -185,8 +188,8 @@ where
         type Rest<A, F> = FilterRest<A, F>;
         type Depths<A, F> = CountOf<Rest<A, F>, kind::Depth>;
         type Heights<A, F> = CountOf<Rest<A, F>, kind::Height>;
-        let channel = std::any::TypeId::of::<Self::Channel>();
-        let filter_channel = (F::IDS.iter().position(|&id| id == channel))
+        let channel_id = std::any::TypeId::of::<Self::Channel>();
+        let filter_channel = (F::IDS.iter().position(|&id| id == channel_id))
             .expect("the filter has the input's Channel axis");
         // A position in the filter's rest, as a position in the filter.
         let in_filter = |p: usize| if p >= filter_channel { p + 1 } else { p };
@@ -200,13 +203,26 @@ where
             <Heights<A, F> as RoleIfCounted<kind::Height, Rest<A, F>>>::POS,
             <Rest<A, F> as WithRole<kind::Width>>::POS,
         );
+        let channel = <A as WithRole<kind::Channel>>::POS;
+        let filter_out = in_filter(<Rest<A, F> as WithRole<kind::Channelout>>::POS);
+        let spatial: Vec<(SpatialRole, usize, usize)> = (input.into_iter().zip(kernel))
+            .map(|((role, a), (_, k))| (role, a, in_filter(k)))
+            .collect();
+        let used =
+            |f: usize| f == filter_channel || f == filter_out || spatial.iter().any(|s| s.2 == f);
+        let shared = (0..F::RANK)
+            .filter(|&f| !used(f))
+            .filter_map(|f| {
+                let a = A::IDS.iter().position(|&id| id == F::IDS[f])?;
+                (!spatial.iter().any(|s| s.1 == a)).then_some((a, f))
+            })
+            .collect();
         ConvPositions {
-            channel: <A as WithRole<kind::Channel>>::POS,
+            channel,
             filter_channel,
-            filter_out: in_filter(<Rest<A, F> as WithRole<kind::Channelout>>::POS),
-            spatial: (input.into_iter().zip(kernel))
-                .map(|((role, a), (_, k))| (role, a, in_filter(k)))
-                .collect(),
+            filter_out,
+            spatial,
+            shared,
         }
     }
 }

@@ -16,12 +16,16 @@ use crate::tensor::Tensor;
 
 /// A convolution (strictly, a cross-correlation, as in every deep-learning library): for
 /// every window position, the sum over the input's Channel axis and the window's offsets of
-/// input times filter — PyTorch's `conv1d`, `conv2d` and `conv3d` without their groups.
+/// input times filter — PyTorch's `conv1d`, `conv2d` and `conv3d`.
 ///
 /// The axes are found by role ([`ConvolveWith`]): the input's Channel axis (role `Channel`);
 /// the filter's output channels (role `Channelout`); and one kernel axis in the filter per
 /// spatial role it has (`Width`; `Height` and `Width`; or `Depth`, `Height` and `Width`), each
-/// moving along the input's axis with that role. The input's other axes are batch axes. An
+/// moving along the input's axis with that role. The input's other axes are batch axes; a
+/// batch axis the filter has too makes the convolution grouped (PyTorch's `groups`): each
+/// position along it convolves its own channels with its own filters — an input over
+/// (Batch, Group, Chan, …) and a filter over (Group, Maps, Chan, …) for `Group` groups of
+/// `Chan` channels, or `Chan` of length 1 for a depthwise convolution. An
 /// input without an axis of the filter's spatial roles, with two axes of one role, or a filter
 /// without the input's Channel axis is a compile error naming the role or the axis. The result
 /// has the input's axes but the Channel axis — the spatial ones as long as the windows that fit
@@ -153,10 +157,11 @@ impl Convolution {
     {
         let positions = A::positions();
         let (names, filter_names) = (A::names(), F::names());
-        if F::RANK != 2 + positions.spatial.len() {
+        if F::RANK != 2 + positions.spatial.len() + positions.shared.len() {
             let used: Vec<usize> = [positions.filter_channel, positions.filter_out]
                 .into_iter()
                 .chain(positions.spatial.iter().map(|s| s.2))
+                .chain(positions.shared.iter().map(|s| s.1))
                 .collect();
             let others: Vec<&str> = (0..F::RANK)
                 .filter(|a| !used.contains(a))
@@ -165,21 +170,23 @@ impl Convolution {
             return Err(Error::Unsupported {
                 what: format!(
                     "a filter over ({}): a convolution's filter has the input's Channel axis, a \
-                     Channelout axis and one kernel axis per spatial role, and `{}` is none of \
-                     these",
+                     Channelout axis, one kernel axis per spatial role and perhaps batch axes of \
+                     the input (groups), and `{}` is none of these",
                     filter_names.join(", "),
                     others.join("`, `")
                 ),
             });
         }
         let (lens, filter_lens) = (input.lens(), filter.lens());
-        let (c, fc) = (positions.channel, positions.filter_channel);
-        if lens[c] != filter_lens[fc] {
-            return Err(Error::LengthMismatch {
-                axis: names[c].to_string(),
-                left: lens[c],
-                right: filter_lens[fc],
-            });
+        let pairs = [(positions.channel, positions.filter_channel)];
+        for &(a, f) in pairs.iter().chain(&positions.shared) {
+            if lens[a] != filter_lens[f] {
+                return Err(Error::LengthMismatch {
+                    axis: names[a].to_string(),
+                    left: lens[a],
+                    right: filter_lens[f],
+                });
+            }
         }
         let windows = (positions.spatial.iter())
             .map(|&(role, axis, kernel)| {
@@ -205,9 +212,9 @@ pub(crate) fn padded_input_of<T: Num, A: AxisSet>(
     padded_input(input.storage(), input.layout(), &plan.windows, T::zero())
 }
 
-/// The input's windows packed for the product (im2col): over the batch axes (in the input's
-/// order), the window positions (spatial roles outermost first), the kernel axes, then the
-/// Channel axis — one order whatever the input's, so that channels first or last give the
+/// The input's windows packed for the product (im2col): over the batch axes (those the
+/// filter shares first, the others in the input's order), the window positions (spatial roles
+/// outermost first), the kernel axes, then the Channel axis — one order whatever the input's, so that channels first or last give the
 /// same sums in the same order (channels innermost: a convolution's results, channels last,
 /// pack in runs of channels). Kept by the tape for the filter's gradient.
 pub(crate) struct Columns<T> {
@@ -220,15 +227,49 @@ pub(crate) struct Columns<T> {
 /// The names of the columns' axes (for messages): the input's in their order, then the
 /// filter's kernel axes.
 fn column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
-    let (names, filter) = (A::names(), F::names());
     let p = A::positions();
-    let spatial: Vec<usize> = p.spatial.iter().map(|s| s.1).collect();
-    (0..A::RANK)
-        .filter(|&a| a != p.channel && !spatial.contains(&a))
+    let axes: Vec<usize> = (0..A::RANK).collect();
+    columns_named::<A, F>(&A::names(), &axes, p.channel)
+}
+
+/// The names of the result gradient's columns (see [`input_gradient_transposed`]).
+fn gradient_column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
+    let p = A::positions();
+    let in_grad = |a: usize| if a > p.channel { a - 1 } else { a };
+    let axes: Vec<usize> = (0..A::RANK)
+        .map(|a| {
+            if a == p.channel {
+                A::RANK - 1
+            } else {
+                in_grad(a)
+            }
+        })
+        .collect();
+    columns_named::<A, F>(
+        &<ConvAxes<A, F> as crate::list::AxisList>::names(),
+        &axes,
+        A::RANK - 1,
+    )
+}
+
+/// The names of the columns of an operand named `names` whose axis `axes[a]` plays the
+/// input's axis `a`, its channels at `channel`: in the order [`columns`] packs them.
+fn columns_named<A: ConvolveWith<F>, F: AxisSet>(
+    names: &[Cow<'static, str>],
+    axes: &[usize],
+    channel: usize,
+) -> Vec<Cow<'static, str>> {
+    let (p, filter) = (A::positions(), F::names());
+    let spatial: Vec<usize> = p.spatial.iter().map(|s| axes[s.1]).collect();
+    let shared: Vec<usize> = p.shared.iter().map(|s| axes[s.0]).collect();
+    (shared.iter().copied())
+        .chain(
+            (0..A::RANK).filter(|&a| a != channel && !spatial.contains(&a) && !shared.contains(&a)),
+        )
         .chain(spatial.iter().copied())
         .map(|a| names[a].clone())
         .chain(p.spatial.iter().map(|s| filter[s.2].clone()))
-        .chain([names[p.channel].clone()])
+        .chain([names[channel].clone()])
         .collect()
 }
 
@@ -236,13 +277,14 @@ fn column_names<A: ConvolveWith<F>, F: AxisSet>() -> Vec<Cow<'static, str>> {
 fn columns<T: Num>(
     windows: &[WindowAxis],
     channel: usize,
+    shared: &[usize],
     rank: usize,
     padded: &Storage<T>,
     layout: &Layout,
 ) -> Result<Columns<T>> {
     let spatial: Vec<usize> = windows.iter().map(|w| w.axis).collect();
-    let order: Vec<usize> = (0..rank)
-        .filter(|&a| a != channel && !spatial.contains(&a))
+    let order: Vec<usize> = (shared.iter().copied())
+        .chain((0..rank).filter(|&a| a != channel && !spatial.contains(&a) && !shared.contains(&a)))
         .chain(spatial.iter().copied())
         .collect();
     let view = window_layout(layout, padded.len(), windows)?;
@@ -272,7 +314,8 @@ where
 {
     let p = &plan.positions;
     let rank = A::RANK;
-    let cols = columns(&plan.windows, p.channel, rank, padded, layout)?;
+    let shared: Vec<usize> = p.shared.iter().map(|s| s.0).collect();
+    let cols = columns(&plan.windows, p.channel, &shared, rank, padded, layout)?;
     let operand = Operand {
         storage: &cols.storage,
         layout: cols.layout,
@@ -280,13 +323,14 @@ where
     };
     // In the columns: the kept axes, the kernel axes from rank − 1, then the Channel axis.
     let n = plan.windows.len();
+    let (b, m) = batch_and_kept(&cols.order, &p.shared);
     let roles = Roles {
         k: (p.spatial.iter().enumerate())
             .map(|(i, s)| (rank - 1 + i, s.2))
             .chain([(rank - 1 + n, p.filter_channel)])
             .collect(),
-        b: Vec::new(),
-        m: (0..rank - 1).collect(),
+        b,
+        m,
         n: vec![p.filter_out],
     };
     let (storage, result) = contract_operands(&operand, &Operand::of(filter), &roles)?;
@@ -324,6 +368,8 @@ where
     // The gradient's axes: the input's but the Channel axis, then Channelout.
     let in_grad = |a: usize| if a > p.channel { a - 1 } else { a };
     let out_axis = rank - 1;
+    let shared_in_grad: Vec<(usize, usize)> =
+        p.shared.iter().map(|&(a, f)| (in_grad(a), f)).collect();
     // The gradient in the columns' order (packed unless it is already), so that its products
     // run in one order whatever the input's axis order.
     let canonical: Vec<usize> = (cols.order[..rank - 1].iter())
@@ -345,17 +391,21 @@ where
         let (storage, layout) = input_gradient_transposed::<T, A, F>(plan, grad, filter)?;
         Some(Tensor::from_parts(storage, layout).expect("a fresh result fits its buffer"))
     } else {
+        let grad_axes: Vec<usize> = (0..rank - 1).collect();
+        let (b, m) = batch_and_kept(&grad_axes, &shared_in_grad);
         let roles = Roles {
             k: vec![(out_axis, p.filter_out)],
-            b: Vec::new(),
-            m: (0..rank - 1).collect(),
-            n: (0..F::RANK).filter(|&f| f != p.filter_out).collect(),
+            n: (0..F::RANK)
+                .filter(|&f| f != p.filter_out && !b.iter().any(|&(_, g)| g == f))
+                .collect(),
+            b,
+            m,
         };
         // The filter with its channels innermost (a small copy, unless it is so already):
         // the product then stores each window's gradient in runs of channels, which the sums
         // back onto the input move whole.
-        let filter_order: Vec<usize> = [p.filter_out]
-            .into_iter()
+        let filter_order: Vec<usize> = (p.shared.iter().map(|s| s.1))
+            .chain([p.filter_out])
             .chain(p.spatial.iter().map(|s| s.2))
             .chain([p.filter_channel])
             .collect();
@@ -397,22 +447,39 @@ where
         layout: cols.layout,
         names: column_names::<A, F>,
     };
+    // The columns' batch and window positions meet the gradient's: summed, but for the
+    // axes the filter shares, which it keeps.
+    let (mut k, mut b) = (Vec::new(), Vec::new());
+    let mut b_filter = Vec::new();
+    for (i, &a) in cols.order.iter().enumerate() {
+        match p.shared.iter().find(|s| s.0 == a) {
+            Some(&(_, f)) => {
+                b.push((i, in_grad(a)));
+                b_filter.push(f);
+            }
+            None => k.push((i, in_grad(a))),
+        }
+    }
     let roles = Roles {
-        k: (0..rank - 1).map(|i| (i, in_grad(cols.order[i]))).collect(),
-        b: Vec::new(),
+        k,
+        b,
         m: (rank - 1..rank + n).collect(),
         n: vec![out_axis],
     };
     let (df, layout) = contract_operands(&operand, &grad_operand, &roles)?;
-    // df's axes: the kernel axes, Channel, then Channelout; put in the filter's order.
+    // df's axes: the shared axes, the kernel axes, Channel, then Channelout; put in the
+    // filter's order.
+    let nb = b_filter.len();
     let order: Vec<usize> = (0..F::RANK)
         .map(|f| {
             if f == p.filter_channel {
-                n
+                nb + n
             } else if f == p.filter_out {
-                n + 1
+                nb + n + 1
+            } else if let Some(i) = b_filter.iter().position(|&g| g == f) {
+                i
             } else {
-                (p.spatial.iter())
+                nb + (p.spatial.iter())
                     .position(|s| s.2 == f)
                     .expect("a kernel axis")
             }
@@ -422,6 +489,20 @@ where
         dx,
         Some(Tensor::from_parts(df, layout.permuted(&order)).expect("a fresh result fits")),
     ))
+}
+
+/// The roles of a product's left axes, whose first ones are the input's (or the
+/// gradient's) axes `axes[i]`: a batch pair with the filter for each axis in `shared`
+/// (input axis, filter axis), the others kept.
+fn batch_and_kept(axes: &[usize], shared: &[(usize, usize)]) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let (mut b, mut m) = (Vec::new(), Vec::new());
+    for (i, a) in axes.iter().enumerate() {
+        match shared.iter().find(|s| s.0 == *a) {
+            Some(&(_, f)) => b.push((i, f)),
+            None => m.push(i),
+        }
+    }
+    (b, m)
 }
 
 /// Whether a convolution's input gradient is itself a convolution (stride 1 along every
@@ -464,7 +545,9 @@ where
         .collect::<Result<Vec<_>>>()?;
     debug_assert!((windows.iter().zip(&plan.windows)).all(|(t, w)| t.out == w.len));
     let (padded, layout) = padded_input(grad.storage(), grad.layout(), &windows, T::zero())?;
-    let cols = columns(&windows, rank - 1, rank, &padded, &layout)?;
+    let shared: Vec<(usize, usize)> = p.shared.iter().map(|&(a, f)| (in_grad(a), f)).collect();
+    let outer: Vec<usize> = shared.iter().map(|s| s.0).collect();
+    let cols = columns(&windows, rank - 1, &outer, rank, &padded, &layout)?;
     let mut turned = *filter.layout();
     for &(_, _, kernel) in &p.spatial {
         turned = turned.sliced(kernel, 0, turned.lens()[kernel], -1);
@@ -477,17 +560,18 @@ where
     let columns = Operand {
         storage: &cols.storage,
         layout: cols.layout,
-        names: <ConvAxes<A, F> as crate::list::AxisList>::names,
+        names: gradient_column_names::<A, F>,
     };
     // In the columns: the kept axes, the kernel axes from rank − 1, then Channelout.
     let n = windows.len();
+    let (b, m) = batch_and_kept(&cols.order, &shared);
     let roles = Roles {
         k: (p.spatial.iter().enumerate())
             .map(|(i, s)| (rank - 1 + i, s.2))
             .chain([(rank - 1 + n, p.filter_out)])
             .collect(),
-        b: Vec::new(),
-        m: (0..rank - 1).collect(),
+        b,
+        m,
         n: vec![p.filter_channel],
     };
     let (storage, result) = contract_operands(&columns, &filter, &roles)?;

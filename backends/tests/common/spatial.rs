@@ -31,6 +31,9 @@ pub struct Maps;
 #[derive(Axis)]
 #[axis(role = Depth)]
 pub struct KDep;
+/// A group of channels: an axis the input and the filter share (a grouped convolution).
+#[derive(Axis)]
+pub struct Group;
 #[derive(Axis)]
 #[axis(role = Height)]
 pub struct KRow;
@@ -324,6 +327,104 @@ pub fn convolutions(device: &Device, cases: usize) -> usize {
             assert!(
                 error <= 1e-5,
                 "case {n} {case:?} on {device}: f32 {what} off by {error:e}"
+            );
+        }
+    }
+    cases
+}
+
+/// Grouped 2-D convolutions on `device`: an input over (Batch, Group, Chan, Row, Col) and a
+/// filter over (Group, Maps, Chan, KRow, KCol) — the Group axis, which both have, pairs each
+/// group's channels with its own filters — against each group's nested loops (values and
+/// both gradients, f64, error ≤ 1e-12), the input given channels last. Returns the number of
+/// cases.
+pub fn grouped_convolutions(device: &Device, cases: usize) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let cpu = Device::Cpu;
+    for n in 0..cases {
+        let groups = rng.random_range(1..=3);
+        let case = ConvCase {
+            batch: rng.random_range(1..=2),
+            chans: rng.random_range(1..=2),
+            maps: rng.random_range(1..=2),
+            win: [
+                Win::NONE,
+                Win::random(&mut rng, true),
+                Win::random(&mut rng, true),
+            ],
+        };
+        let [_, h, w] = case.win;
+        // Each group's operands and reference, concatenated group after group.
+        let (mut x, mut f, mut g) = (Vec::new(), Vec::new(), Vec::new());
+        let mut want: [Vec<f64>; 3] = Default::default();
+        for _ in 0..groups {
+            let xg = random_values(&mut rng, case.input_count());
+            let fg = random_values(&mut rng, case.filter_count());
+            let gg = random_values(&mut rng, case.out_count());
+            for (all, part) in want.iter_mut().zip(case.reference(&xg, &fg, &gg)) {
+                all.extend(part);
+            }
+            x.extend(xg);
+            f.extend(fg);
+            g.extend(gg);
+        }
+        let lens = (
+            Group.len(groups),
+            Batch.len(case.batch),
+            Chan.len(case.chans),
+            Row.len(h.len),
+            Col.len(w.len),
+        );
+        let x = Tensor::<f64, (Group, Batch, Chan, Row, Col)>::from_vec(lens, x).unwrap();
+        let x = x
+            .axes_with_order::<(Batch, Row, Col, Group, Chan)>()
+            .contiguous()
+            .unwrap();
+        let flens = (
+            Group.len(groups),
+            Maps.len(case.maps),
+            Chan.len(case.chans),
+            KRow.len(h.kernel),
+            KCol.len(w.kernel),
+        );
+        let f = Tensor::<f64, (Group, Maps, Chan, KRow, KCol)>::from_vec(flens, f).unwrap();
+        let glens = (
+            Group.len(groups),
+            Batch.len(case.batch),
+            Maps.len(case.maps),
+            Row.len(h.out()),
+            Col.len(w.out()),
+        );
+        let g = Tensor::<f64, (Group, Batch, Maps, Row, Col)>::from_vec(glens, g).unwrap();
+        let tape = Tape::<f64>::new();
+        let xv = tape.var(x.to(device).unwrap());
+        let fv = tape.var(f.to(device).unwrap());
+        let y = case.options().run_var(&xv, &fv).unwrap();
+        let gv = tape.constant(
+            g.axes_with_order::<(Batch, Row, Col, Group, Maps)>()
+                .to(device)
+                .unwrap(),
+        );
+        let grads = (&y * &gv)
+            .sum::<(Batch, Row, Col, Group, Maps)>()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let got = [
+            (y.value().to(&cpu).unwrap()).to_vec_in::<(Group, Batch, Maps, Row, Col)>(),
+            (grads.get(&xv).unwrap().to(&cpu).unwrap())
+                .to_vec_in::<(Group, Batch, Chan, Row, Col)>(),
+            (grads.get(&fv).unwrap().to(&cpu).unwrap())
+                .to_vec_in::<(Group, Maps, Chan, KRow, KCol)>(),
+        ];
+        for (k, what) in ["values", "input gradient", "filter gradient"]
+            .iter()
+            .enumerate()
+        {
+            let error = worst_error(&got[k], &want[k]);
+            assert!(
+                error <= 1e-12,
+                "case {n} {case:?}, {groups} groups on {device}: {what} off by {error:e}"
             );
         }
     }
