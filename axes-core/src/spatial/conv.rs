@@ -321,18 +321,7 @@ where
         layout: cols.layout,
         names: column_names::<A, F>,
     };
-    // In the columns: the kept axes, the kernel axes from rank − 1, then the Channel axis.
-    let n = plan.windows.len();
-    let (b, m) = batch_and_kept(&cols.order, &p.shared);
-    let roles = Roles {
-        k: (p.spatial.iter().enumerate())
-            .map(|(i, s)| (rank - 1 + i, s.2))
-            .chain([(rank - 1 + n, p.filter_channel)])
-            .collect(),
-        b,
-        m,
-        n: vec![p.filter_out],
-    };
+    let roles = columns_with_filter(p, &cols.order, &p.shared, p.filter_channel, p.filter_out);
     let (storage, result) = contract_operands(&operand, &Operand::of(filter), &roles)?;
     // The result is over the columns' kept axes, then Channelout: put in ConvAxes order.
     let in_result = |a: usize| {
@@ -491,6 +480,30 @@ where
     ))
 }
 
+/// The roles of the product of [`Columns`] (over the axes `order`, then the kernel axes,
+/// then the channels) with the filter: the kernel axes and the channels meet the filter's
+/// kernel axes and its axis `contracted`; the filter's axis `kept` stays; the axes in
+/// `shared` (column axis, filter axis) are batch pairs.
+fn columns_with_filter(
+    p: &ConvPositions,
+    order: &[usize],
+    shared: &[(usize, usize)],
+    contracted: usize,
+    kept: usize,
+) -> Roles {
+    let (first_kernel, n) = (order.len(), p.spatial.len());
+    let (b, m) = batch_and_kept(order, shared);
+    Roles {
+        k: (p.spatial.iter().enumerate())
+            .map(|(i, s)| (first_kernel + i, s.2))
+            .chain([(first_kernel + n, contracted)])
+            .collect(),
+        b,
+        m,
+        n: vec![kept],
+    }
+}
+
 /// The roles of a product's left axes, whose first ones are the input's (or the
 /// gradient's) axes `axes[i]`: a batch pair with the filter for each axis in `shared`
 /// (input axis, filter axis), the others kept.
@@ -562,18 +575,7 @@ where
         layout: cols.layout,
         names: gradient_column_names::<A, F>,
     };
-    // In the columns: the kept axes, the kernel axes from rank − 1, then Channelout.
-    let n = windows.len();
-    let (b, m) = batch_and_kept(&cols.order, &shared);
-    let roles = Roles {
-        k: (p.spatial.iter().enumerate())
-            .map(|(i, s)| (rank - 1 + i, s.2))
-            .chain([(rank - 1 + n, p.filter_out)])
-            .collect(),
-        b,
-        m,
-        n: vec![p.filter_channel],
-    };
+    let roles = columns_with_filter(p, &cols.order, &shared, p.filter_out, p.filter_channel);
     let (storage, result) = contract_operands(&columns, &filter, &roles)?;
     // The result is over the columns' kept axes (the gradient's), then Channel: put in the
     // input's order.
