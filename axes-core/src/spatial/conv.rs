@@ -366,14 +366,7 @@ where
         .chain([out_axis])
         .collect();
     let packed_grad = packed_in_order(grad.storage(), grad.layout(), &canonical)?;
-    let grad_operand = match &packed_grad {
-        None => Operand::of(grad),
-        Some((storage, layout)) => Operand {
-            storage,
-            layout: *layout,
-            names: <ConvAxes<A, F> as crate::list::AxisList>::names,
-        },
-    };
+    let grad_operand = operand_of(grad, &packed_grad);
     let dx = if !want.0 {
         None
     } else if transposable(&plan.windows) {
@@ -399,14 +392,7 @@ where
             .chain([p.filter_channel])
             .collect();
         let packed_filter = packed_in_order(filter.storage(), filter.layout(), &filter_order)?;
-        let filter_operand = match &packed_filter {
-            None => Operand::of(filter),
-            Some((storage, layout)) => Operand {
-                storage,
-                layout: *layout,
-                names: F::names,
-            },
-        };
+        let filter_operand = operand_of(filter, &packed_filter);
         let (dw, layout) = contract_operands(&grad_operand, &filter_operand, &roles)?;
         // dw's axes: the gradient's but Channelout, then the filter's others in its order;
         // put in the window view's order (the input's axes, then the kernel axes).
@@ -592,6 +578,21 @@ where
         })
         .collect();
     Ok((storage, result.permuted(&order)))
+}
+
+/// `tensor` as a product's operand: its copy from [`packed_in_order`] where there is one.
+fn operand_of<'a, T: Num, X: AxisSet>(
+    tensor: &'a Tensor<T, X>,
+    packed: &'a Option<(Storage<T>, Layout)>,
+) -> Operand<'a, T> {
+    match packed {
+        None => Operand::of(tensor),
+        Some((storage, layout)) => Operand {
+            storage,
+            layout: *layout,
+            names: X::names,
+        },
+    }
 }
 
 /// `layout`'s elements packed so that its axes taken in `order` are row-major (the same
