@@ -1034,7 +1034,8 @@ fn run_block_body(run: &mut Run<'_, '_, '_>, blocks: &mut [Values], block: Block
                     }
                 }
             }
-            Inst::Const(v) => with_values!(out, o => fill(&mut o[..n], v)),
+            // Filled once per run ([`run_checked`]).
+            Inst::Const(_) => {}
             Inst::Unary(op, a) => unary(op, out, arg!(a), n),
             Inst::Binary(op, a, b) => binary(op, out, arg!(a), arg!(b), n),
             Inst::Compare(op, a, b) => compare(op, out, arg!(a), arg!(b), n),
@@ -1108,6 +1109,12 @@ fn run_checked(
     let outer_lens = &lens[..rank.saturating_sub(if tiled { 2 } else { 1 })];
     let row_stride = |strides: &[isize]| if tiled { strides[rank - 2] } else { 0 };
     let mut regs = Registers::take(&program.types);
+    // A constant's block is the same in every block: filled once, here.
+    for (inst, block) in program.insts.iter().zip(&mut regs.blocks) {
+        if let Inst::Const(v) = *inst {
+            with_values!(block, o => fill(o, v));
+        }
+    }
     let mut index = vec![0usize; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
     let mut run = Run {
