@@ -78,9 +78,9 @@
 //!   rows (`axes-core/src/eval/tensor_methods.rs`), and on variables for rows outside the
 //!   `Int` domain (`axes-core/src/autodiff/fused.rs`: unary rows on `VarExpr` and `Var`,
 //!   binary rows on `VarExpr`).
-//! - The IR interpreter (`axes-core/src/engine/interp.rs`) runs the op for every element
-//!   type through `apply_all` and `apply_all_int`, one `match` per block of elements. It
-//!   serves the CPU backend, autodiff on the host and expressions too deep to compile.
+//! - The IR interpreter (`axes-core/src/engine/interp/kernels.rs`) runs the op for every
+//!   element type through `apply_all` and `apply_all_int`, one `match` per block of elements.
+//!   It serves the CPU backend, autodiff on the host and expressions too deep to compile.
 //! - Both kernel dialects: `kernels/src/emit.rs` fills the row's template, so the op runs on
 //!   CUDA and OpenCL with no kernel code written by hand. The NVRTC test
 //!   (`backends/src/cuda/tests.rs`) compiles every row of `UnaryOp::ALL` and `BinaryOp::ALL`
@@ -184,7 +184,7 @@
 //! `Variant (TypedOp) "name": Identity, CombiningOp;`, for example
 //! `Sum (SumOp) "sum": Zero, Add;`. Kernels combine partial results through the combining
 //! op's row. A new reduction also needs its arm in the interpreter's exhaustive `match`
-//! (`axes-core/src/engine/interp.rs`, the compiler points at it), its methods on
+//! (`axes-core/src/engine/interp/kernels.rs`, the compiler points at it), its methods on
 //! [`ExprExt`](crate::ExprExt) and [`Tensor`](crate::Tensor) (`axes-core/src/eval/ext.rs`,
 //! `axes-core/src/eval/tensor_methods.rs`), and, for index notation, its name in
 //! `REDUCTIONS` (`axes-macros/src/parse.rs`).
