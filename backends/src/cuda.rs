@@ -18,26 +18,30 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axes_core::DType;
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
     AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget,
-    MatmulJob, MatrixSide, Meter, MultiJob, Recording, Recycle,
+    MatmulJob, Meter, MultiJob, Recording, Recycle,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, REDUCE_GROUP};
-use cudarc::cublas::CudaBlas;
-use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{CompileError, CompileOptions, compile_ptx_with_opts};
 
 use crate::attention::{AttentionDevice, LaunchArg};
 use crate::disk_cache::DiskCache;
 use crate::{Destination, Index, JobPlan, Slot};
 
+mod blas;
+mod nvrtc;
+mod pool;
 mod record;
-use record::{ArgValue, Command, GemmCall, Recordings, address};
+mod replay;
+use blas::Blas;
+use nvrtc::{arch_of, compiler_versions};
+pub use nvrtc::{compile_cubin, compile_ptx, nvrtc_available};
+use pool::{default_pool, keep_freed_memory, pool_attribute, set_release_threshold};
+use record::{ArgValue, Command, Recordings, address};
 
 pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Unsupported {
@@ -56,17 +60,6 @@ pub(crate) fn present(found: bool, missing: &str) -> Result<()> {
     }
 }
 
-/// `Ok` when NVRTC (libnvrtc) can be loaded, else why not.
-pub fn nvrtc_available() -> Result<()> {
-    // SAFETY: only tries to open the library by its candidate names.
-    let found = unsafe { cudarc::nvrtc::sys::is_culib_present() };
-    present(
-        found,
-        "NVRTC (libnvrtc.so.13) is not on the library path; install the `nvidia-cuda-nvrtc` \
-         wheel or the CUDA toolkit and add its lib folder to LD_LIBRARY_PATH",
-    )
-}
-
 /// `Ok` when cuBLAS (libcublas) can be loaded, else why not.
 pub fn cublas_available() -> Result<()> {
     // SAFETY: only tries to open the library by its candidate names.
@@ -79,178 +72,6 @@ pub fn driver_available() -> Result<()> {
     // SAFETY: only tries to open the library by its candidate names.
     let found = unsafe { cudarc::driver::sys::is_culib_present() };
     present(found, "no CUDA driver (libcuda.so) on this machine")
-}
-
-/// PTX for `kernel` compiled by NVRTC for the virtual architecture `arch` (e.g.
-/// `"compute_90"`). A compile error shows NVRTC's log and the generated source.
-pub fn compile_ptx(kernel: &Kernel, arch: &'static str) -> Result<String> {
-    if kernel.dialect != Dialect::Cuda {
-        return Err(Error::Unsupported {
-            what: "CUDA: a kernel in the OpenCL dialect".into(),
-        });
-    }
-    nvrtc_available()?;
-    let options = CompileOptions {
-        arch: Some(arch),
-        name: Some(format!("{}.cu", kernel.name)),
-        ..Default::default()
-    };
-    compile_ptx_with_opts(&kernel.source, options)
-        .map(|ptx| ptx.to_src())
-        .map_err(|e| {
-            let log = match &e {
-                CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
-                other => format!("{other:?}"),
-            };
-            Error::Unsupported {
-                what: format!(
-                    "CUDA: NVRTC could not compile `{}` for {arch}:\n{log}\n--- source ---\n{}",
-                    kernel.name, kernel.source
-                ),
-            }
-        })
-}
-
-/// The NVRTC architecture name of a compute capability.
-fn arch_of(major: i32, minor: i32) -> &'static str {
-    match (major, minor) {
-        (7, 0) => "compute_70",
-        (7, 5) => "compute_75",
-        (8, 0) => "compute_80",
-        (8, 6) => "compute_86",
-        (8, 9) => "compute_89",
-        (9, 0) => "compute_90",
-        (10, _) => "compute_100",
-        (12, _) => "compute_120",
-        (8, _) => "compute_80",
-        _ => "compute_75",
-    }
-}
-
-/// A cubin for `kernel`, compiled by NVRTC for the real architecture `sm` (e.g. `"sm_90"`):
-/// code the driver loads without translating it. A compile error shows NVRTC's log.
-pub fn compile_cubin(kernel: &Kernel, sm: &str) -> Result<Vec<u8>> {
-    use cudarc::nvrtc::{result, sys};
-    nvrtc_available()?;
-    let failed = |what: &str, e: &dyn std::fmt::Debug| Error::Unsupported {
-        what: format!("CUDA: NVRTC {what} `{}` for {sm}: {e:?}", kernel.name),
-    };
-    let source = std::ffi::CString::new(kernel.source.as_str())
-        .map_err(|e| failed("could not take the source of", &e))?;
-    let program =
-        result::create_program(&source, None).map_err(|e| failed("could not start", &e))?;
-    let options = [format!("--gpu-architecture={sm}")];
-    // SAFETY: `program` was just created and is destroyed only below; `source` outlives it.
-    let compiled = unsafe { result::compile_program(program, &options) };
-    let cubin = compiled
-        .map_err(|e| {
-            // SAFETY: as above.
-            let log = unsafe { result::get_program_log(program) }.unwrap_or_default();
-            let log: Vec<u8> = log
-                .iter()
-                .map(|&c| c as u8)
-                .take_while(|&c| c != 0)
-                .collect();
-            let log = String::from_utf8_lossy(&log);
-            failed("could not compile", &format!("{e:?}\n{log}"))
-        })
-        .and_then(|()| {
-            let mut size = 0usize;
-            // SAFETY: `program` compiled; NVRTC writes the cubin's size into `size`, then
-            // exactly that many bytes into a buffer of that size.
-            unsafe {
-                sys::nvrtcGetCUBINSize(program, &mut size)
-                    .result()
-                    .map_err(|e| failed("has no cubin of", &e))?;
-                let mut cubin = vec![0u8; size];
-                sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
-                    .result()
-                    .map_err(|e| failed("has no cubin of", &e))?;
-                Ok(cubin)
-            }
-        });
-    // SAFETY: created above, not destroyed before.
-    unsafe { result::destroy_program(program) }.ok();
-    cubin
-}
-
-/// NVRTC's version and the driver's, a line each: what compiled code depends on besides its
-/// source and architecture.
-fn compiler_versions() -> String {
-    let (mut major, mut minor, mut driver) = (0, 0, 0);
-    // SAFETY: each call writes plain integers through the pointers it is given.
-    unsafe {
-        cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor)
-            .result()
-            .ok();
-        cudarc::driver::sys::cuDriverGetVersion(&mut driver)
-            .result()
-            .ok();
-    }
-    format!("nvrtc {major}.{minor}\ndriver {driver}\n")
-}
-
-/// Keeps memory freed to the device's default pool (which stream-ordered allocations draw
-/// from) for the next allocation, instead of handing it back to the driver at every
-/// synchronisation (the pool's default): each step of a loop allocates the same result
-/// buffers again, and mapping fresh memory for a large one costs as much as the kernel that
-/// fills it.
-fn keep_freed_memory(context: &CudaContext) -> Result<()> {
-    let pool = default_pool(context).ok_or_else(|| Error::Unsupported {
-        what: "finding the CUDA device's memory pool".into(),
-    })?;
-    set_release_threshold(pool, u64::MAX)
-        .map_err(|e| cuda_error("setting the memory pool's release threshold", e))
-}
-
-/// Sets the bytes `pool` keeps reserved (in use or freed) at a synchronisation before it
-/// hands memory back to the driver.
-fn set_release_threshold(
-    pool: cudarc::driver::sys::CUmemoryPool,
-    bytes: u64,
-) -> std::result::Result<(), cudarc::driver::DriverError> {
-    let mut threshold = bytes;
-    // SAFETY: the release threshold attribute takes a pointer to a u64, which `threshold`
-    // is; the pool handle came from the driver for a live context.
-    unsafe {
-        cudarc::driver::sys::cuMemPoolSetAttribute(
-            pool,
-            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut threshold as *mut u64).cast(),
-        )
-    }
-    .result()
-}
-
-/// The device's default memory pool, which stream-ordered allocations draw from (`None`
-/// where the driver has none).
-fn default_pool(context: &CudaContext) -> Option<cudarc::driver::sys::CUmemoryPool> {
-    if !context.has_async_alloc() {
-        return None;
-    }
-    let mut pool: cudarc::driver::sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `pool` is a valid place for the handle, and the device handle comes from a
-    // live context.
-    unsafe { cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }
-        .result()
-        .ok()
-        .map(|()| pool)
-}
-
-/// A 64-bit attribute of `pool` (the thresholds and byte counts are all `u64`).
-fn pool_attribute(
-    pool: cudarc::driver::sys::CUmemoryPool,
-    attribute: cudarc::driver::sys::CUmemPool_attribute,
-) -> Option<u64> {
-    let mut value = 0u64;
-    // SAFETY: the attributes asked for here take a pointer to a u64, which `value` is; the
-    // pool handle came from the driver for a live context.
-    unsafe {
-        cudarc::driver::sys::cuMemPoolGetAttribute(pool, attribute, (&mut value as *mut u64).cast())
-    }
-    .result()
-    .ok()
-    .map(|()| value)
 }
 
 /// A CUDA device: its context, stream and compiled kernels.
@@ -278,12 +99,6 @@ pub struct Cuda {
     capture: Mutex<Option<std::result::Result<record::CaptureStream, String>>>,
     /// Why the last recording could not be captured as a graph.
     graph_error: Mutex<Option<String>>,
-}
-
-/// cuBLAS on the device's stream, with a workspace of its own.
-struct Blas {
-    blas: CudaBlas,
-    _workspace: CudaSlice<u8>,
 }
 
 /// An argument of a launch.
@@ -640,122 +455,6 @@ impl Cuda {
     }
 }
 
-/// One operand as cuBLAS takes it (column-major): whether to transpose the stored matrix and
-/// its leading dimension. `rows`×`cols` is the operand the row-major product wants
-/// transposed (cuBLAS computes Cᵀ = Bᵀ·Aᵀ); `None` when neither stride is 1.
-fn blas_operand(
-    side: &MatrixSide<'_>,
-    rows: usize,
-    cols: usize,
-) -> Option<(cublasOperation_t, i32)> {
-    let fits = |ld: isize, min: usize| ld >= min.max(1) as isize;
-    if side.col_stride == 1 && fits(side.row_stride, cols) {
-        // Row-major rows×cols is column-major cols×rows: the transpose, as wanted.
-        Some((cublasOperation_t::CUBLAS_OP_N, side.row_stride as i32))
-    } else if side.row_stride == 1 && fits(side.col_stride, rows) {
-        Some((cublasOperation_t::CUBLAS_OP_T, side.col_stride as i32))
-    } else {
-        None
-    }
-}
-
-impl Cuda {
-    /// cuBLAS on this device, or why not.
-    fn blas(&self) -> Result<&CudaBlas> {
-        let blas = self.blas.get_or_init(|| {
-            cublas_available().map_err(|e| e.to_string())?;
-            let blas = CudaBlas::new(Arc::clone(&self.stream)).map_err(|e| format!("{e:?}"))?;
-            let workspace = self.workspace().map_err(|e| e.to_string())?;
-            // SAFETY: `Blas` keeps the workspace as long as the handle.
-            unsafe { record::set_workspace(*blas.handle(), &workspace, &self.stream) }
-                .map_err(|e| e.to_string())?;
-            Ok(Blas {
-                blas,
-                _workspace: workspace,
-            })
-        });
-        blas.as_ref()
-            .map(|b| &b.blas)
-            .map_err(|what| Error::Unsupported { what: what.clone() })
-    }
-
-    /// A cuBLAS workspace: the same size for the device's handle and the one captures use,
-    /// so that both choose the same algorithms.
-    fn workspace(&self) -> Result<CudaSlice<u8>> {
-        let bytes = record::BLAS_WORKSPACE;
-        // SAFETY: u8 has no invalid bit patterns; cuBLAS writes the workspace before reading.
-        unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| self.allocation_error(bytes, e))
-    }
-
-    /// `job` through cuBLAS strided batched GEMM when its element type is f32, f64, f16 or
-    /// bf16 and each operand has a unit stride; `None` when it does not apply (the tiled
-    /// kernel runs). cuBLAS computes Cᵀ = Bᵀ·Aᵀ column-major, which is the row-major C = A·B.
-    fn blas_matmul(&self, job: &MatmulJob<'_>) -> Result<Option<DeviceMemory>> {
-        let (m, n, k) = (job.m, job.n, job.k);
-        let dims_fit = [m, n, k, job.batch]
-            .iter()
-            .all(|&d| i32::try_from(d).is_ok());
-        let (Some((op_b, ld_b)), Some((op_a, ld_a))) =
-            (blas_operand(&job.rhs, k, n), blas_operand(&job.lhs, m, k))
-        else {
-            return Ok(None);
-        };
-        let supported = matches!(
-            job.dtype,
-            DType::F32 | DType::F64 | DType::F16 | DType::BF16
-        );
-        if !dims_fit || k == 0 || !supported {
-            return Ok(None);
-        }
-        let Ok(blas) = self.blas() else {
-            return Ok(None);
-        };
-        let size = job.dtype.size();
-        let bytes = job.batch * m * n * size;
-        let out = self.result_buffer(bytes)?;
-        let (lhs, rhs) = (buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?);
-        let at = |buffer: &CudaSlice<u8>, offset: usize| {
-            let bytes = offset * size;
-            if bytes > buffer.len() {
-                return Err(Error::Unsupported {
-                    what: format!("CUDA: an operand offset {offset} outside its buffer"),
-                });
-            }
-            Ok(address(buffer, &self.stream) + bytes as u64)
-        };
-        let call = GemmCall {
-            dtype: job.dtype,
-            transa: op_b,
-            transb: op_a,
-            m: n as i32,
-            n: m as i32,
-            k: k as i32,
-            a: at(rhs, job.rhs.offset)?,
-            lda: ld_b,
-            stride_a: job.rhs.batch_stride as i64,
-            b: at(lhs, job.lhs.offset)?,
-            ldb: ld_a,
-            stride_b: job.lhs.batch_stride as i64,
-            c: address(&out, &self.stream),
-            ldc: n as i32,
-            stride_c: (m * n) as i64,
-            batch: job.batch as i32,
-        };
-        // SAFETY: cuBLAS reads each operand within the lengths, leading dimensions and batch
-        // strides of the job's matrix views, which the core keeps inside their buffers, and
-        // writes batch×m×n elements of `out`, which holds exactly that many.
-        unsafe { call.enqueue(*blas.handle())? };
-        self.meter.launched();
-        let names = [
-            address(lhs, &self.stream),
-            address(rhs, &self.stream),
-            call.c,
-        ];
-        self.recordings.push(Command::Gemm(call), &names);
-        Ok(Some(self.metered_memory(out, bytes)))
-    }
-}
-
 impl Cuda {
     /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter; when
     /// dropped, kept while a recording names it (else freed).
@@ -780,87 +479,6 @@ impl Cuda {
             });
         }
         Ok(())
-    }
-
-    /// The graph of `commands`, unless `AXES_CUDA_GRAPHS` is `off` or the driver cannot
-    /// capture them (then a replay queues the commands one by one, and
-    /// [`Cuda::graph_error`] says why).
-    fn graph_of(&self, commands: &record::Commands) -> Option<record::Graph> {
-        let graphs = std::env::var("AXES_CUDA_GRAPHS").map_or(true, |v| v != "off");
-        if !graphs || commands.launches() == 0 {
-            return None;
-        }
-        self.capture_graph(commands)
-            .map_err(|e| {
-                *self.graph_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string())
-            })
-            .ok()
-    }
-
-    /// `commands` captured on the capture stream as a graph.
-    fn capture_graph(&self, commands: &record::Commands) -> Result<record::Graph> {
-        self.context
-            .bind_to_thread()
-            .map_err(|e| cuda_error("binding the context", e))?;
-        let mut capture = self.capture.lock().unwrap_or_else(|e| e.into_inner());
-        if capture.is_none() {
-            *capture = Some(record::CaptureStream::new().map_err(|e| e.to_string()));
-        }
-        let capture = match capture.as_mut() {
-            Some(Ok(capture)) => capture,
-            Some(Err(what)) => return Err(Error::Unsupported { what: what.clone() }),
-            None => unreachable!("made above"),
-        };
-        let blas = if commands.has_products() {
-            self.blas()?;
-            capture.blas(|| self.workspace(), &self.stream)?
-        } else {
-            std::ptr::null_mut()
-        };
-        // SAFETY: the capture stream is a live non-blocking stream of this context, queued on
-        // only here, under the capture lock; `blas` is on it (or unused: no product); the
-        // recording keeps every buffer its commands name.
-        unsafe { record::Graph::capture(capture.stream, || commands.enqueue(capture.stream, blas)) }
-    }
-
-    /// Queues `recording` again: its graph where it has one, else its commands.
-    fn replay_here(&self, recording: &Recording) -> Result<()> {
-        let Some(commands) = recording.commands::<record::Commands>() else {
-            return Err(Error::RecordedStep {
-                what: format!("a recording of another device replayed on {}", self.name()),
-            });
-        };
-        if self.recordings.recording() {
-            return Err(Error::RecordedStep {
-                what: "a recording replayed inside another".into(),
-            });
-        }
-        self.context
-            .bind_to_thread()
-            .map_err(|e| cuda_error("binding the context", e))?;
-        if !commands.launch_graph(|commands| self.graph_of(commands))? {
-            let blas = if commands.has_products() {
-                *self.blas()?.handle()
-            } else {
-                std::ptr::null_mut()
-            };
-            // SAFETY: `blas` is the device's cuBLAS handle, on the device's stream (or
-            // unused: the recording has no product).
-            unsafe { commands.enqueue(self.stream.cu_stream(), blas)? };
-        }
-        for _ in 0..commands.launches() {
-            self.meter.launched();
-        }
-        Ok(())
-    }
-
-    /// Why a recording could not be captured as a graph (the latest that could not), if
-    /// any could not.
-    pub fn graph_error(&self) -> Option<String> {
-        self.graph_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 }
 
