@@ -20,22 +20,26 @@
 //! replayed: `axes::record::Recorded`; a CUDA graph on CUDA), `--sample N` (the characters
 //! sampled at the end, 300), `--checkpoint-every N` (every N steps, a checkpoint of the
 //! parameters, AdamW's state, the step and the curves so far: `DIR/checkpoint-{step}.safetensors`)
-//! and `--resume PATH` (goes on from a checkpoint, with the options it was written with: the
-//! same batches, rates and bits as a run that never stopped).
+//! `--resume PATH` (goes on from a checkpoint, with the options it was written with: the
+//! same batches, rates and bits as a run that never stopped) and `--precision f32|bf16|f16`
+//! (mixed precision: the forward and backward passes in bf16 or f16 over a copy of the f32
+//! weights AdamW updates, `Params::bind_as`; f16 under a dynamic loss scale, `LossScale`,
+//! whose value the checkpoints keep; the validation runs the f32 weights).
 
 use std::cell::RefCell;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use axes::Device;
 use axes::autodiff::Tape;
 use axes::memory::Swappable;
 use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
-use axes::nn::{Params, ParamsBuilder, Prefetch, load_checkpoint, save_checkpoint};
-use axes::optim::{Adam, WarmupCosine, clip_grad_norm};
+use axes::nn::{Gradient, Params, ParamsBuilder, Prefetch, load_checkpoint, save_checkpoint};
+use axes::optim::{Adam, LossScale, WarmupCosine, clip_grad_norm};
 use axes::prelude::*;
 use axes::record::Recorded;
+use axes::{Device, Float};
+use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,6 +62,17 @@ struct Options {
     checkpoint_every: Option<usize>,
     /// The checkpoint to go on from.
     resume: Option<PathBuf>,
+    /// The type of the forward and backward passes.
+    precision: Precision,
+}
+
+/// The type the forward and backward passes run in, over f32 master weights.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Precision {
+    F32,
+    Bf16,
+    /// Under a loss scale.
+    F16,
 }
 
 impl Options {
@@ -65,8 +80,17 @@ impl Options {
     /// resumed from it must have the same.
     fn run_defining(&self) -> String {
         format!(
-            "--steps {} --batch {} --context {} --lr {} --seed {}",
-            self.steps, self.batch, self.context, self.lr, self.seed
+            "--steps {} --batch {} --context {} --lr {} --seed {}{}",
+            self.steps,
+            self.batch,
+            self.context,
+            self.lr,
+            self.seed,
+            match self.precision {
+                Precision::F32 => "",
+                Precision::Bf16 => " --precision bf16",
+                Precision::F16 => " --precision f16",
+            }
         )
     }
 }
@@ -86,6 +110,7 @@ fn options() -> Result<Options, String> {
         sample: 300,
         checkpoint_every: None,
         resume: None,
+        precision: Precision::F32,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -107,11 +132,20 @@ fn options() -> Result<Options, String> {
             "--sample" => options.sample = number(value()?)?,
             "--checkpoint-every" => options.checkpoint_every = Some(number(value()?)?.max(1)),
             "--resume" => options.resume = Some(PathBuf::from(value()?)),
+            "--precision" => {
+                options.precision = match value()?.as_str() {
+                    "f32" => Precision::F32,
+                    "bf16" => Precision::Bf16,
+                    "f16" => Precision::F16,
+                    other => return Err(format!("--precision: `{other}` is not f32, bf16 or f16")),
+                }
+            }
             other => {
                 return Err(format!(
                     "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
                      [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] \
-                     [--data DIR] [--record] [--sample N] [--checkpoint-every N] [--resume PATH]"
+                     [--data DIR] [--record] [--sample N] [--checkpoint-every N] [--resume PATH] \
+                     [--precision f32|bf16|f16]"
                 ));
             }
         }
@@ -275,14 +309,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = Gpt::new(&mut builder, "gpt", &config)?;
     let mut params = builder.build::<f32>(options.seed)?.to(&options.device)?;
     println!(
-        "{} characters ({} distinct), {} parameters, {} steps of {} × {} on {}",
+        "{} characters ({} distinct), {} parameters, {} steps of {} × {} on {}{}",
         text.ids.len(),
         text.chars.len(),
         params.count(),
         options.steps,
         options.batch,
         options.context,
-        options.device
+        options.device,
+        match options.precision {
+            Precision::F32 => "",
+            Precision::Bf16 => " in bf16 (f32 master weights)",
+            Precision::F16 => " in f16 (f32 master weights, a loss scale)",
+        }
     );
     let mut eval_rng = SplitMix(1000);
     let eval_batches: Vec<Pair> = (0..4)
@@ -306,8 +345,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_weight_decay(0.01)
             .with_schedule(schedule),
     );
-    // A resumed run loads the parameters, AdamW's state and the curves, and goes on from the
-    // step after the checkpoint's.
+    // f16's loss scale, which the checkpoints keep too.
+    let loss_scale = RefCell::new(LossScale::new());
+    // A resumed run loads the parameters, AdamW's state, the loss scale and the curves, and
+    // goes on from the step after the checkpoint's.
     let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
     let mut start = 0;
     if let Some(path) = &options.resume {
@@ -332,17 +373,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         start = field("step")?.parse()?;
         (train_curve, valid_curve) = parse_curves(field("curves")?)?;
         load_checkpoint(path, &mut params, &mut *adam.borrow_mut())?;
+        if options.precision == Precision::F16 {
+            let state = parse_loss_scale(field("loss_scale")?)?;
+            loss_scale.replace(LossScale::new().resumed(state));
+        }
         println!("resumed from {} after step {start}", path.display());
     }
     // One training step: forward, loss, backward (the tape dropped before the update, which
     // writes the parameters in place), clipping, AdamW; the loss comes back.
-    let take_step = |params: &mut Params<f32>, (inputs, targets): &Pair| {
-        let (loss, grad) = {
-            let tape = Tape::new();
-            let p = params.bind(&tape);
-            let loss = model.loss(&p, inputs, targets)?;
-            let grad = p.gradient(&loss.backward()?)?;
-            (loss.value().clone(), grad)
+    let take_step = |params: &mut Params<f32>, pair: &Pair| {
+        let (loss, grad) = match options.precision {
+            Precision::F32 => loss_and_gradient::<f32>(&model, params, pair, None)?,
+            Precision::Bf16 => {
+                let (loss, grad) = loss_and_gradient::<bf16>(&model, params, pair, None)?;
+                (loss.cast::<f32>().eval()?, grad)
+            }
+            Precision::F16 => {
+                let scale = Some(&mut *loss_scale.borrow_mut());
+                let (loss, grad) = loss_and_gradient::<f16>(&model, params, pair, scale)?;
+                (loss.cast::<f32>().eval()?, grad)
+            }
         };
         let (grad, _) = clip_grad_norm(params, grad, 1.0)?;
         adam.borrow_mut().step(params, &grad)?;
@@ -419,10 +469,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         {
             std::fs::create_dir_all(&options.out)?;
             let path = (options.out).join(format!("checkpoint-{}.safetensors", step + 1));
+            let (scale, clean) = loss_scale.borrow().state()?;
             let metadata = [
                 ("step", &(step + 1).to_string()),
                 ("options", &options.run_defining()),
                 ("curves", &curves_csv(&train_curve, &valid_curve)),
+                ("loss_scale", &format!("{scale} {clean}")),
             ];
             let metadata = metadata.map(|(key, value)| (key, value.as_str()));
             save_checkpoint(&path, &params, &*adam.borrow(), &metadata)?;
@@ -482,6 +534,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     println!("\n{text_out}");
     Ok(())
+}
+
+/// The loss and the gradient of the f32 weights on a batch: forward and backward in `H` over
+/// the weights' working copy (the weights themselves where `H` is f32), the backward pass
+/// under `scale` where there is one.
+fn loss_and_gradient<H: Float<Wide = f32>>(
+    model: &Gpt,
+    params: &Params<f32>,
+    (inputs, targets): &Pair,
+    scale: Option<&mut LossScale>,
+) -> axes::Result<(Tensor<H, ()>, Gradient<f32>)> {
+    let tape = Tape::<H>::new();
+    let p = params.bind_as::<H>(&tape)?;
+    let loss = model.loss(&p, inputs, targets)?;
+    let grad = match scale {
+        Some(scale) => {
+            let scaled = p.gradient(&scale.backward(&loss)?)?;
+            scale.unscale(&scaled)?
+        }
+        None => p.gradient(&loss.backward()?)?.widened()?,
+    };
+    Ok((loss.value().clone(), grad))
+}
+
+/// A loss scale as a checkpoint keeps it: the scale and the clean steps, `32768 12`.
+fn parse_loss_scale(text: &str) -> Result<(f64, usize), Box<dyn std::error::Error>> {
+    let (scale, clean) = text.split_once(' ').ok_or("a loss scale is two numbers")?;
+    Ok((scale.parse()?, clean.parse()?))
 }
 
 /// Points of a curve: steps and bits per character.

@@ -227,6 +227,17 @@ impl<T: Element> Arena<T> {
         Ok(std::mem::replace(&mut self.storage, storage))
     }
 
+    /// An arena laid out as this one, holding `storage` (as long as this arena's buffer):
+    /// the same handles reach its tensors.
+    pub(crate) fn with_storage<U: Element>(&self, storage: Storage<U>) -> Arena<U> {
+        debug_assert_eq!(storage.len(), self.len());
+        Arena {
+            storage,
+            layouts: self.layouts.clone(),
+            builder: self.builder,
+        }
+    }
+
     /// The buffer, for an optimizer that writes it in place.
     pub(crate) fn storage_mut(&mut self) -> &mut Storage<T> {
         &mut self.storage

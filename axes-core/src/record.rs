@@ -421,7 +421,7 @@ fn check_params<T: Float>(params: &mut Params<T>, recorded: usize) -> Result<()>
                 .into(),
         });
     }
-    if params.arena_mut().storage_mut().unique_memory().is_none() {
+    if params.arena.storage_mut().unique_memory().is_none() {
         return Err(Error::RecordedStep {
             what: "the parameters' buffer is shared (a tensor taken out of them is alive), and \
                    a replay writes it in place"

@@ -258,6 +258,12 @@ fn an_f16_gpt_trains_without_nan() {
 }
 
 #[test]
+fn mixed_precision_steps_follow_f32() {
+    common::edges::mixed_precision_steps(&device());
+    common::edges::mixed_precision_steps(&Device::Cpu);
+}
+
+#[test]
 fn integer_ops_match_rusts_operators() {
     common::edges::integer_ops(&device());
     common::edges::integer_ops(&Device::Cpu);

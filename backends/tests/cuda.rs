@@ -149,6 +149,12 @@ fn gpu_f16_gpt_trains_without_nan() {
 }
 
 #[test]
+fn gpu_mixed_precision_steps_follow_f32() {
+    let Some(gpu) = gpu() else { return };
+    common::edges::mixed_precision_steps(&gpu);
+}
+
+#[test]
 fn gpu_random_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
     let ran = common::jobs::random_jobs(cuda, 96);

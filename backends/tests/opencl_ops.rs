@@ -89,6 +89,12 @@ fn an_f16_gpt_trains_without_nan() {
 }
 
 #[test]
+fn mixed_precision_steps_follow_f32() {
+    let Some(device) = device() else { return };
+    common::edges::mixed_precision_steps(&device);
+}
+
+#[test]
 fn random_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;

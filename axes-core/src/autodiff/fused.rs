@@ -584,13 +584,13 @@ macro_rules! var_scalar_operators {
         impl<$($g)*> $trait<$s> for $ty {
             type Output = VarExpr<$s, A>;
             fn $method(self, rhs: $s) -> VarExpr<$s, A> {
-                self.into_var_expr().with_scalar(BinaryOp::$op, rhs as f64, false)
+                self.into_var_expr().with_scalar(BinaryOp::$op, crate::element::Element::to_f64(rhs), false)
             }
         }
         impl<$($g)*> $trait<$ty> for $s {
             type Output = VarExpr<$s, A>;
             fn $method(self, rhs: $ty) -> VarExpr<$s, A> {
-                rhs.into_var_expr().with_scalar(BinaryOp::$op, self as f64, true)
+                rhs.into_var_expr().with_scalar(BinaryOp::$op, crate::element::Element::to_f64(self), true)
             }
         }
     };
@@ -612,4 +612,16 @@ var_scalar_operators! { f64;
     [A: AxisSet] VarExpr<f64, A>;
     ['v, A: AxisSet] &'v Var<f64, A>;
     [A: AxisSet] Var<f64, A>;
+}
+
+var_scalar_operators! { half::f16;
+    [A: AxisSet] VarExpr<half::f16, A>;
+    ['v, A: AxisSet] &'v Var<half::f16, A>;
+    [A: AxisSet] Var<half::f16, A>;
+}
+
+var_scalar_operators! { half::bf16;
+    [A: AxisSet] VarExpr<half::bf16, A>;
+    ['v, A: AxisSet] &'v Var<half::bf16, A>;
+    [A: AxisSet] Var<half::bf16, A>;
 }

@@ -242,6 +242,12 @@ impl<T: Float> Var<T, ()> {
     /// # Ok::<(), axes::Error>(())
     /// ```
     pub fn backward(&self) -> Result<Grads<T>> {
+        self.backward_from(filled(self.value.device(), 1, T::one())?)
+    }
+
+    /// [`Var::backward`] seeded with `seed` (one element, on this scalar's device) in place of
+    /// 1: a loss scale's backward pass.
+    pub(crate) fn backward_from(&self, seed: Storage<T>) -> Result<Grads<T>> {
         let mut nodes = self.tape.nodes.borrow_mut();
         let mut grads = Grads {
             bufs: Vec::new(),
@@ -253,7 +259,7 @@ impl<T: Float> Var<T, ()> {
             return Ok(grads);
         }
         grads.bufs[self.id] = Some(GradBuf {
-            storage: filled(self.value.device(), 1, T::one())?,
+            storage: seed,
             layout: Layout::row_major(&[]),
         });
         for id in (0..=self.id).rev() {

@@ -1,5 +1,9 @@
 //! Parameters: typed tensors at offsets of one arena buffer, with names and initialisers.
 
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -139,6 +143,7 @@ impl ParamsBuilder {
         Ok(Params {
             arena,
             entries: self.entries,
+            working: Mutex::new(None),
         })
     }
 }
@@ -148,6 +153,40 @@ impl ParamsBuilder {
 pub struct Params<T: Float> {
     pub(crate) arena: Arena<T>,
     pub(crate) entries: Vec<Entry>,
+    /// The parameters rounded to a narrower type for [`Params::bind_as`], where one was asked
+    /// for.
+    working: Mutex<Option<WorkingCopy<T>>>,
+}
+
+/// The parameters rounded to a narrower type (mixed precision's 16-bit weights): its buffer,
+/// and whether it holds the parameters' current values (an optimizer's step rewrites it; any
+/// other write to the arena leaves it stale until the next [`Params::bind_as`]).
+struct WorkingCopy<T> {
+    buffer: Box<dyn Narrowed<T>>,
+    current: bool,
+}
+
+/// A buffer laid out like a parameter arena of `T`, in a narrower type (type-erased, so that
+/// an optimizer rewrites it without knowing the type).
+trait Narrowed<T>: Send + Sync {
+    /// Writes `master` rounded to this buffer's type over this buffer, on its device.
+    fn rewrite(&mut self, master: &Storage<T>) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Float, H: Float> Narrowed<T> for Storage<H> {
+    fn rewrite(&mut self, master: &Storage<T>) -> Result<()> {
+        // Moved into the tensor written, so that the write lands in this buffer where nothing
+        // else holds it (a tensor from an earlier binding keeps its values: copy-on-write).
+        let mut into = flat(std::mem::replace(self, Storage::new(Vec::new())));
+        into.assign(flat(master.clone()).cast::<H>())?;
+        *self = into.storage().clone();
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 impl<T: Float> Params<T> {
@@ -162,6 +201,7 @@ impl<T: Float> Params<T> {
         Ok(Params {
             arena: self.arena.to(device)?,
             entries: self.entries.clone(),
+            working: Mutex::new(None),
         })
     }
 
@@ -177,7 +217,29 @@ impl<T: Float> Params<T> {
 
     /// The arena, for writing (see [`Arena::set`]).
     pub fn arena_mut(&mut self) -> &mut Arena<T> {
+        if let Some(copy) = self.working_mut() {
+            copy.current = false;
+        }
         &mut self.arena
+    }
+
+    /// The working copy, for writing (none where a thread panicked while writing it).
+    fn working_mut(&mut self) -> Option<&mut WorkingCopy<T>> {
+        self.working.get_mut().ok()?.as_mut()
+    }
+
+    /// Rewrites the working copy of [`Params::bind_as`], where there is one, from the
+    /// parameters: an optimizer's step ends with it. One pass reading the parameters and
+    /// writing the copy, into the copy's own buffer (a recorded step keeps it).
+    pub(crate) fn rewrite_working_copy(&mut self) -> Result<()> {
+        let master = self.arena.storage().clone();
+        let Some(copy) = self.working_mut() else {
+            return Ok(());
+        };
+        copy.current = false;
+        copy.buffer.rewrite(&master)?;
+        copy.current = true;
+        Ok(())
     }
 
     /// These parameters as errors name them: the model's number in this process (one per
@@ -241,27 +303,102 @@ impl<T: Float> Params<T> {
     /// [`Bound::gradient`] consumes the binding, so an optimizer's step may follow at once;
     /// variables and tensors still held keep the values they were recorded with.
     pub fn bind(&self, tape: &Tape<T>) -> Bound<'_, T> {
-        let nodes = (0..self.entries.len()).map(|_| tape.push_leaf()).collect();
-        Bound {
-            params: self,
-            tape: tape.clone(),
-            nodes,
+        let arena = self.arena.with_storage(self.arena.storage().clone());
+        Bound::new(arena, tape)
+    }
+
+    /// Records every parameter on `tape` rounded to `H` — mixed precision: the model runs in
+    /// `H` (f16 or bf16: half the bytes of f32 to read and keep), while these parameters stay
+    /// the master weights an optimizer updates in `T`. The rounded copy is made at the first
+    /// call, and rewritten in place by each optimizer step after it (one pass); the
+    /// gradient comes back in `H` ([`Bound::gradient`]), and [`Gradient::widened`] makes it
+    /// the gradient of these parameters. With `H` the parameters' own type, this is
+    /// [`Params::bind`].
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::prelude::*;
+    /// use axes::autodiff::Tape;
+    /// use axes::nn::{Init, ParamsBuilder};
+    /// use axes::optim::Adam;
+    /// use half::bf16;
+    /// #[derive(Axis)] struct Feature;
+    /// let mut builder = ParamsBuilder::new();
+    /// let w = builder.add::<(Feature,)>("w", Feature.len(2), Init::Ones, 2, 2)?;
+    /// let mut params = builder.build::<f32>(0)?;
+    /// let mut adam = Adam::new(1e-3);
+    /// for _ in 0..3 {
+    ///     let tape = Tape::<bf16>::new();
+    ///     let p = params.bind_as::<bf16>(&tape)?;
+    ///     let loss = p.var(&w)?.square().sum::<(Feature,)>()?;
+    ///     let grad = p.gradient(&loss.backward()?)?.widened()?;
+    ///     adam.step(&mut params, &grad)?;
+    /// }
+    /// // The f32 master weights took three steps of 1e-3, which bf16 (8 bits) cannot hold.
+    /// assert!((params.tensor(&w)?.to_vec()[0] - 0.997).abs() < 1e-5);
+    /// # Ok::<(), axes::Error>(())
+    /// ```
+    pub fn bind_as<H: Float<Wide = T>>(&self, tape: &Tape<H>) -> Result<Bound<'_, H>> {
+        let storage = self.working_storage::<H>()?;
+        Ok(Bound::new(self.arena.with_storage(storage), tape))
+    }
+
+    /// The buffer of the working copy in `H`: the arena's own where `H` is `T`; else the copy,
+    /// made (or made current) here.
+    fn working_storage<H: Float>(&self) -> Result<Storage<H>> {
+        let master = self.arena.storage();
+        if let Some(same) = (master as &dyn Any).downcast_ref::<Storage<H>>() {
+            return Ok(same.clone());
         }
+        let mut working = self.working.lock().map_err(|_| Error::Unsupported {
+            what: "a working copy of parameters whose last rewrite panicked".into(),
+        })?;
+        let held = |copy: &WorkingCopy<T>| copy.buffer.as_any().is::<Storage<H>>();
+        if !working.as_ref().is_some_and(held) {
+            let made: Storage<H> = flat(master.clone()).cast::<H>().eval()?.storage().clone();
+            *working = Some(WorkingCopy {
+                buffer: Box::new(made),
+                current: true,
+            });
+        }
+        let copy = working.as_mut().expect("made above");
+        if !copy.current {
+            copy.buffer.rewrite(master)?;
+            copy.current = true;
+        }
+        let buffer = copy.buffer.as_any().downcast_ref::<Storage<H>>();
+        Ok(buffer.expect("checked above").clone())
     }
 }
 
 /// The parameters recorded on one tape: typed variables for the layers, and the gradient of
 /// all of them gathered back into the arena's layout.
 pub struct Bound<'p, T: Float> {
-    params: &'p Params<T>,
+    /// The parameters' buffer (or their working copy's) and layouts.
+    arena: Arena<T>,
     tape: Tape<T>,
     nodes: Vec<usize>,
+    /// Borrows the parameters: none may be updated while they are bound.
+    params: PhantomData<&'p ()>,
 }
 
 impl<T: Float> Bound<'_, T> {
+    /// `arena`'s tensors, recorded on `tape`.
+    fn new(arena: Arena<T>, tape: &Tape<T>) -> Self {
+        let nodes = (0..arena.layouts().len())
+            .map(|_| tape.push_leaf())
+            .collect();
+        Bound {
+            arena,
+            tape: tape.clone(),
+            nodes,
+            params: PhantomData,
+        }
+    }
+
     /// The variable of parameter `slot` (an error if `slot` belongs to other parameters).
     pub fn var<A: AxisSet>(&self, slot: &Slot<A>) -> Result<Var<T, A>> {
-        let value = self.params.tensor(slot)?;
+        let value = self.arena.tensor(slot)?;
         Ok(Var::new(
             self.tape.clone(),
             self.nodes[slot.index()],
@@ -284,7 +421,7 @@ impl<T: Float> Bound<'_, T> {
         if let Some(&last) = self.nodes.last() {
             grads.check(&self.tape, last)?;
         }
-        let arena = &self.params.arena;
+        let arena = &self.arena;
         let parts: Vec<_> = (arena.layouts().iter().zip(&self.nodes))
             .filter_map(|(layout, &node)| {
                 let buf = grads.buf(node)?;
@@ -294,6 +431,7 @@ impl<T: Float> Bound<'_, T> {
         Ok(Gradient {
             storage: assembled(arena.device(), arena.len(), &parts)?,
             arena: arena.id(),
+            gate: None,
         })
     }
 }
@@ -306,6 +444,9 @@ pub struct Gradient<T: Float> {
     storage: Storage<T>,
     /// The arena it is laid out like.
     arena: u64,
+    /// Whether an optimizer takes its step (1) or skips it (0), as a loss scale found the
+    /// gradient finite or not: one element on the gradient's device, read there.
+    gate: Option<Storage<T>>,
 }
 
 impl<T: Float> std::fmt::Debug for Gradient<T> {
@@ -330,6 +471,7 @@ impl<T: Float> Gradient<T> {
         Ok(Gradient {
             storage: placed(crate::storage::on_boundary(values)?, arena.device())?,
             arena: arena.id(),
+            gate: None,
         })
     }
 
@@ -392,6 +534,7 @@ impl<T: Float> Gradient<T> {
         Ok(Gradient {
             storage: filled(arena.device(), arena.len(), T::zero())?,
             arena: arena.id(),
+            gate: None,
         })
     }
 
@@ -420,7 +563,15 @@ impl<T: Float> Gradient<T> {
             return Err(Error::ForeignGradient);
         }
         let sum = (&flat(self.storage.clone()) + &flat(other.storage.clone())).eval()?;
-        Ok(self.with_storage(sum.storage().clone()))
+        // Either skipped step skips the sum's.
+        let gate = match (&self.gate, &other.gate) {
+            (Some(a), Some(b)) => Some((&flat(a.clone()) * &flat(b.clone())).eval()?),
+            (a, b) => a.as_ref().or(b.as_ref()).map(|g| flat(g.clone())),
+        };
+        Ok(Gradient {
+            gate: gate.map(|g| g.storage().clone()),
+            ..self.with_storage(sum.storage().clone())
+        })
     }
 
     /// Every element times `factor` (computed in f32 for half types), in one pass on the
@@ -438,7 +589,46 @@ impl<T: Float> Gradient<T> {
         Gradient {
             storage,
             arena: self.arena,
+            gate: self.gate.clone(),
         }
+    }
+
+    /// This gradient in `T`'s [`Float::Wide`] type — f32 for f16 and bf16, itself otherwise:
+    /// the gradient of the master weights behind [`Params::bind_as`], which an optimizer
+    /// steps. One pass on the gradient's device (none for a wide type).
+    pub fn widened(&self) -> Result<Gradient<T::Wide>> {
+        let cast = |storage: &Storage<T>| -> Result<Storage<T::Wide>> {
+            if let Some(same) = (storage as &dyn Any).downcast_ref::<Storage<T::Wide>>() {
+                return Ok(same.clone());
+            }
+            Ok(flat(storage.clone())
+                .cast::<T::Wide>()
+                .eval()?
+                .storage()
+                .clone())
+        };
+        Ok(Gradient {
+            storage: cast(&self.storage)?,
+            arena: self.arena,
+            gate: self.gate.as_ref().map(cast).transpose()?,
+        })
+    }
+
+    /// A gradient for the same arena holding `storage` (of the same length, in any type),
+    /// taken by an optimizer as `gate` says (see [`Gradient::gate`]).
+    pub(crate) fn gated<U: Float>(&self, storage: Storage<U>, gate: Storage<U>) -> Gradient<U> {
+        debug_assert_eq!(storage.len(), self.storage.len());
+        Gradient {
+            storage,
+            arena: self.arena,
+            gate: Some(gate),
+        }
+    }
+
+    /// Whether an optimizer takes its step (1) or skips it (0), where a loss scale decided:
+    /// one element on the gradient's device.
+    pub(crate) fn gate(&self) -> Option<&Storage<T>> {
+        self.gate.as_ref()
     }
 
     /// The buffer, checked to be laid out like `arena`.

@@ -199,7 +199,7 @@ impl<T: Float> Params<T> {
             }
         }
         let flat = placed(flat, self.arena.device())?;
-        self.arena.replace_storage(flat)?;
+        self.arena_mut().replace_storage(flat)?;
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! An optimizer's buffers: its state beside the parameter arena, the scalars each step
 //! computes on the device, and how an update written as typed expressions runs.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 
 use crate::Device;
 use crate::dispatch::{
@@ -66,6 +66,9 @@ pub(super) struct Buffers<T: Float> {
     spare_params: Option<Storage<T>>,
     /// Each state's previous buffer (host memory).
     spare_state: Vec<Option<Storage<T::Wide>>>,
+    /// A 1 on the parameters' device: the gate of a gradient no loss scale gated (see
+    /// [`Buffers::views`]).
+    ones: Option<Storage<T::Wide>>,
     pub(super) scalars: StepScalars<T::Wide>,
 }
 
@@ -76,6 +79,7 @@ impl<T: Float> Default for Buffers<T> {
             state: Vec::new(),
             spare_params: None,
             spare_state: Vec::new(),
+            ones: None,
             scalars: StepScalars::default(),
         }
     }
@@ -216,6 +220,13 @@ impl<T: Float> Buffers<T> {
             self.spare_params = None;
             self.spare_state = vec![None; count];
         }
+        if self
+            .ones
+            .as_ref()
+            .is_none_or(|ones| ones.device() != device)
+        {
+            self.ones = Some(filled(device, 1, T::Wide::one())?);
+        }
         unique_for_writing(params.arena_mut().storage_mut())?;
         for state in &mut self.state {
             unique_for_writing(state)?;
@@ -223,16 +234,27 @@ impl<T: Float> Buffers<T> {
         Ok(())
     }
 
-    /// The parameters and the gradient, as flat tensors.
+    /// The parameters, the gradient (as flat tensors) and the gradient's gate: 1 where the
+    /// step is taken, 0 where a loss scale found the gradient not finite and the step is
+    /// skipped (every update selects the old values, and the step count stays). An update
+    /// always selects, so that a gated step and an ungated one are the same kernel.
     pub(super) fn views(
         &self,
         params: &Params<T>,
         grad: &Gradient<T>,
-    ) -> Result<(Flat<T>, Flat<T>)> {
+    ) -> Result<(Flat<T>, Flat<T>, Gate<T>)> {
         // Operands on two devices are an error of the evaluation itself.
         let arena = params.arena();
-        let grad = grad.storage_for(arena)?;
-        Ok((flat(arena.storage().clone()), flat(grad.clone())))
+        let storage = grad.storage_for(arena)?;
+        let gate = match grad.gate() {
+            // A loss scale gates wide gradients only: this is the gate as it is.
+            Some(gate) => match (gate as &dyn Any).downcast_ref::<Storage<T::Wide>>() {
+                Some(wide) => element(wide, 0),
+                None => element(gate, 0).cast::<T::Wide>().eval()?,
+            },
+            None => element(self.ones.as_ref().expect("made by `prepare`"), 0),
+        };
+        Ok((flat(arena.storage().clone()), flat(storage.clone()), gate))
     }
 
     /// State buffer `k`, as a flat tensor.
@@ -293,6 +315,9 @@ impl<T: Float> Buffers<T> {
     }
 }
 
+/// Whether an optimizer takes a step (1) or skips it (0), in the parameters' wide type.
+pub(super) type Gate<T> = Tensor<<T as Float>::Wide, ()>;
+
 /// The scalars an optimizer's update reads that may change from step to step, on the
 /// parameters' device: its settings (placed there again only when they change), and the
 /// step count with the values each step derives from it and from the settings (the
@@ -315,7 +340,7 @@ pub(super) struct Scalars<W: Element> {
 }
 
 /// The tensor of no axes at element `k` of `storage`.
-fn element<W: Element>(storage: &Storage<W>, k: usize) -> Tensor<W, ()> {
+pub(super) fn element<W: Element>(storage: &Storage<W>, k: usize) -> Tensor<W, ()> {
     let at = Layout::new(&[], &[], k, storage.len()).expect("inside the buffer");
     Tensor::from_parts(storage.clone(), at).expect("rank 0 fits")
 }
@@ -360,9 +385,12 @@ impl<W: Float> StepScalars<W> {
     /// Advances the step count on `device` and computes the step's values: `derive` adds
     /// them to an IR whose node `step` is the count before this step (0 at the first) and
     /// whose nodes `settings[i]` hold `settings[i]`, and returns their nodes.
+    ///
+    /// The count advances by `gate` (one element: 1, or 0 for a step a loss scale skips).
     pub(super) fn advance(
         &mut self,
         device: Device,
+        gate: &Tensor<W, ()>,
         settings: &[f64],
         derive: impl FnOnce(&mut Ir, usize, &[usize]) -> Vec<usize>,
     ) -> Result<Scalars<W>> {
@@ -383,8 +411,8 @@ impl<W: Float> StepScalars<W> {
         let mut ir = Ir::default();
         let step = ir.leaf();
         let setting_nodes: Vec<usize> = settings.iter().map(|_| ir.leaf()).collect();
-        let one = ir.push(IrNode::Scalar(1.0));
-        let next = ir.push(IrNode::Binary(BinaryOp::Add, step, one));
+        let taken = ir.leaf();
+        let next = ir.push(IrNode::Binary(BinaryOp::Add, step, taken));
         let derived = derive(&mut ir, step, &setting_nodes);
         let count = 1 + derived.len();
         let fits = |s: &Storage<W>| s.device() == device && s.len() == count;
@@ -396,11 +424,12 @@ impl<W: Float> StepScalars<W> {
         }
         let scalars = self.scalars.as_mut().expect("made above");
         unique_for_writing(scalars)?;
-        // Leaves: the count, the settings, then the buffer's other elements (written over).
+        // Leaves: the count, the settings, the gate, then the buffer's other elements (written
+        // over).
         for _ in 1..count {
             ir.leaf();
         }
-        let written_leaves = (1..count).map(|k| settings.len() + k);
+        let written_leaves = (1..count).map(|k| settings.len() + 1 + k);
         let roots: Vec<usize> = [next].into_iter().chain(derived).collect();
         let scalar_at = |k: usize| Layout::new(&[], &[], k, count).expect("inside the buffer");
         let setting_at =
@@ -409,26 +438,13 @@ impl<W: Float> StepScalars<W> {
         for k in 0..settings.len() {
             inputs.push(Input::new(setting_buffer, &setting_at(k), &[], 0)?);
         }
+        inputs.push(Input::new(gate.storage(), gate.layout(), &[], 0)?);
         for k in 1..count {
             inputs.push(Input::new(&*scalars, &scalar_at(k), &[], 0)?);
         }
-        match device {
-            Device::Backend(_) => {
-                let over: Vec<usize> = [0].into_iter().chain(written_leaves).collect();
-                run_in_place::<W>(&ir, &[], &inputs, &roots, &over)?;
-            }
-            Device::Cpu => {
-                let outputs = (roots.iter())
-                    .map(|&root| Output::new(root, Vec::new(), ReduceOp::Sum))
-                    .collect();
-                let results = run_outputs::<W>(&ir, &[], &inputs, outputs)?;
-                let mut values = crate::storage::with_capacity(count)?;
-                for (storage, layout) in &results {
-                    values.push(storage.host()?[layout.offset()]);
-                }
-                drop(inputs);
-                *scalars = Storage::from_host_vec(values);
-            }
+        let over: Vec<usize> = [0].into_iter().chain(written_leaves).collect();
+        if let Some(values) = scalars_written::<W>(device, &ir, inputs, &roots, &over)? {
+            *scalars = values;
         }
         let scalars = self.scalars.as_ref().expect("made above");
         Ok(Scalars {
@@ -438,4 +454,29 @@ impl<W: Float> StepScalars<W> {
             values: (1..count).map(|k| element(scalars, k)).collect(),
         })
     }
+}
+
+/// Runs `ir`'s `roots` over one element each, written over the buffer of scalars whose
+/// element `k` leaf `over[k]` reads: in place on a device (a recorded step replays the
+/// write), and on the CPU into a new buffer, returned to put in place of the old one.
+pub(super) fn scalars_written<W: Float>(
+    device: Device,
+    ir: &Ir,
+    inputs: Vec<Input<'_>>,
+    roots: &[usize],
+    over: &[usize],
+) -> Result<Option<Storage<W>>> {
+    if let Device::Backend(_) = device {
+        run_in_place::<W>(ir, &[], &inputs, roots, over)?;
+        return Ok(None);
+    }
+    let outputs = (roots.iter())
+        .map(|&root| Output::new(root, Vec::new(), ReduceOp::Sum))
+        .collect();
+    let results = run_outputs::<W>(ir, &[], &inputs, outputs)?;
+    let mut values = crate::storage::with_capacity(roots.len())?;
+    for (storage, layout) in &results {
+        values.push(storage.host()?[layout.offset()]);
+    }
+    Ok(Some(Storage::from_host_vec(values)))
 }

@@ -15,14 +15,17 @@
 
 mod buffers;
 mod clip;
+mod scale;
 mod schedule;
 
 pub use clip::{Norm, clip_grad_norm, clip_grad_norm_checked};
+pub use scale::LossScale;
 pub use schedule::{Formula, Schedule, WarmupCosine};
 
+use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::eval::ExprExt;
-use crate::expr::{Borrowed, Cast, Lazy};
+use crate::expr::{Borrowed, Cast, Lazy, Scalar, select};
 use crate::io::TensorFile;
 use crate::ir::{BinaryOp, IrNode};
 use crate::nn::params::Flat;
@@ -117,15 +120,19 @@ impl<T: Float> Sgd<T> {
         // schedule, so that a rate the host follows never places the settings again).
         let schedule = &self.schedule;
         let lr = if schedule.is_some() { 0.0 } else { self.lr };
-        let scalars = (buffers.scalars).advance(params.device(), &[lr, momentum], |ir, t, s| {
-            vec![schedule.as_ref().map_or(s[0], |rate| rate.lower(ir, t))]
-        })?;
+        let (p, g, gate) = buffers.views(params, grad)?;
+        let settings = [lr, momentum];
+        let scalars =
+            (buffers.scalars).advance(params.device(), &gate, &settings, |ir, t, s| {
+                vec![schedule.as_ref().map_or(s[0], |rate| rate.lower(ir, t))]
+            })?;
         let (lr, mu) = (&scalars.values[0], &scalars.settings[1]);
-        let (p, g) = buffers.views(params, grad)?;
+        let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
         let v = buffers.state(0);
-        let v_next = &v * mu + wide(&g);
-        let p_next = (wide(&p) - v_next * lr).cast::<T>();
-        buffers.apply(params, &p_next, [&v_next])
+        let v_next = select(taken, &v * mu + wide(&g), &v);
+        let p_next = select(taken, (wide(&p) - v_next * lr).cast::<T>(), &p);
+        buffers.apply(params, &p_next, [&v_next])?;
+        params.rewrite_working_copy()
     }
 }
 
@@ -283,32 +290,36 @@ impl<T: Float> Adam<T> {
         let lr = if schedule.is_some() { 0.0 } else { self.lr };
         let settings = [lr, b1, 1.0 - b1, b2, 1.0 - b2, self.eps, self.weight_decay];
         let buffers = &mut self.buffers;
-        let scalars = (buffers.scalars).advance(params.device(), &settings, |ir, t, s| {
-            let lr = schedule.as_ref().map_or(s[0], |rate| rate.lower(ir, t));
-            let one = ir.push(IrNode::Scalar(1.0));
-            let taken = ir.push(IrNode::Binary(BinaryOp::Add, t, one));
-            // Bias corrections 1 - βᵗ, folded into the step size and epsilon.
-            let mut correction = |beta| {
-                let power = ir.push(IrNode::Binary(BinaryOp::Pow, beta, taken));
-                ir.push(IrNode::Binary(BinaryOp::Sub, one, power))
-            };
-            let (c1, c2) = (correction(s[1]), correction(s[3]));
-            let root_c2 = ir.push(IrNode::Unary(crate::ir::UnaryOp::Sqrt, c2));
-            let scaled = ir.push(IrNode::Binary(BinaryOp::Mul, lr, root_c2));
-            let step_size = ir.push(IrNode::Binary(BinaryOp::Div, scaled, c1));
-            let eps = ir.push(IrNode::Binary(BinaryOp::Mul, s[5], root_c2));
-            let decay = ir.push(IrNode::Binary(BinaryOp::Mul, lr, s[6]));
-            let keep = ir.push(IrNode::Binary(BinaryOp::Sub, one, decay));
-            vec![step_size, eps, keep]
-        })?;
+        let (p, g, gate) = buffers.views(params, grad)?;
+        let scalars =
+            (buffers.scalars).advance(params.device(), &gate, &settings, |ir, t, s| {
+                let lr = schedule.as_ref().map_or(s[0], |rate| rate.lower(ir, t));
+                let one = ir.push(IrNode::Scalar(1.0));
+                let taken = ir.push(IrNode::Binary(BinaryOp::Add, t, one));
+                // Bias corrections 1 - βᵗ, folded into the step size and epsilon.
+                let mut correction = |beta| {
+                    let power = ir.push(IrNode::Binary(BinaryOp::Pow, beta, taken));
+                    ir.push(IrNode::Binary(BinaryOp::Sub, one, power))
+                };
+                let (c1, c2) = (correction(s[1]), correction(s[3]));
+                let root_c2 = ir.push(IrNode::Unary(crate::ir::UnaryOp::Sqrt, c2));
+                let scaled = ir.push(IrNode::Binary(BinaryOp::Mul, lr, root_c2));
+                let step_size = ir.push(IrNode::Binary(BinaryOp::Div, scaled, c1));
+                let eps = ir.push(IrNode::Binary(BinaryOp::Mul, s[5], root_c2));
+                let decay = ir.push(IrNode::Binary(BinaryOp::Mul, lr, s[6]));
+                let keep = ir.push(IrNode::Binary(BinaryOp::Sub, one, decay));
+                vec![step_size, eps, keep]
+            })?;
         let [b1, a1, b2, a2] = [1, 2, 3, 4].map(|k| &scalars.settings[k]);
         let [step, eps, keep] = [0, 1, 2].map(|k| &scalars.values[k]);
-        let (p, g) = buffers.views(params, grad)?;
+        let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
         let (m, v) = (buffers.state(0), buffers.state(1));
-        let m_next = &m * b1 + wide(&g) * a1;
-        let v_next = &v * b2 + wide(&g) * wide(&g) * a2;
-        let p_next = (wide(&p) * keep - m_next * step / (v_next.sqrt() + eps)).cast::<T>();
-        buffers.apply(params, &p_next, [&m_next, &v_next])
+        let m_next = select(taken, &m * b1 + wide(&g) * a1, &m);
+        let v_next = select(taken, &v * b2 + wide(&g) * wide(&g) * a2, &v);
+        let update = wide(&p) * keep - m_next * step / (v_next.sqrt() + eps);
+        let p_next = select(taken, update.cast::<T>(), &p);
+        buffers.apply(params, &p_next, [&m_next, &v_next])?;
+        params.rewrite_working_copy()
     }
 }
 

@@ -198,6 +198,89 @@ pub fn f16_gpt_trains(device: &Device) {
     );
 }
 
+/// Mixed precision: a GPT bound as bf16 ([`axes::nn::Params::bind_as`]), and as f16 under a
+/// loss scale, takes three SGD steps whose f32 master weights move as the f32 model's do,
+/// within the half type's rounding (the change over the three steps, in L2 norm). The
+/// working copy follows the master: a stale one would compute the later gradients at the
+/// first step's weights.
+pub fn mixed_precision_steps(device: &Device) {
+    let (start, f32_run) = mixed_run::<f32>(device, false);
+    let moved = distance(&f32_run, &start);
+    assert!(
+        moved > 0.1,
+        "the f32 steps moved the weights by {moved} on {device}"
+    );
+    for (name, run, tolerance) in [
+        ("bf16", mixed_run::<bf16>(device, false).1, 0.03),
+        (
+            "f16 under a loss scale",
+            mixed_run::<f16>(device, true).1,
+            0.004,
+        ),
+    ] {
+        let apart = distance(&run, &f32_run) / moved;
+        eprintln!("{name} on {device}: {apart} of {moved}");
+        assert!(
+            apart < tolerance,
+            "{name} on {device}: the steps differ from f32's by {apart} of their size"
+        );
+    }
+}
+
+/// The L2 distance between `a` and `b`.
+fn distance(a: &[f32], b: &[f32]) -> f64 {
+    let squares = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2));
+    squares.sum::<f64>().sqrt()
+}
+
+/// A small GPT's f32 parameters before and after three SGD steps of the copy task run in
+/// `H` (with a loss scale where `scaled`).
+fn mixed_run<H: axes::Float<Wide = f32>>(device: &Device, scaled: bool) -> (Vec<f32>, Vec<f32>) {
+    use axes::autodiff::{Tape, softmax_cross_entropy};
+    use axes::nn::ParamsBuilder;
+    use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
+    use axes::optim::{LossScale, Sgd};
+    let half = 4;
+    let config = GptConfig {
+        vocab: 5,
+        context: 2 * half,
+        hidden: 16,
+        heads: 2,
+        head_dim: 8,
+        inner: 32,
+        layers: 1,
+    };
+    let mut builder = ParamsBuilder::new();
+    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let mut params = builder.build::<f32>(7).unwrap().to(device).unwrap();
+    let values = |params: &axes::nn::Params<f32>| params.arena().storage().host().unwrap().to_vec();
+    let start = values(&params);
+    let (mut sgd, mut scale) = (Sgd::new(0.5, 0.0), LossScale::new());
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for _ in 0..3 {
+        let (ids, targets) = super::ops::copy_batch(&mut rng, 8, half);
+        let (ids, targets) = (on(ids, device), on(targets, device));
+        let tape = Tape::<H>::new();
+        let p = params.bind_as::<H>(&tape).unwrap();
+        let logits = model.forward(&p, &ids).unwrap();
+        let loss = softmax_cross_entropy::<Vocab, _, _, _, _>(&logits, &targets)
+            .unwrap()
+            .mean::<(Batch, Token)>()
+            .unwrap();
+        let grad = if scaled {
+            let grad = p.gradient(&scale.backward(&loss).unwrap()).unwrap();
+            scale.unscale(&grad).unwrap()
+        } else {
+            p.gradient(&loss.backward().unwrap())
+                .unwrap()
+                .widened()
+                .unwrap()
+        };
+        sgd.step(&mut params, &grad).unwrap();
+    }
+    (start, values(&params))
+}
+
 /// The integer ops — remainder, bitwise and, or, xor, not, shifts — over a permuted operand
 /// and a broadcast one, in i32, i64 and u8, against Rust's own operators: `%` truncated (the
 /// sign of the dividend), shifts modulo the width (`wrapping_shl`, `wrapping_shr`:
