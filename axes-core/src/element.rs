@@ -304,9 +304,9 @@ macro_rules! half_elements {
             fn zero() -> Self { <$t>::ZERO }
             fn one() -> Self { <$t>::ONE }
             fn to_f64(self) -> f64 { self.to_f64() }
-            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+            fn from_f64(v: f64) -> Self { nearest(v) }
             fn to_i64(self) -> i64 { self.to_f64() as i64 }
-            fn from_i64(v: i64) -> Self { <$t>::from_f64(v as f64) }
+            fn from_i64(v: i64) -> Self { nearest(v as f64) }
             fn elements(data: &[Self]) -> Elements<'_> { Elements::$dtype(data) }
             fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> { ElementsMut::$dtype(data) }
         }
@@ -314,6 +314,69 @@ macro_rules! half_elements {
 }
 
 half_elements!(f16 => F16; bf16 => BF16);
+
+/// A half type's value nearest `v` (ties to even): through f32 rounded to odd — toward zero,
+/// with its last bit set where that dropped anything — so that the second rounding sees
+/// what the first dropped (rounding to nearest twice is off where the first lands on a tie:
+/// half's own `bf16::from_f64` is, in about one f32 value in 20,000).
+fn nearest<H: HalfFromF32>(v: f64) -> H {
+    let rounded = v as f32;
+    if v.is_nan() || f64::from(rounded) == v {
+        return H::from_f32(rounded);
+    }
+    let mut bits = rounded.to_bits();
+    if f64::from(rounded).abs() > v.abs() {
+        bits -= 1; // toward zero: one step down in magnitude
+    }
+    H::from_f32(f32::from_bits(bits | 1))
+}
+
+/// A half type made from an f32 by rounding to nearest, ties to even.
+trait HalfFromF32 {
+    fn from_f32(v: f32) -> Self;
+}
+
+impl HalfFromF32 for f16 {
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+impl HalfFromF32 for bf16 {
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+}
+
+/// `from` widened to f32 into `to` (as long): f16 and bf16 many at a time (half's slice
+/// conversions, vectorised where the CPU can), other types one by one through f64.
+pub(crate) fn widen_to_f32<T: Element>(from: &[T], to: &mut [f32]) {
+    use half::slice::HalfFloatSliceExt;
+    match T::elements(from) {
+        Elements::F16(from) => from.convert_to_f32_slice(to),
+        Elements::BF16(from) => from.convert_to_f32_slice(to),
+        _ => {
+            for (t, &f) in to.iter_mut().zip(from) {
+                *t = f.to_f64() as f32;
+            }
+        }
+    }
+}
+
+/// `from` rounded to `T` into `to` (as long): to the nearest, ties to even — as the same
+/// value through f64, which holds every f32 exactly — f16 and bf16 many at a time.
+pub(crate) fn narrow_from_f32<T: Element>(from: &[f32], to: &mut [T]) {
+    use half::slice::HalfFloatSliceExt;
+    match T::elements_mut(to) {
+        ElementsMut::F16(to) => to.convert_from_f32_slice(from),
+        ElementsMut::BF16(to) => to.convert_from_f32_slice(from),
+        _ => {
+            for (t, &f) in to.iter_mut().zip(from) {
+                *t = T::from_f64(f64::from(f));
+            }
+        }
+    }
+}
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -342,5 +405,45 @@ impl Element for bool {
     }
     fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> {
         ElementsMut::Bool(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f64 to a half type rounds once, to the nearest (ties to even): for every f32 input as
+    /// f32 itself rounds it, and where rounding to f32 first would land on a tie.
+    #[test]
+    fn halves_round_f64_to_nearest() {
+        let mut state = 0x9e37_79b9_u32;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let v = f32::from_bits(state);
+            if v.is_nan() {
+                continue;
+            }
+            let (b, h) = (
+                <bf16 as Element>::from_f64(v.into()),
+                <f16 as Element>::from_f64(v.into()),
+            );
+            assert_eq!(b.to_bits(), bf16::from_f32(v).to_bits(), "bf16 of {v:e}");
+            assert_eq!(h.to_bits(), f16::from_f32(v).to_bits(), "f16 of {v:e}");
+        }
+        // Just above the midpoint of bf16's 1 and 1 + 2⁻⁷ (and of f16's 1 and 1 + 2⁻¹⁰): f32
+        // would round it to the midpoint, and a tie to the even 1.
+        let above = |mid: f64| mid + 2f64.powi(-40);
+        let b: bf16 = Element::from_f64(above(1.0 + 2f64.powi(-8)));
+        assert_eq!(b.to_f64(), 1.0 + 2f64.powi(-7));
+        let h: f16 = Element::from_f64(above(1.0 + 2f64.powi(-11)));
+        assert_eq!(h.to_f64(), 1.0 + 2f64.powi(-10));
+        let below: bf16 = Element::from_f64(-above(1.0 + 2f64.powi(-8)));
+        assert_eq!(below.to_f64(), -(1.0 + 2f64.powi(-7)));
+        // Past the type's range: infinite; NaN stays NaN.
+        let huge: bf16 = Element::from_f64(1e300);
+        assert!(huge.to_f64().is_infinite());
+        assert!(<f16 as Element>::from_f64(f64::NAN).to_f64().is_nan());
     }
 }

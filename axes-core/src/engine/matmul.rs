@@ -9,6 +9,7 @@ use std::mem::MaybeUninit;
 use half::{bf16, f16};
 
 use super::{cost, threads};
+use crate::element::{narrow_from_f32, widen_to_f32};
 use crate::error::{Error, Result};
 use crate::layout::within;
 use crate::num::Num;
@@ -334,14 +335,20 @@ fn matmul<T: Num>(
         // Computed in f32: pack both operands as f32, multiply, round back.
         let widen =
             |data: &[T], o: isize, rs: isize, cs: isize, rows: usize, cols: usize| -> Vec<f32> {
-                let mut out = Vec::with_capacity(rows * cols);
+                // Gathered in the half type (rows copied whole where they are contiguous),
+                // then widened in one call.
+                let mut packed = Vec::with_capacity(rows * cols);
                 for r in 0..rows {
-                    for c in 0..cols {
-                        out.push(
-                            data[(o + r as isize * rs + c as isize * cs) as usize].to_f64() as f32,
-                        );
+                    let start = o + r as isize * rs;
+                    if cs == 1 {
+                        packed.extend_from_slice(&data[start as usize..start as usize + cols]);
+                    } else {
+                        let at = |c: usize| data[(start + c as isize * cs) as usize];
+                        packed.extend((0..cols).map(at));
                     }
                 }
+                let mut out = vec![0.0; rows * cols];
+                widen_to_f32(&packed, &mut out);
                 out
             };
         let a = widen(lhs, lo, l_rs, l_cs, m, k);
@@ -352,8 +359,10 @@ fn matmul<T: Num>(
         matmul(written, (m, n, k), a, b, threads);
         // SAFETY: `matmul` wrote every one of the m×n elements.
         unsafe { c.set_len(m * n) };
-        for (d, v) in dst.iter_mut().zip(c) {
-            d.write(T::from_f64(f64::from(v)));
+        let mut rounded = vec![T::zero(); m * n];
+        narrow_from_f32(&c, &mut rounded);
+        for (d, v) in dst.iter_mut().zip(rounded) {
+            d.write(v);
         }
         return;
     }

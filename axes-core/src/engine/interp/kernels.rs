@@ -2,7 +2,7 @@
 //! writes (and reductions) into a sink.
 
 use super::{StridedSink, Values, with_elements, with_values};
-use crate::element::{Element, Elements, ElementsMut};
+use crate::element::{Element, Elements, ElementsMut, narrow_from_f32, widen_to_f32};
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, ReduceFn, ReduceOp, UnaryOp};
 use crate::num::Num;
@@ -174,7 +174,14 @@ pub(super) fn cast(out: &mut Values, a: Elements<'_>, n: usize) {
         }
         with_elements!(a, v => each(out, v))
     }
-    with_values!(out, o => typed(&mut o[..n], a))
+    // Half types to and from f32 many at a time: the same values as one by one.
+    match (out, a) {
+        (Values::F32(o), Elements::F16(x)) => widen_to_f32(&x[..n], &mut o[..n]),
+        (Values::F32(o), Elements::BF16(x)) => widen_to_f32(&x[..n], &mut o[..n]),
+        (Values::F16(o), Elements::F32(x)) => narrow_from_f32(&x[..n], &mut o[..n]),
+        (Values::BF16(o), Elements::F32(x)) => narrow_from_f32(&x[..n], &mut o[..n]),
+        (out, a) => with_values!(out, o => typed(&mut o[..n], a)),
+    }
 }
 
 /// Writes or combines the first `n` values of `block` at `first + j * stride`.
