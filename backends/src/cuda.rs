@@ -15,7 +15,7 @@
 //! capture them ([`Cuda::graph_error`] says why).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
@@ -99,6 +99,9 @@ pub struct Cuda {
     capture: Mutex<Option<std::result::Result<record::CaptureStream, String>>>,
     /// Why the last recording could not be captured as a graph.
     graph_error: Mutex<Option<String>>,
+    /// Whether cuBLAS's f32 products may round their operands to TF32
+    /// ([`Backend::allow_tf32`]).
+    tf32: AtomicBool,
 }
 
 /// An argument of a launch.
@@ -152,6 +155,7 @@ impl Cuda {
             recordings: Arc::default(),
             capture: Mutex::new(None),
             graph_error: Mutex::new(None),
+            tf32: AtomicBool::new(false),
         })
     }
 
@@ -559,6 +563,11 @@ impl Backend for Cuda {
             // A failure leaves the threshold as it was: the limit is a hint to the driver.
             let _ = set_release_threshold(pool, bytes as u64);
         }
+    }
+
+    fn allow_tf32(&self, allowed: bool) -> bool {
+        self.tf32.store(allowed, Ordering::Relaxed);
+        true
     }
 
     /// Waits for the device, then hands every freed byte of the driver pool back.

@@ -309,3 +309,57 @@ fn a_gru_learns_what_one_step_cannot_tell() {
         "one step tells {feed_forward:.3} on {gpu}"
     );
 }
+
+#[derive(axes::Axis)]
+struct Inner;
+
+/// With TF32 allowed, cuBLAS's f32 products round their operands to 10 bits of significand:
+/// each result within 2⁻¹⁰ Σₖ |aᵢₖ bₖⱼ| of the exact one (and not equal to f32's
+/// everywhere: the tensor cores ran); allowed no more, they are f32's again, within
+/// 2⁻²⁰ of it.
+#[test]
+fn gpu_tf32_products_stay_within_their_bound() {
+    use axes::prelude::*;
+    let Some(gpu) = gpu() else { return };
+    let value = |seed: usize| ((seed * 2_654_435_761) % 10_007) as f32 / 5_003.5 - 1.0;
+    let a = Tensor::<f32, (Row, Inner)>::from_fn((Row.len(64), Inner.len(256)), |ix| {
+        value(ix.of::<Row>() * 256 + ix.of::<Inner>())
+    })
+    .unwrap();
+    let b = Tensor::<f32, (Inner, Col)>::from_fn((Inner.len(256), Col.len(48)), |ix| {
+        value(70_001 + ix.of::<Inner>() * 48 + ix.of::<Col>())
+    })
+    .unwrap();
+    let (av, bv) = (a.to_vec(), b.to_vec());
+    let exact = |i: usize, j: usize| {
+        let terms = (0..256).map(|k| f64::from(av[i * 256 + k]) * f64::from(bv[k * 48 + j]));
+        let magnitude: f64 = terms.clone().map(f64::abs).sum();
+        (terms.sum::<f64>(), magnitude)
+    };
+    let product = || {
+        let (a, b) = (a.to(&gpu).unwrap(), b.to(&gpu).unwrap());
+        let c: Tensor<f32, (Row, Col)> = dot(&a, &b).unwrap();
+        c.to(&axes::Device::Cpu).unwrap().to_vec()
+    };
+    assert!(gpu.allow_tf32(true), "CUDA takes TF32");
+    let tf32 = product();
+    assert!(gpu.allow_tf32(false));
+    let full = product();
+    let mut differs = false;
+    for i in 0..64 {
+        for j in 0..48 {
+            let (want, magnitude) = exact(i, j);
+            let (t, f) = (f64::from(tf32[i * 48 + j]), f64::from(full[i * 48 + j]));
+            assert!(
+                (t - want).abs() <= magnitude * 2f64.powi(-10),
+                "TF32 [{i}, {j}]: {t} vs {want}"
+            );
+            assert!(
+                (f - want).abs() <= magnitude * 2f64.powi(-20),
+                "f32 [{i}, {j}]: {f} vs {want}"
+            );
+            differs |= t != f;
+        }
+    }
+    assert!(differs, "TF32 gave f32's results everywhere");
+}

@@ -165,6 +165,14 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// Lets f32 products round their operands to TF32 (10 bits of significand, f32's range;
+    /// products still summed in f32) where the device has units for it, or stops them;
+    /// whether the device does so. The default has none, and ignores it.
+    fn allow_tf32(&self, allowed: bool) -> bool {
+        let _ = allowed;
+        false
+    }
+
     /// Runs a matrix product into a new buffer (row-major `m`×`n`).
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         let _ = job;

@@ -76,6 +76,28 @@ impl Device {
         }
     }
 
+    /// Lets this device's f32 products (`dot`, `dot_over`, linear layers) round their
+    /// operands to TF32 — 10 bits of significand instead of 23, the range of f32, products
+    /// summed in f32 — or stops them (the default); whether the device does so. As PyTorch's
+    /// `torch.backends.cuda.matmul.allow_tf32`: on CUDA, cuBLAS's products run on the tensor
+    /// cores (on an H100 several times SGEMM's rate), each result off by at most about
+    /// 2⁻¹⁰ · Σₖ |aᵢₖ · bₖⱼ| (each operand's rounding, 2⁻¹¹ relative, on both sides) where
+    /// f32 is off by 2⁻²³ times as much per term. Elsewhere (the host, OpenCL, CUDA's own
+    /// kernels for products cuBLAS does not take) f32 products stay f32, and this returns
+    /// false.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Device;
+    /// assert!(!Device::Cpu.allow_tf32(true)); // ignored: the host computes in f32
+    /// ```
+    pub fn allow_tf32(&self, allowed: bool) -> bool {
+        match self {
+            Device::Cpu => false,
+            Device::Backend(backend) => backend.allow_tf32(allowed),
+        }
+    }
+
     /// Starts a new peak of [`Device::counters`] from the bytes held now.
     pub fn reset_peak(&self) {
         match self {

@@ -1,6 +1,7 @@
 //! Products on cuBLAS, on the device's stream.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use axes_core::DType;
 use axes_core::error::{Error, Result};
@@ -103,6 +104,7 @@ impl Cuda {
         };
         let call = GemmCall {
             dtype: job.dtype,
+            tf32: job.dtype == DType::F32 && self.tf32.load(Ordering::Relaxed),
             transa: op_b,
             transb: op_a,
             m: n as i32,

@@ -53,6 +53,8 @@ pub(super) fn address<T>(buffer: &CudaSlice<T>, stream: &CudaStream) -> CUdevice
 #[derive(Clone, Copy, Debug)]
 pub(super) struct GemmCall {
     pub dtype: DType,
+    /// An f32 product with its operands rounded to TF32 on the tensor cores.
+    pub tf32: bool,
     pub transa: cublasOperation_t,
     pub transb: cublasOperation_t,
     pub m: i32,
@@ -72,8 +74,8 @@ pub(super) struct GemmCall {
 
 impl GemmCall {
     /// Queues C = A·B (alpha 1, beta 0) on `handle`'s stream: cuBLAS's SGEMM and DGEMM for
-    /// f32 and f64, its mixed precision for the half types (16-bit operands and result, f32
-    /// accumulation).
+    /// f32 and f64 (f32 with TF32 operands where `tf32`), its mixed precision for the half
+    /// types (16-bit operands and result, f32 accumulation).
     ///
     /// # Safety
     /// Each address must be that of a live buffer of `dtype` elements that holds every
@@ -87,7 +89,7 @@ impl GemmCall {
         // pointer mode).
         let done = unsafe {
             match g.dtype {
-                DType::F32 => blas::sgemm_strided_batched(
+                DType::F32 if !g.tf32 => blas::sgemm_strided_batched(
                     handle,
                     g.transa,
                     g.transb,
@@ -127,11 +129,20 @@ impl GemmCall {
                     g.stride_c,
                     g.batch,
                 ),
-                DType::F16 | DType::BF16 => {
-                    let kind = if g.dtype == DType::F16 {
-                        cudaDataType_t::CUDA_R_16F
-                    } else {
-                        cudaDataType_t::CUDA_R_16BF
+                DType::F16 | DType::BF16 | DType::F32 => {
+                    let (kind, compute) = match g.dtype {
+                        DType::F16 => (
+                            cudaDataType_t::CUDA_R_16F,
+                            cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        ),
+                        DType::BF16 => (
+                            cudaDataType_t::CUDA_R_16BF,
+                            cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        ),
+                        _ => (
+                            cudaDataType_t::CUDA_R_32F,
+                            cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                        ),
                     };
                     blas::gemm_strided_batched_ex(
                         handle,
@@ -155,7 +166,7 @@ impl GemmCall {
                         g.ldc,
                         g.stride_c,
                         g.batch,
-                        cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        compute,
                         cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                     )
                 }
@@ -653,6 +664,7 @@ fn warm_up(
         .map_err(|e| cuda_error("waiting for the device", e))?;
     let call = GemmCall {
         dtype: DType::F32,
+        tf32: false,
         transa: cublasOperation_t::CUBLAS_OP_N,
         transb: cublasOperation_t::CUBLAS_OP_N,
         m: 1,
