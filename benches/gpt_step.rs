@@ -2,7 +2,8 @@
 //! `examples/gpt.rs` (4 blocks of 4 heads, 128 wide, context 128, batch 32; 828k parameters),
 //! f32, on 1 and 2 threads, beside the same model in PyTorch CPU (`benches/gpt_torch.py
 //! --bench`, run as a child process when `python3` — or `$AXES_TORCH_PYTHON` — can import
-//! torch). Prints ms per step and the ratios after criterion's report.
+//! torch); and in bf16 over f32 master weights (`Params::bind_as`), against f32. Prints ms per
+//! step, the ratios and the most bytes a step held after criterion's report.
 //!
 //! `cargo bench --bench gpt_step`; `AXES_BENCH_QUICK=1` for a short run.
 
@@ -13,7 +14,9 @@ use axes::nn::transformer::{Batch, Gpt, GptConfig, Token};
 use axes::nn::{Params, ParamsBuilder};
 use axes::optim::{Adam, clip_grad_norm};
 use axes::prelude::*;
+use axes::{Device, Float};
 use criterion::BenchmarkId;
+use half::bf16;
 
 mod support;
 use support::{median_ns, python_peer};
@@ -53,20 +56,31 @@ fn data() -> (Ids, Ids) {
     )
 }
 
-fn step(
+/// One step with the forward and backward passes in `H` (f32: the parameters themselves).
+fn step<H: Float<Wide = f32>>(
     model: &Gpt,
     params: &mut Params<f32>,
     adam: &mut Adam<f32>,
     ids: &Ids,
     targets: &Ids,
-) -> f32 {
-    let tape = Tape::new();
-    let p = params.bind(&tape);
+) -> f64 {
+    let tape = Tape::<H>::new();
+    let p = params.bind_as::<H>(&tape).unwrap();
     let loss = model.loss(&p, ids, targets).unwrap();
     let grad = p.gradient(&loss.backward().unwrap()).unwrap();
-    let (grad, _) = clip_grad_norm(params, grad, 1.0).unwrap();
+    let (grad, _) = clip_grad_norm(params, grad.widened().unwrap(), 1.0).unwrap();
     adam.step(params, &grad).unwrap();
-    loss.value().to_vec()[0]
+    loss.value().to_vec()[0].to_f64()
+}
+
+/// The most bytes the host held during one step in `H`, in MB.
+fn peak_mb<H: Float<Wide = f32>>(ids: &Ids, targets: &Ids) -> f64 {
+    let (gpt, mut params) = model();
+    let mut adam = Adam::new(1e-3).with_weight_decay(0.01);
+    step::<H>(&gpt, &mut params, &mut adam, ids, targets);
+    Device::Cpu.reset_peak();
+    step::<H>(&gpt, &mut params, &mut adam, ids, targets);
+    Device::Cpu.counters().map_or(0, |c| c.peak_bytes) as f64 / 1e6
 }
 
 fn main() {
@@ -78,7 +92,12 @@ fn main() {
         let (gpt, mut params) = model();
         let mut adam = Adam::new(1e-3).with_weight_decay(0.01);
         group.bench_function(BenchmarkId::new("axes", threads), |b| {
-            b.iter(|| black_box(step(&gpt, &mut params, &mut adam, &ids, &targets)))
+            b.iter(|| black_box(step::<f32>(&gpt, &mut params, &mut adam, &ids, &targets)))
+        });
+        let (gpt, mut params) = model();
+        let mut adam = Adam::new(1e-3).with_weight_decay(0.01);
+        group.bench_function(BenchmarkId::new("axes-bf16", threads), |b| {
+            b.iter(|| black_box(step::<bf16>(&gpt, &mut params, &mut adam, &ids, &targets)))
         });
     }
     group.finish();
@@ -103,5 +122,17 @@ fn main() {
             );
         }
         println!("   (ratio = PyTorch's time / ours; > 1 means axes is faster)");
+        if let Some(bf16) = median_ns(GROUP, &format!("axes-bf16/{threads}")) {
+            let bf16 = bf16 / 1e6;
+            println!(
+                "axes in bf16, {threads} thread(s): {bf16:7.1} ms  ratio to f32 {:.2}",
+                ours / bf16
+            );
+        }
     }
+    let (f32_mb, bf16_mb) = (
+        peak_mb::<f32>(&ids, &targets),
+        peak_mb::<bf16>(&ids, &targets),
+    );
+    println!("most bytes held during a step: f32 {f32_mb:.0} MB, bf16 {bf16_mb:.0} MB");
 }

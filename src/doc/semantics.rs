@@ -420,6 +420,15 @@
 //! - `f16` and `bf16` compute each operation in `f32` and round the result. Sums, products,
 //!   means and variances combine in `f32` and round once: in `bf16`, with 8 significant bits,
 //!   a long running sum would stall. Matrix products of half types also compute in `f32`.
+//! - Mixed precision trains a model in a half type over `f32` master weights:
+//!   [`Params::bind_as::<bf16>`](crate::nn::Params::bind_as) records a 16-bit working copy of
+//!   the parameters on the tape, which each optimizer step rewrites from the `f32` weights it
+//!   updates; [`Gradient::widened`](crate::nn::Gradient::widened) turns the half gradient into
+//!   the master's. `f16`, whose smallest normal value is 6·10⁻⁵, also needs a
+//!   [`LossScale`](crate::optim::LossScale): the backward pass runs from the loss times a
+//!   scale, and a step whose gradient overflowed is skipped on the device, without a read
+//!   back. [`Device::allow_tf32`](crate::Device::allow_tf32) lets `f32` products on CUDA use
+//!   TF32 (off by default; ignored elsewhere).
 //!
 //! ```
 //! use axes::prelude::*;
