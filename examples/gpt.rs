@@ -19,12 +19,13 @@
 //! repository's `data/` by default), `--record` (on a device, the step is recorded once and
 //! replayed: `axes::record::Recorded`; a CUDA graph on CUDA), `--sample N` (the characters
 //! sampled at the end, 300), `--checkpoint-every N` (every N steps, a checkpoint of the
-//! parameters, AdamW's state, the step and the curves so far: `DIR/checkpoint-{step}.safetensors`)
+//! parameters, AdamW's state, the step and the curves so far: `DIR/checkpoint-{step}.safetensors`),
 //! `--resume PATH` (goes on from a checkpoint, with the options it was written with: the
 //! same batches, rates and bits as a run that never stopped) and `--precision f32|bf16|f16`
 //! (mixed precision: the forward and backward passes in bf16 or f16 over a copy of the f32
 //! weights AdamW updates, `Params::bind_as`; f16 under a dynamic loss scale, `LossScale`,
-//! whose value the checkpoints keep; the validation runs the f32 weights).
+//! whose value the checkpoints keep and the validation lines print; the validation runs the
+//! f32 weights).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -454,10 +455,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if (step + 1) % options.eval_every == 0 || step + 1 == options.steps {
             let valid_bits = bits_per_char(&model, &params, &eval_batches)?;
             valid_curve.push((step + 1, valid_bits));
-            let line = format!(
+            let mut line = format!(
                 "step {:>5}: train {bits:.3} bits/char, validation {valid_bits:.3}",
                 step + 1
             );
+            if options.precision == Precision::F16 {
+                let (scale, _) = loss_scale.borrow().state()?;
+                line += &format!(", loss scale {scale}");
+            }
             if bar.is_hidden() {
                 println!("{line}");
             } else {

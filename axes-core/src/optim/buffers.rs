@@ -236,8 +236,8 @@ impl<T: Float> Buffers<T> {
 
     /// The parameters, the gradient (as flat tensors) and the gradient's gate: 1 where the
     /// step is taken, 0 where a loss scale found the gradient not finite and the step is
-    /// skipped (every update selects the old values, and the step count stays). An update
-    /// always selects, so that a gated step and an ungated one are the same kernel.
+    /// skipped (the update selects the old values, and the step count stays); 1 where no
+    /// loss scale gated the gradient.
     pub(super) fn views(
         &self,
         params: &Params<T>,

@@ -127,11 +127,17 @@ impl<T: Float> Sgd<T> {
                 vec![schedule.as_ref().map_or(s[0], |rate| rate.lower(ir, t))]
             })?;
         let (lr, mu) = (&scalars.values[0], &scalars.settings[1]);
-        let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
         let v = buffers.state(0);
-        let v_next = select(taken, &v * mu + wide(&g), &v);
-        let p_next = select(taken, (wide(&p) - v_next * lr).cast::<T>(), &p);
-        buffers.apply(params, &p_next, [&v_next])?;
+        let v_next = &v * mu + wide(&g);
+        let p_next = (wide(&p) - v_next * lr).cast::<T>();
+        if grad.gate().is_some() {
+            // Each result the old value where the loss scale skips the step.
+            let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
+            let p_kept = select(taken, p_next, &p);
+            buffers.apply(params, &p_kept, [&select(taken, v_next, &v)])?;
+        } else {
+            buffers.apply(params, &p_next, [&v_next])?;
+        }
         params.rewrite_working_copy()
     }
 }
@@ -312,13 +318,20 @@ impl<T: Float> Adam<T> {
             })?;
         let [b1, a1, b2, a2] = [1, 2, 3, 4].map(|k| &scalars.settings[k]);
         let [step, eps, keep] = [0, 1, 2].map(|k| &scalars.values[k]);
-        let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
         let (m, v) = (buffers.state(0), buffers.state(1));
-        let m_next = select(taken, &m * b1 + wide(&g) * a1, &m);
-        let v_next = select(taken, &v * b2 + wide(&g) * wide(&g) * a2, &v);
+        let m_next = &m * b1 + wide(&g) * a1;
+        let v_next = &v * b2 + wide(&g) * wide(&g) * a2;
         let update = wide(&p) * keep - m_next * step / (v_next.sqrt() + eps);
-        let p_next = select(taken, update.cast::<T>(), &p);
-        buffers.apply(params, &p_next, [&m_next, &v_next])?;
+        let p_next = update.cast::<T>();
+        if grad.gate().is_some() {
+            // Each result the old value where the loss scale skips the step.
+            let taken = (&gate).greater(Scalar(<T::Wide as Element>::zero()));
+            let p_kept = select(taken, p_next, &p);
+            let (m_kept, v_kept) = (select(taken, m_next, &m), select(taken, v_next, &v));
+            buffers.apply(params, &p_kept, [&m_kept, &v_kept])?;
+        } else {
+            buffers.apply(params, &p_next, [&m_next, &v_next])?;
+        }
         params.rewrite_working_copy()
     }
 }
