@@ -333,37 +333,21 @@ fn matmul<T: Num>(
     }
     if id == TypeId::of::<f16>() || id == TypeId::of::<bf16>() {
         // Computed in f32: pack both operands as f32, multiply, round back.
-        let widen =
-            |data: &[T], o: isize, rs: isize, cs: isize, rows: usize, cols: usize| -> Vec<f32> {
-                // Gathered in the half type (rows copied whole where they are contiguous),
-                // then widened in one call.
-                let mut packed = Vec::with_capacity(rows * cols);
-                for r in 0..rows {
-                    let start = o + r as isize * rs;
-                    if cs == 1 {
-                        packed.extend_from_slice(&data[start as usize..start as usize + cols]);
-                    } else {
-                        let at = |c: usize| data[(start + c as isize * cs) as usize];
-                        packed.extend((0..cols).map(at));
-                    }
-                }
-                let mut out = vec![0.0; rows * cols];
-                widen_to_f32(&packed, &mut out);
-                out
-            };
-        let a = widen(lhs, lo, l_rs, l_cs, m, k);
-        let b = widen(rhs, ro, r_rs, r_cs, k, n);
+        let a = widened(lhs, (lo, l_rs, l_cs), (m, k), threads);
+        let b = widened(rhs, (ro, r_rs, r_cs), (k, n), threads);
         let mut c = Vec::with_capacity(m * n);
         let written = &mut c.spare_capacity_mut()[..m * n];
         let (a, b) = ((&a[..], 0, k as isize, 1), (&b[..], 0, n as isize, 1));
         matmul(written, (m, n, k), a, b, threads);
         // SAFETY: `matmul` wrote every one of the m×n elements.
         unsafe { c.set_len(m * n) };
-        let mut rounded = vec![T::zero(); m * n];
-        narrow_from_f32(&c, &mut rounded);
-        for (d, v) in dst.iter_mut().zip(rounded) {
-            d.write(v);
-        }
+        on_row_blocks(dst, &c, n, threads, |_, dst, c| {
+            let mut rounded = vec![T::zero(); c.len()];
+            narrow_from_f32(c, &mut rounded);
+            for (d, v) in dst.iter_mut().zip(rounded) {
+                d.write(v);
+            }
+        });
         return;
     }
     // Integers: a plain loop with the element type's (wrapping) arithmetic.
@@ -378,6 +362,63 @@ fn matmul<T: Num>(
             dst[i * n + j].write(acc);
         }
     }
+}
+
+/// Elements at or above which a half product's packing and rounding run on several threads.
+const PARALLEL_CONVERSION: usize = 1 << 16;
+
+/// The `rows`×`cols` operand at `(offset, row stride, column stride)` of `data`, widened to
+/// f32 row-major (contiguous rows many elements at a time), on up to `threads` threads.
+fn widened<T: Num>(
+    data: &[T],
+    (offset, rs, cs): (isize, isize, isize),
+    (rows, cols): (usize, usize),
+    threads: usize,
+) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    on_row_blocks(&mut out, &[(); 0], cols, threads, |first_row, block, _| {
+        let mut gathered = Vec::new();
+        for (i, row) in block.chunks_mut(cols).enumerate() {
+            let start = offset + (first_row + i) as isize * rs;
+            if cs == 1 {
+                widen_to_f32(&data[start as usize..start as usize + cols], row);
+            } else {
+                gathered.clear();
+                gathered.extend((0..cols).map(|c| data[(start + c as isize * cs) as usize]));
+                widen_to_f32(&gathered, row);
+            }
+        }
+    });
+    out
+}
+
+/// Runs `f(first row, rows of out, the same rows of with)` over blocks of whole rows of `out`
+/// (rows `cols` long; `with` empty or as long), on up to `threads` threads where `out` is
+/// large.
+fn on_row_blocks<O: Send, W: Sync>(
+    out: &mut [O],
+    with: &[W],
+    cols: usize,
+    threads: usize,
+    f: impl Fn(usize, &mut [O], &[W]) + Sync,
+) {
+    if cols == 0 || out.is_empty() {
+        return;
+    }
+    let rows = out.len() / cols;
+    if threads == 1 || out.len() < PARALLEL_CONVERSION || rows < 2 {
+        return f(0, out, with);
+    }
+    let block_rows = rows.div_ceil(threads);
+    threads::install(|| {
+        use rayon::prelude::*;
+        let blocks = out.par_chunks_mut(block_rows * cols).enumerate();
+        blocks.for_each(|(i, part)| {
+            let from = (i * block_rows * cols).min(with.len());
+            let to = (from + part.len()).min(with.len());
+            f(i * block_rows, part, &with[from..to]);
+        });
+    });
 }
 
 #[cfg(test)]
@@ -432,6 +473,61 @@ mod tests {
                     rhs_strides,
                 );
             }
+        }
+    }
+
+    /// Products of f16 and bf16 in every layout of the operands, large enough that their
+    /// packing and rounding split across threads: the f32 product of the widened operands,
+    /// rounded once, the same bits on one, two and three threads.
+    #[test]
+    fn half_products_are_f32_products_rounded() {
+        fn case<T: Num>(lhs_transposed: bool, rhs_transposed: bool) {
+            let (m, n, k) = (300, 230, 270);
+            let value = |i: usize| T::from_f64(((i * 7919) % 2001) as f64 / 1e3 - 1.0);
+            let lhs: Vec<T> = (0..m * k).map(value).collect();
+            let rhs: Vec<T> = (0..k * n).map(|i| value(i + 13)).collect();
+            let lhs_strides = if lhs_transposed { (1, m) } else { (k, 1) };
+            let rhs_strides = if rhs_transposed { (1, k) } else { (n, 1) };
+            let wide = |v: &[T]| v.iter().map(|x| x.to_f64() as f32).collect::<Vec<f32>>();
+            let s = |(r, c): (usize, usize)| (r as isize, c as isize);
+            let product = |threads: usize| {
+                let mut out = Vec::with_capacity(m * n);
+                let (l, r) = (s(lhs_strides), s(rhs_strides));
+                let (lhs, rhs) = ((&lhs[..], 0, l.0, l.1), (&rhs[..], 0, r.0, r.1));
+                matmul(
+                    &mut out.spare_capacity_mut()[..m * n],
+                    (m, n, k),
+                    lhs,
+                    rhs,
+                    threads,
+                );
+                // SAFETY: `matmul` wrote every one of the m×n elements.
+                unsafe { out.set_len(m * n) };
+                out
+            };
+            let (wl, wr) = (wide(&lhs), wide(&rhs));
+            let mut f32s: Vec<f32> = Vec::with_capacity(m * n);
+            let (l, r) = (s(lhs_strides), s(rhs_strides));
+            matmul(
+                &mut f32s.spare_capacity_mut()[..m * n],
+                (m, n, k),
+                (&wl[..], 0, l.0, l.1),
+                (&wr[..], 0, r.0, r.1),
+                1,
+            );
+            // SAFETY: `matmul` wrote every one of the m×n elements.
+            unsafe { f32s.set_len(m * n) };
+            let want: Vec<T> = f32s.iter().map(|&v| T::from_f64(f64::from(v))).collect();
+            for threads in [1, 2, 3] {
+                assert!(
+                    product(threads) == want,
+                    "{threads} threads, {lhs_transposed} {rhs_transposed}"
+                );
+            }
+        }
+        for (l, r) in [(false, false), (true, false), (false, true), (true, true)] {
+            case::<half::bf16>(l, r);
+            case::<half::f16>(l, r);
         }
     }
 
