@@ -20,7 +20,7 @@ mod tests;
 
 use half::{bf16, f16};
 
-use crate::element::{DType, Element, Elements, ElementsMut};
+use crate::element::{DType, Element, Elements, ElementsMut, narrow_from_f32, widen_to_f32};
 use crate::error::{Error, Result};
 use crate::ir::ops::identity_of;
 use crate::ir::{Ir, ReduceOp};
@@ -292,11 +292,12 @@ fn run_widened(
             (sink.offset as isize + low) as usize,
             (sink.offset as isize + high) as usize + 1,
         );
-        let span = match &sink.data {
-            ElementsMut::F16(v) => v[start..end].iter().map(|x| x.to_f32()).collect(),
-            ElementsMut::BF16(v) => v[start..end].iter().map(|x| x.to_f32()).collect(),
+        let mut span: HostVec<f32> = std::iter::repeat_n(0.0, end - start).collect();
+        match &sink.data {
+            ElementsMut::F16(v) => widen_to_f32(&v[start..end], &mut span),
+            ElementsMut::BF16(v) => widen_to_f32(&v[start..end], &mut span),
             _ => unreachable!("only half-type sinks are widened"),
-        };
+        }
         wide.push(Some((span, start)));
     }
     let mut widened: Vec<StridedSink<'_>> = (sinks.iter_mut().zip(&mut wide))
@@ -321,12 +322,8 @@ fn run_widened(
         let Some((span, start)) = wide else { continue };
         let at = *start..*start + span.len();
         match &mut sink.data {
-            ElementsMut::F16(out) => {
-                (out[at].iter_mut().zip(span.iter())).for_each(|(o, &v)| *o = f16::from_f32(v))
-            }
-            ElementsMut::BF16(out) => {
-                (out[at].iter_mut().zip(span.iter())).for_each(|(o, &v)| *o = bf16::from_f32(v))
-            }
+            ElementsMut::F16(out) => narrow_from_f32(span, &mut out[at]),
+            ElementsMut::BF16(out) => narrow_from_f32(span, &mut out[at]),
             _ => unreachable!("only half-type sinks are widened"),
         }
     }
