@@ -531,7 +531,10 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_zeroed_buffer_gets_huge_pages_where_a_written_one_does() {
-        const LEN: usize = 4 << 20; // 16 MiB of f32
+        // 64 MiB of f32: above the most glibc's mmap threshold rises to (32 MiB), so that the
+        // buffer is a fresh mapping, never heap memory another test touched and freed (whose
+        // pages are small already, whatever the advice).
+        const LEN: usize = 16 << 20;
         // SAFETY: all-zero bytes are a valid f32.
         let zeroed = unsafe { HostVec::<f32>::try_zeroed(LEN) }.unwrap();
         let middle = zeroed[LEN / 2..].as_ptr().cast::<u8>();

@@ -140,16 +140,10 @@ pub fn accumulated_gradients(device: &Device) {
     }
 }
 
-/// A GPT in f16 trains 20 steps of the copy task with Adam and no NaN or infinity in its
-/// loss or parameters (Adam's `eps · √c₂` is 0 in f16: updated in f16, every element whose
-/// gradient was 0 became 0/0). The loss falls.
-pub fn f16_gpt_trains(device: &Device) {
-    use axes::autodiff::{Tape, softmax_cross_entropy};
-    use axes::nn::ParamsBuilder;
-    use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
-    use axes::optim::Adam;
-    let half = 4;
-    let config = GptConfig {
+/// A one-block GPT for the copy task over sequences of `half` symbols, its parameters added
+/// to `builder`.
+fn copy_task_gpt(builder: &mut axes::nn::ParamsBuilder, half: usize) -> axes::nn::transformer::Gpt {
+    let config = axes::nn::transformer::GptConfig {
         vocab: 5,
         context: 2 * half,
         hidden: 16,
@@ -158,8 +152,20 @@ pub fn f16_gpt_trains(device: &Device) {
         inner: 32,
         layers: 1,
     };
+    axes::nn::transformer::Gpt::new(builder, "gpt", &config).unwrap()
+}
+
+/// A GPT in f16 trains 20 steps of the copy task with Adam and no NaN or infinity in its
+/// loss or parameters (Adam's `eps · √c₂` is 0 in f16: updated in f16, every element whose
+/// gradient was 0 became 0/0). The loss falls.
+pub fn f16_gpt_trains(device: &Device) {
+    use axes::autodiff::{Tape, softmax_cross_entropy};
+    use axes::nn::ParamsBuilder;
+    use axes::nn::transformer::{Batch, Token, Vocab};
+    use axes::optim::Adam;
+    let half = 4;
     let mut builder = ParamsBuilder::new();
-    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let model = copy_task_gpt(&mut builder, half);
     let mut params = builder.build::<f16>(7).unwrap().to(device).unwrap();
     let mut adam = Adam::new(3e-3).checking_finite();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
@@ -238,20 +244,11 @@ fn distance(a: &[f32], b: &[f32]) -> f64 {
 fn mixed_run<H: axes::Float<Wide = f32>>(device: &Device, scaled: bool) -> (Vec<f32>, Vec<f32>) {
     use axes::autodiff::{Tape, softmax_cross_entropy};
     use axes::nn::ParamsBuilder;
-    use axes::nn::transformer::{Batch, Gpt, GptConfig, Token, Vocab};
+    use axes::nn::transformer::{Batch, Token, Vocab};
     use axes::optim::{LossScale, Sgd};
     let half = 4;
-    let config = GptConfig {
-        vocab: 5,
-        context: 2 * half,
-        hidden: 16,
-        heads: 2,
-        head_dim: 8,
-        inner: 32,
-        layers: 1,
-    };
     let mut builder = ParamsBuilder::new();
-    let model = Gpt::new(&mut builder, "gpt", &config).unwrap();
+    let model = copy_task_gpt(&mut builder, half);
     let mut params = builder.build::<f32>(7).unwrap().to(device).unwrap();
     let values = |params: &axes::nn::Params<f32>| params.arena().storage().host().unwrap().to_vec();
     let start = values(&params);
