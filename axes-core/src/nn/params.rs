@@ -231,15 +231,25 @@ impl<T: Float> Params<T> {
     /// Rewrites the working copy of [`Params::bind_as`], where there is one, from the
     /// parameters: an optimizer's step ends with it. One pass reading the parameters and
     /// writing the copy, into the copy's own buffer (a recorded step keeps it).
+    /// A copy whose rewrite failed is dropped (the next `bind_as` makes another).
     pub(crate) fn rewrite_working_copy(&mut self) -> Result<()> {
         let master = self.arena.storage().clone();
-        let Some(copy) = self.working_mut() else {
+        let Ok(working) = self.working.get_mut() else {
             return Ok(());
         };
-        copy.current = false;
-        copy.buffer.rewrite(&master)?;
-        copy.current = true;
-        Ok(())
+        let Some(copy) = working else {
+            return Ok(());
+        };
+        match copy.buffer.rewrite(&master) {
+            Ok(()) => {
+                copy.current = true;
+                Ok(())
+            }
+            Err(error) => {
+                *working = None;
+                Err(error)
+            }
+        }
     }
 
     /// These parameters as errors name them: the model's number in this process (one per
@@ -363,7 +373,10 @@ impl<T: Float> Params<T> {
         }
         let copy = working.as_mut().expect("made above");
         if !copy.current {
-            copy.buffer.rewrite(master)?;
+            if let Err(error) = copy.buffer.rewrite(master) {
+                *working = None;
+                return Err(error);
+            }
             copy.current = true;
         }
         let buffer = copy.buffer.as_any().downcast_ref::<Storage<H>>();
