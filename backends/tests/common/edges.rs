@@ -225,7 +225,6 @@ pub fn mixed_precision_steps(device: &Device) {
         ),
     ] {
         let apart = distance(&run, &f32_run) / moved;
-        eprintln!("{name} on {device}: {apart} of {moved}");
         assert!(
             apart < tolerance,
             "{name} on {device}: the steps differ from f32's by {apart} of their size"
