@@ -2,7 +2,7 @@
 //! from `get`, never a panic, and the forms without `try_` panic with the device's message.
 
 use axes::prelude::*;
-use axes::protocol::{Backend, DeviceKind, DeviceMemory, Job};
+use axes::protocol::{Backend, DeviceKind, DeviceMemory, Job, WriteTo};
 
 #[derive(Axis)]
 struct Row;
@@ -27,7 +27,7 @@ impl Backend for Lost {
             what: "reading from a lost device".into(),
         })
     }
-    fn run(&self, _: &Job<'_>) -> axes::Result<DeviceMemory> {
+    fn run(&self, _: &Job<'_>, _: WriteTo<'_>) -> axes::Result<Vec<DeviceMemory>> {
         Err(axes::Error::Unsupported {
             what: "running on a lost device".into(),
         })

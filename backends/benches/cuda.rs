@@ -17,7 +17,7 @@ use std::sync::Arc;
 use axes_backends::cuda::Cuda;
 use axes_core::DType;
 use axes_core::ir::{Ir, IrNode, ReduceOp};
-use axes_core::protocol::{Backend, DeviceMemory, Job, JobLeaf};
+use axes_core::protocol::{Backend, DeviceMemory, Job, JobLeaf, OutputJob, WriteTo};
 use criterion::Criterion;
 
 #[path = "../../benches/support/mod.rs"]
@@ -92,7 +92,7 @@ fn main() {
         Backend::upload(cuda, &bytes(1.0)).unwrap(),
         Backend::upload(cuda, &bytes(2.0)).unwrap(),
     );
-    let job = |ir: Ir, kept: usize, reduced: usize| Job {
+    let job = |ir: Ir, kept: usize, reduced: usize| OutputJob {
         ir,
         leaves: [&xm, &ym]
             .map(|memory: &DeviceMemory| JobLeaf {
@@ -107,21 +107,22 @@ fn main() {
         reduce: ReduceOp::Sum,
         out: DType::F32,
     };
-    let axpby_job = job(axpby(), N, 1);
+    let axpby_job: Job<'_> = job(axpby(), N, 1).into();
     c.bench_function("cuda axpby 16M", |b| {
         b.iter(|| {
-            black_box(cuda.run(&axpby_job).unwrap());
+            black_box(cuda.run(&axpby_job, WriteTo::New).unwrap());
             cuda.synchronize().unwrap();
         })
     });
-    let sum_job = job(squared_difference(), 1, N);
+    let sum_job: Job<'_> = job(squared_difference(), 1, N).into();
     c.bench_function("cuda sum sq diff 16M", |b| {
         b.iter(|| {
-            black_box(cuda.run(&sum_job).unwrap());
+            black_box(cuda.run(&sum_job, WriteTo::New).unwrap());
             cuda.synchronize().unwrap();
         })
     });
-    let total = Backend::download(cuda, &cuda.run(&sum_job).unwrap()).unwrap();
+    let total = cuda.run(&sum_job, WriteTo::New).unwrap();
+    let total = Backend::download(cuda, &total[0]).unwrap();
     let sum = f32::from_ne_bytes(total[..4].try_into().unwrap());
     assert!(
         (sum - N as f32).abs() < 1e-3 * N as f32,

@@ -4,44 +4,14 @@
 //! (`D = rowsum(dO ∘ O)`, the keys' and values' gradients, the queries' gradients).
 
 use axes_core::error::{Error, Result};
-use axes_core::protocol::{AttentionJob, AttentionOperand, AttentionSaved, Backend, DeviceMemory};
+use axes_core::protocol::{AttentionJob, AttentionOperand, AttentionSaved, DeviceMemory};
 use axes_kernels::{
-    ATTENTION_GROUP, AttentionArg, AttentionInput, AttentionPass, AttentionSpec, CType, Dialect,
-    Kernel, Spec, attention,
+    ATTENTION_GROUP, AttentionArg, AttentionInput, AttentionPass, AttentionSpec, CType, Spec,
+    attention,
 };
 
 use crate::Index;
-
-/// What the shared launcher needs of a backend besides [`Backend`]'s uploads.
-pub(crate) trait AttentionDevice: Backend {
-    /// The backend's buffer.
-    type Buffer;
-    /// The buffer inside `memory`, or an error when another backend made it.
-    fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m Self::Buffer>;
-    /// A new buffer of `bytes` bytes, not initialised.
-    fn fresh(&self, bytes: usize) -> Result<DeviceMemory>;
-    /// Queues `kernel` over `groups` groups of [`ATTENTION_GROUP`] threads (fewer where the
-    /// device caps them: the kernels loop over their groups' work).
-    ///
-    /// # Safety
-    /// `args` must be the kernel's arguments ([`AttentionArg::ALL`]) and keep every element
-    /// the kernel reads or writes inside its buffer.
-    unsafe fn launch(
-        &self,
-        kernel: &Kernel,
-        wide: bool,
-        args: &[LaunchArg<'_, Self::Buffer>],
-        groups: usize,
-    ) -> Result<()>;
-}
-
-/// An argument of a launch: an index, or a buffer of the backend.
-pub(crate) enum LaunchArg<'a, B> {
-    /// An index, length, offset or step.
-    Index(Index),
-    /// A buffer.
-    Buffer(&'a B),
-}
+use crate::launch::{KernelDevice, LaunchArg};
 
 /// From this magnitude, an offset or a row's reach makes the kernels use 64-bit indices (the
 /// kernels add three such terms, which must stay below 2^31).
@@ -153,16 +123,15 @@ impl Plan {
     }
 
     /// Queues `pass` over `groups` groups, reading `inputs` and writing `results`.
-    fn launch<D: AttentionDevice>(
+    fn launch<D: KernelDevice>(
         &self,
         device: &D,
         pass: AttentionPass,
-        dialect: Dialect,
         inputs: &Inputs<'_>,
         results: [&DeviceMemory; 2],
         groups: usize,
     ) -> Result<()> {
-        let kernel = attention(&self.spec, pass, dialect)?;
+        let kernel = attention(&self.spec, pass, D::DIALECT)?;
         let shape = inputs.job.shape;
         let position = |x: AttentionInput| {
             (AttentionInput::ALL.iter())
@@ -200,7 +169,7 @@ impl Plan {
         // job's own lists at `starts`, in the index type `wide` chose so that no sum
         // overflows; `delta` holds `batch × queries` elements, and each result the
         // `[batch][position][column]` rows the pass writes (fresh buffers, which no input is).
-        unsafe { device.launch(&kernel, self.spec.wide, &args, groups) }
+        unsafe { device.launch_attention(&kernel, self.spec.wide, &args, groups) }
     }
 }
 
@@ -244,10 +213,9 @@ fn blocks(batch: usize, rows: usize) -> usize {
 }
 
 /// The forward pass of `job` on `device`: the result and each query's log-sum-exp.
-pub(crate) fn forward<D: AttentionDevice>(
+pub(crate) fn forward<D: KernelDevice>(
     device: &D,
     job: &AttentionJob<'_>,
-    dialect: Dialect,
 ) -> Result<(DeviceMemory, DeviceMemory)> {
     job.check(None)?;
     let plan = Plan::new(job, None)?;
@@ -268,7 +236,6 @@ pub(crate) fn forward<D: AttentionDevice>(
         plan.launch(
             device,
             AttentionPass::Forward,
-            dialect,
             &inputs,
             [&out, &lse],
             groups,
@@ -278,11 +245,10 @@ pub(crate) fn forward<D: AttentionDevice>(
 }
 
 /// The backward pass of `job` on `device`: the gradients of the queries, keys and values.
-pub(crate) fn backward<D: AttentionDevice>(
+pub(crate) fn backward<D: KernelDevice>(
     device: &D,
     job: &AttentionJob<'_>,
     saved: &AttentionSaved<'_>,
-    dialect: Dialect,
 ) -> Result<[DeviceMemory; 3]> {
     job.check(Some(saved))?;
     let plan = Plan::new(job, Some(saved))?;
@@ -307,14 +273,7 @@ pub(crate) fn backward<D: AttentionDevice>(
     if query_groups > 0 {
         let groups = (shape.batch * shape.queries).div_ceil(ATTENTION_GROUP);
         let results = [&delta, &delta];
-        plan.launch(
-            device,
-            AttentionPass::RowProducts,
-            dialect,
-            &inputs,
-            results,
-            groups,
-        )?;
+        plan.launch(device, AttentionPass::RowProducts, &inputs, results, groups)?;
         inputs.delta = Some(&delta);
     }
     let key_groups = blocks(shape.batch, shape.keys);
@@ -323,7 +282,6 @@ pub(crate) fn backward<D: AttentionDevice>(
         plan.launch(
             device,
             AttentionPass::KeyGradients,
-            dialect,
             &inputs,
             results,
             key_groups,
@@ -334,7 +292,6 @@ pub(crate) fn backward<D: AttentionDevice>(
         plan.launch(
             device,
             AttentionPass::QueryGradients,
-            dialect,
             &inputs,
             results,
             query_groups,

@@ -20,17 +20,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, Job, JobLeaf, JobTarget,
-    MatmulJob, Meter, MultiJob, Recording, Recycle,
+    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, Job, MatmulJob, Meter,
+    Recording, Recycle, WriteTo,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, REDUCE_GROUP};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
-use crate::attention::{AttentionDevice, LaunchArg};
 use crate::disk_cache::DiskCache;
-use crate::{Destination, Index, JobPlan, Slot};
+use crate::launch::{KernelDevice, LaunchArg};
+use crate::{Index, JobPlan, Slot};
 
 mod blas;
 mod nvrtc;
@@ -427,39 +427,6 @@ fn buffer_of(memory: &DeviceMemory) -> Result<&CudaSlice<u8>> {
 }
 
 impl Cuda {
-    /// Queues `plan` (made for a job of these `leaves`), writing into `outs`.
-    fn enqueue_plan(
-        &self,
-        plan: &JobPlan,
-        leaves: &[JobLeaf<'_>],
-        outs: &[&CudaSlice<u8>],
-    ) -> Result<()> {
-        let inputs = (leaves.iter())
-            .map(|leaf| buffer_of(leaf.memory))
-            .collect::<Result<Vec<_>>>()?;
-        let args: Vec<CudaArg<'_>> = (plan.args.iter())
-            .map(|slot| match *slot {
-                Slot::Index(v) => CudaArg::Index(v),
-                Slot::Out(j) => CudaArg::U8(outs[j]),
-                Slot::Leaf(k) => CudaArg::U8(inputs[k]),
-            })
-            .collect();
-        let (blocks, threads) = if plan.reduction {
-            (plan.items.clamp(1, 65_535), REDUCE_GROUP)
-        } else {
-            (plan.items.div_ceil(256).clamp(1, 65_535), 256)
-        };
-        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
-        // and checked that every element each leaf reads lies in its buffer (its whole
-        // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
-        // target region the plan checked, held mutably, so no leaf reads it; a plan that
-        // writes over leaves (`JobPlan::in_place`) checked that no other leaf reads the
-        // positions written, and its kernel reads each before writing it.
-        unsafe { self.enqueue(&plan.kernel, plan.wide, &args, blocks, threads) }
-    }
-}
-
-impl Cuda {
     /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter; when
     /// dropped, kept while a recording names it (else freed).
     pub(crate) fn metered_memory<B: std::any::Any + Send + Sync>(
@@ -486,11 +453,19 @@ impl Cuda {
     }
 }
 
-impl AttentionDevice for Cuda {
+impl KernelDevice for Cuda {
     type Buffer = CudaSlice<u8>;
+    const DIALECT: Dialect = Dialect::Cuda;
 
     fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m CudaSlice<u8>> {
         buffer_of(memory)
+    }
+
+    fn buffer_mut<'m>(&self, memory: &'m mut DeviceMemory) -> Result<&'m CudaSlice<u8>> {
+        memory
+            .buffer_mut::<CudaSlice<u8>>()
+            .map(|b| &*b)
+            .ok_or_else(foreign)
     }
 
     fn fresh(&self, bytes: usize) -> Result<DeviceMemory> {
@@ -502,24 +477,46 @@ impl AttentionDevice for Cuda {
         Ok(self.metered_memory(buffer, bytes))
     }
 
-    unsafe fn launch(
+    unsafe fn launch_job(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[LaunchArg<'_, CudaSlice<u8>>],
+        items: usize,
+        reduction: bool,
+    ) -> Result<()> {
+        let (blocks, threads) = if reduction {
+            (items.clamp(1, 65_535), REDUCE_GROUP)
+        } else {
+            (items.div_ceil(256).clamp(1, 65_535), 256)
+        };
+        // SAFETY: the caller upholds `KernelDevice::launch_job`'s contract, which is
+        // `enqueue`'s.
+        unsafe { self.enqueue(kernel, wide, &cuda_args(args), blocks, threads) }
+    }
+
+    unsafe fn launch_attention(
         &self,
         kernel: &Kernel,
         wide: bool,
         args: &[LaunchArg<'_, CudaSlice<u8>>],
         groups: usize,
     ) -> Result<()> {
-        let args: Vec<CudaArg<'_>> = (args.iter())
-            .map(|arg| match *arg {
-                LaunchArg::Index(v) => CudaArg::Index(v),
-                LaunchArg::Buffer(b) => CudaArg::U8(b),
-            })
-            .collect();
         let blocks = groups.clamp(1, 65_535);
-        // SAFETY: the caller upholds `AttentionDevice::launch`'s contract, which is
+        // SAFETY: the caller upholds `KernelDevice::launch_attention`'s contract, which is
         // `enqueue`'s.
-        unsafe { self.enqueue(kernel, wide, &args, blocks, ATTENTION_GROUP) }
+        unsafe { self.enqueue(kernel, wide, &cuda_args(args), blocks, ATTENTION_GROUP) }
     }
+}
+
+/// Launch arguments as CUDA kernel arguments.
+fn cuda_args<'a>(args: &[LaunchArg<'a, CudaSlice<u8>>]) -> Vec<CudaArg<'a>> {
+    (args.iter())
+        .map(|arg| match *arg {
+            LaunchArg::Index(v) => CudaArg::Index(v),
+            LaunchArg::Buffer(b) => CudaArg::U8(b),
+        })
+        .collect()
 }
 
 impl Backend for Cuda {
@@ -675,51 +672,12 @@ impl Backend for Cuda {
         Cuda::download(self, buffer_of(memory)?)
     }
 
-    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
-        let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? else {
-            return Ok(self.metered_memory(self.alloc::<u8>(0)?, 0));
-        };
-        let out = self.result_buffer(plan.out_bytes)?;
-        self.enqueue_plan(&plan, &job.leaves, &[&out])?;
-        let out = self.metered_memory(out, plan.out_bytes);
-        if plan.splits > 1 {
-            return self.run(&plan.combine(job, &out));
-        }
-        Ok(out)
-    }
-
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
-        let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Into(&target))? else {
-            return Ok(());
-        };
-        if plan.splits > 1 {
-            let partial = self.result_buffer(plan.out_bytes)?;
-            self.enqueue_plan(&plan, &job.leaves, &[&partial])?;
-            let partial = self.metered_memory(partial, plan.out_bytes);
-            return self.run_into(&plan.combine(job, &partial), target);
-        }
-        let out = target
-            .memory
-            .buffer_mut::<CudaSlice<u8>>()
-            .ok_or_else(foreign)?;
-        self.enqueue_plan(&plan, &job.leaves, &[out])
-    }
-
-    fn run_multi_into(&self, job: &MultiJob<'_>, mut targets: Vec<JobTarget<'_>>) -> Result<()> {
-        let Some(plan) = JobPlan::outputs(job, &targets, Dialect::Cuda)? else {
-            return Ok(());
-        };
-        let outs = (targets.iter_mut())
-            .map(|target| {
-                let buffer = target.memory.buffer_mut::<CudaSlice<u8>>();
-                buffer.map(|b| &*b).ok_or_else(foreign)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.enqueue_plan(&plan, &job.leaves, &outs)
+    fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> Result<Vec<DeviceMemory>> {
+        crate::launch::run(self, job, to)
     }
 
     fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
-        crate::attention::forward(self, job, Dialect::Cuda)
+        crate::attention::forward(self, job)
     }
 
     fn begin_recording(&self) -> Result<()> {
@@ -741,14 +699,7 @@ impl Backend for Cuda {
         job: &AttentionJob<'_>,
         saved: &AttentionSaved<'_>,
     ) -> Result<[DeviceMemory; 3]> {
-        crate::attention::backward(self, job, saved, Dialect::Cuda)
-    }
-
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
-        match JobPlan::in_place(job, over, Dialect::Cuda)? {
-            Some(plan) => self.enqueue_plan(&plan, &job.leaves, &[]),
-            None => Ok(()),
-        }
+        crate::attention::backward(self, job, saved)
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {

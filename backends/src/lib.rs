@@ -84,6 +84,8 @@ pub mod cpu;
 pub mod cuda;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod disk_cache;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+mod launch;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 #[cfg(feature = "opencl")]
@@ -95,7 +97,7 @@ mod plan;
 #[path = "../tests/common/reference.rs"]
 mod reference;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
-pub(crate) use plan::{Destination, JobPlan, Slot};
+pub(crate) use plan::{JobPlan, Slot};
 
 /// Element types device buffers hold: plain numbers, for which every bit pattern a kernel may
 /// write is a valid value (so no `bool`: kernels write booleans as `u8`).

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
-    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, JobLeaf,
-    JobTarget, MatmulJob, Meter, MultiJob, Recording, Recycle,
+    AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, MatmulJob,
+    Meter, Recording, Recycle, WriteTo,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -26,9 +26,9 @@ use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_int, cl_long, cl_mem};
 
-use crate::attention::{AttentionDevice, LaunchArg};
 use crate::disk_cache::DiskCache;
-use crate::{Destination, Index, JobPlan, Plain, Slot};
+use crate::launch::{KernelDevice, LaunchArg};
+use crate::{Index, JobPlan, Plain, Slot};
 
 /// What an OpenCL program binary for `device` depends on besides its source, one field a line.
 fn binary_key(device: &Device) -> String {
@@ -626,43 +626,6 @@ fn buffer_of(memory: &DeviceMemory) -> Result<&DeviceBuffer<u8>> {
 }
 
 impl OpenCl {
-    /// Launches `plan` (made for a job of these `leaves`), writing into `outs`.
-    fn launch_plan(
-        &self,
-        plan: &JobPlan,
-        leaves: &[JobLeaf<'_>],
-        outs: &[&DeviceBuffer<u8>],
-    ) -> Result<()> {
-        let inputs = (leaves.iter())
-            .map(|leaf| buffer_of(leaf.memory))
-            .collect::<Result<Vec<_>>>()?;
-        let args: Vec<Arg<'_>> = (plan.args.iter())
-            .map(|slot| match *slot {
-                Slot::Index(v) => Arg::Index(v),
-                Slot::Out(j) => outs[j].arg(),
-                Slot::Leaf(k) => inputs[k].arg(),
-            })
-            .collect();
-        let (global, local) = if plan.reduction {
-            self.check_reduction_group()?;
-            (
-                crate::global_size(plan.items, 1, 4096) * REDUCE_GROUP,
-                REDUCE_GROUP,
-            )
-        } else {
-            (crate::global_size(plan.items, 64, 4096), 64)
-        };
-        // SAFETY: `JobPlan` lays the arguments out in the generator's order for this kernel
-        // and checked that every element each leaf reads lies in its buffer (its whole
-        // buffer on this device); each of `outs` is a new buffer of `plan.out_bytes` or a
-        // target region the plan checked, held mutably, so no leaf reads it; a plan that
-        // writes over leaves (`JobPlan::in_place`) checked that no other leaf reads the
-        // positions written, and its kernel reads each before writing it.
-        unsafe { self.launch(&plan.kernel, plan.wide, &args, global, local) }
-    }
-}
-
-impl OpenCl {
     /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
     fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
         DeviceMemory::metered(buffer, bytes, &self.meter)
@@ -709,34 +672,72 @@ impl OpenCl {
     }
 }
 
-impl AttentionDevice for OpenCl {
+impl KernelDevice for OpenCl {
     type Buffer = DeviceBuffer<u8>;
+    const DIALECT: Dialect = Dialect::OpenCl;
 
     fn buffer<'m>(&self, memory: &'m DeviceMemory) -> Result<&'m DeviceBuffer<u8>> {
         buffer_of(memory)
     }
 
+    fn buffer_mut<'m>(&self, memory: &'m mut DeviceMemory) -> Result<&'m DeviceBuffer<u8>> {
+        memory
+            .buffer_mut::<DeviceBuffer<u8>>()
+            .map(|b| &*b)
+            .ok_or_else(foreign)
+    }
+
     fn fresh(&self, bytes: usize) -> Result<DeviceMemory> {
+        if bytes == 0 {
+            return Ok(self.memory(self.alloc::<u8>(0)?, 0));
+        }
         self.result_buffer(bytes)
     }
 
-    unsafe fn launch(
+    unsafe fn launch_job(
+        &self,
+        kernel: &Kernel,
+        wide: bool,
+        args: &[LaunchArg<'_, DeviceBuffer<u8>>],
+        items: usize,
+        reduction: bool,
+    ) -> Result<()> {
+        let (global, local) = if reduction {
+            self.check_reduction_group()?;
+            (
+                crate::global_size(items, 1, 4096) * REDUCE_GROUP,
+                REDUCE_GROUP,
+            )
+        } else {
+            (crate::global_size(items, 64, 4096), 64)
+        };
+        // SAFETY: the caller upholds `KernelDevice::launch_job`'s contract, which is this
+        // one's.
+        unsafe { self.launch(kernel, wide, &cl_args(args), global, local) }
+    }
+
+    unsafe fn launch_attention(
         &self,
         kernel: &Kernel,
         wide: bool,
         args: &[LaunchArg<'_, DeviceBuffer<u8>>],
         groups: usize,
     ) -> Result<()> {
-        let args: Vec<Arg<'_>> = (args.iter())
-            .map(|arg| match *arg {
-                LaunchArg::Index(v) => Arg::Index(v),
-                LaunchArg::Buffer(b) => b.arg(),
-            })
-            .collect();
         let global = crate::global_size(groups, 1, 4096) * ATTENTION_GROUP;
-        // SAFETY: the caller upholds `AttentionDevice::launch`'s contract, which is this one's.
-        unsafe { OpenCl::launch(self, kernel, wide, &args, global, ATTENTION_GROUP) }
+        // SAFETY: the caller upholds `KernelDevice::launch_attention`'s contract, which is
+        // this one's.
+        unsafe { OpenCl::launch(self, kernel, wide, &cl_args(args), global, ATTENTION_GROUP) }
     }
+}
+
+/// Launch arguments as OpenCL kernel arguments.
+fn cl_args<'a>(args: &[LaunchArg<'a, DeviceBuffer<u8>>]) -> Vec<Arg<'a>> {
+    (args.iter())
+        .map(|arg| match *arg {
+            LaunchArg::Index(v) => Arg::Index(v),
+            LaunchArg::Buffer(b) => b.arg(),
+        })
+        .collect()
 }
 
 impl Backend for OpenCl {
@@ -856,45 +857,8 @@ impl Backend for OpenCl {
         OpenCl::download(self, buffer_of(memory)?)
     }
 
-    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
-        let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Fresh)? else {
-            return Ok(self.memory(self.alloc::<u8>(0)?, 0));
-        };
-        let out = self.result_buffer(plan.out_bytes)?;
-        self.launch_plan(&plan, &job.leaves, &[buffer_of(&out)?])?;
-        if plan.splits > 1 {
-            return self.run(&plan.combine(job, &out));
-        }
-        Ok(out)
-    }
-
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
-        let Some(plan) = JobPlan::new(job, Dialect::OpenCl, Destination::Into(&target))? else {
-            return Ok(());
-        };
-        if plan.splits > 1 {
-            let partial = self.result_buffer(plan.out_bytes)?;
-            self.launch_plan(&plan, &job.leaves, &[buffer_of(&partial)?])?;
-            return self.run_into(&plan.combine(job, &partial), target);
-        }
-        let out = target
-            .memory
-            .buffer_mut::<DeviceBuffer<u8>>()
-            .ok_or_else(foreign)?;
-        self.launch_plan(&plan, &job.leaves, &[out])
-    }
-
-    fn run_multi_into(&self, job: &MultiJob<'_>, mut targets: Vec<JobTarget<'_>>) -> Result<()> {
-        let Some(plan) = JobPlan::outputs(job, &targets, Dialect::OpenCl)? else {
-            return Ok(());
-        };
-        let outs = (targets.iter_mut())
-            .map(|target| {
-                let buffer = target.memory.buffer_mut::<DeviceBuffer<u8>>();
-                buffer.map(|b| &*b).ok_or_else(foreign)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.launch_plan(&plan, &job.leaves, &outs)
+    fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> Result<Vec<DeviceMemory>> {
+        crate::launch::run(self, job, to)
     }
 
     fn begin_recording(&self) -> Result<()> {
@@ -907,13 +871,6 @@ impl Backend for OpenCl {
 
     fn replay(&self, recording: &Recording) -> Result<()> {
         self.replay_recording(recording)
-    }
-
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
-        match JobPlan::in_place(job, over, Dialect::OpenCl)? {
-            Some(plan) => self.launch_plan(&plan, &job.leaves, &[]),
-            None => Ok(()),
-        }
     }
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
@@ -947,7 +904,7 @@ impl Backend for OpenCl {
     }
 
     fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
-        crate::attention::forward(self, job, Dialect::OpenCl)
+        crate::attention::forward(self, job)
     }
 
     fn attention_backward(
@@ -955,7 +912,7 @@ impl Backend for OpenCl {
         job: &AttentionJob<'_>,
         saved: &AttentionSaved<'_>,
     ) -> Result<[DeviceMemory; 3]> {
-        crate::attention::backward(self, job, saved, Dialect::OpenCl)
+        crate::attention::backward(self, job, saved)
     }
 
     fn pool_limit(&self) -> usize {

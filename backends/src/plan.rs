@@ -110,12 +110,12 @@ fn splits(count: usize, reduced: usize) -> usize {
 
 impl JobPlan {
     /// The plan for `job` in `dialect` over its merged axes
-    /// ([`axes_core::protocol::Job::merged`]), writing to
+    /// ([`axes_core::protocol::OutputJob::merged`]), writing to
     /// `destination` (a region of an existing buffer only when the job is not split: see
     /// [`JobPlan::splits`]); `None` when the result is empty. An error when a leaf or the
     /// destination reaches outside its buffer.
     pub(crate) fn new(
-        job: &axes_core::protocol::Job<'_>,
+        job: &axes_core::protocol::OutputJob<'_>,
         dialect: axes_kernels::Dialect,
         destination: Destination<'_>,
     ) -> axes_core::Result<Option<JobPlan>> {
@@ -227,7 +227,7 @@ impl JobPlan {
     /// parameters and moments); an error otherwise, or when a leaf or a target reaches
     /// outside its buffer.
     pub(crate) fn outputs(
-        job: &axes_core::protocol::MultiJob<'_>,
+        job: &axes_core::protocol::Job<'_>,
         targets: &[axes_core::protocol::JobTarget<'_>],
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
@@ -272,10 +272,10 @@ impl JobPlan {
 impl JobPlan {
     /// The plan for `job` with result `k` written over leaf `over[k]` in place, by one
     /// elementwise kernel over the merged axes; `None` when the results are empty. An error
-    /// unless [`MultiJob::check_in_place`](axes_core::protocol::MultiJob::check_in_place)
+    /// unless [`Job::check_in_place`](axes_core::protocol::Job::check_in_place)
     /// allows it.
     pub(crate) fn in_place(
-        job: &axes_core::protocol::MultiJob<'_>,
+        job: &axes_core::protocol::Job<'_>,
         over: &[usize],
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<Option<JobPlan>> {
@@ -289,7 +289,7 @@ impl JobPlan {
 /// written `over` leaves), all merged over as few axes as their strides allow; `None` when
 /// the results are empty.
 fn elementwise_plan(
-    job: &axes_core::protocol::MultiJob<'_>,
+    job: &axes_core::protocol::Job<'_>,
     leaves: Vec<axes_core::protocol::JobLeaf<'_>>,
     over: Option<&[usize]>,
     dialect: axes_kernels::Dialect,
@@ -299,7 +299,7 @@ fn elementwise_plan(
     let types = (job.leaves.iter())
         .map(|leaf| CType::of(leaf.dtype))
         .collect::<axes_core::Result<Vec<_>>>()?;
-    let (merged, _) = axes_core::protocol::Job {
+    let (merged, _) = axes_core::protocol::OutputJob {
         ir: axes_core::ir::Ir::default(),
         leaves,
         kept: job.lens.clone(),
@@ -364,16 +364,16 @@ impl JobPlan {
     /// by this plan) into `job`'s results: a reduction over the parts, with `job`'s operator.
     pub(crate) fn combine<'a>(
         &self,
-        job: &axes_core::protocol::Job<'_>,
+        job: &axes_core::protocol::OutputJob<'_>,
         partial: &'a axes_core::protocol::DeviceMemory,
-    ) -> axes_core::protocol::Job<'a> {
+    ) -> axes_core::protocol::OutputJob<'a> {
         let mut ir = axes_core::ir::Ir::default();
         ir.leaf();
         let mut strides: Vec<isize> = (partial_strides(&job.kept, self.splits).into_iter())
             .map(|s| s as isize)
             .collect();
         strides.push(1);
-        axes_core::protocol::Job {
+        axes_core::protocol::OutputJob {
             ir,
             leaves: vec![axes_core::protocol::JobLeaf {
                 dtype: self.partial,

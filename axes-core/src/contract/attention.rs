@@ -18,7 +18,7 @@ use crate::list::{
 use crate::num::Float;
 use crate::protocol::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, AttentionShape, Backend, Device,
-    DeviceMemory, Job, JobLeaf,
+    DeviceMemory, JobLeaf, OutputJob, run_one,
 };
 use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
@@ -251,7 +251,7 @@ impl<'a> RowsOfAxes<'a> {
         }
         let mut ir = Ir::default();
         ir.leaf();
-        let job = Job {
+        let job = OutputJob {
             ir,
             leaves: vec![JobLeaf {
                 dtype: T::DTYPE,
@@ -266,7 +266,7 @@ impl<'a> RowsOfAxes<'a> {
             reduce: ReduceOp::Sum,
             out: T::DTYPE,
         };
-        let summed = backend.run(&job)?;
+        let summed = run_one(backend, job)?;
         Ok(Tensor::from_parts(
             device_storage(backend, summed, count)?,
             Layout::row_major(self.lens),

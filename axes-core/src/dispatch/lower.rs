@@ -12,7 +12,8 @@ use crate::ir::{BinaryOp, CompareOp, Ir, IrNode, ReduceOp};
 use crate::layout::Layout;
 use crate::list::AxisSet;
 use crate::protocol::{
-    Backend, BufferRef, Buffers, Device, DeviceMemory, Job, JobLeaf, JobTarget, LeafBuffer,
+    Backend, BufferRef, Buffers, Device, DeviceMemory, JobLeaf, JobTarget, LeafBuffer, OutputJob,
+    WriteTo, run_one,
 };
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -58,7 +59,8 @@ pub(crate) fn run_expr_into<E: Expr>(
     let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
     with_job::<E::Elem, _>(expr.ir(), &layouts, &buffers, backend, work, |job, _| {
-        backend.run_into(job, target)
+        backend.run(&job.into(), WriteTo::Into(vec![target]))?;
+        Ok(())
     })
 }
 
@@ -82,11 +84,9 @@ pub(crate) fn run_ir<T: Element>(
     work: &JobAxes<'_>,
 ) -> Result<(Storage<T>, Layout)> {
     with_job::<T, _>(ir, layouts, buffers, backend, work, |job, count| {
-        let memory = backend.run(job)?;
-        Ok((
-            device_storage(backend, memory, count)?,
-            Layout::row_major(&job.kept),
-        ))
+        let layout = Layout::row_major(&job.kept);
+        let memory = run_one(backend, job)?;
+        Ok((device_storage(backend, memory, count)?, layout))
     })
 }
 
@@ -98,7 +98,7 @@ fn with_job<T: Element, R>(
     buffers: &[LeafBuffer<'_>],
     backend: &'static dyn Backend,
     work: &JobAxes<'_>,
-    run: impl FnOnce(&Job<'_>, usize) -> Result<R>,
+    run: impl FnOnce(OutputJob<'_>, usize) -> Result<R>,
 ) -> Result<R> {
     let JobAxes {
         kept,
@@ -161,7 +161,7 @@ fn with_job<T: Element, R>(
             }
         })
         .collect();
-    let job = Job {
+    let job = OutputJob {
         ir,
         leaves,
         kept: lens[..kept.len()].to_vec(),
@@ -170,13 +170,13 @@ fn with_job<T: Element, R>(
         out: T::DTYPE,
     };
     check_integer_divisors(backend, &job)?;
-    run(&job, count)
+    run(job, count)
 }
 
 /// For a job that divides integers (`/`, `%`), a job run first that tells whether any divisor is zero
 /// (a maximum over every axis of `divisor == 0`, one `i32` read back): such a job is then
 /// [`Error::DivisionByZero`] on a device as on the CPU, where kernels would give 0.
-fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Result<()> {
+fn check_integer_divisors(backend: &'static dyn Backend, job: &OutputJob<'_>) -> Result<()> {
     let leaf_types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
     let types = node_types(&job.ir, &leaf_types, job.out);
     let divisors: Vec<usize> = (job.ir.nodes.iter().enumerate())
@@ -204,7 +204,7 @@ fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Resul
             Some(before) => ir.push(IrNode::Binary(BinaryOp::Max, before, flag)),
         });
     }
-    let check = Job {
+    let check = OutputJob {
         ir,
         leaves: job.leaves.clone(),
         kept: Vec::new(),
@@ -212,7 +212,7 @@ fn check_integer_divisors(backend: &'static dyn Backend, job: &Job<'_>) -> Resul
         reduce: ReduceOp::Max,
         out: DType::I32,
     };
-    let flag = backend.download(&backend.run(&check)?)?;
+    let flag = backend.download(&run_one(backend, check)?)?;
     if flag.iter().any(|&byte| byte != 0) {
         return Err(Error::DivisionByZero);
     }

@@ -1,6 +1,6 @@
 //! Where work runs: the tensor-level half of the device protocol. An expression runs where
 //! its operands are (the one device they share): in host memory by the CPU loop engine, on
-//! a backend's device as a [`Job`](crate::protocol::Job) lowered here. Tensors move between
+//! a backend's device as a [`OutputJob`](crate::protocol::OutputJob) lowered here. Tensors move between
 //! devices by [`Tensor::to`].
 //!
 //! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or a
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! The protocol the backends implement is [`crate::protocol`]: device memory (upload,
-//! download), [`Job`](crate::protocol::Job)s — an expression's run-time IR, its leaves' device
+//! download), [`OutputJob`](crate::protocol::OutputJob)s — an expression's run-time IR, its leaves' device
 //! buffers with their strides over the iteration axes, the lengths, and the reduction — and
 //! [`MatmulJob`](crate::protocol::MatmulJob)s.
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and

@@ -1,7 +1,7 @@
 //! Jobs with several results, from buffers: where autodiff's fused forward and backward steps
 //! and its loss run. Each call goes to the device its buffers share — host memory to the CPU
 //! engine's one-pass interpreter (results written in place into their starting buffers), a
-//! backend's device to its backend as a [`MultiJob`].
+//! backend's device to its backend as a [`Job`].
 
 use crate::element::{DType, Element, Elements};
 use crate::engine::interp::{self, StridedSink, StridedSource};
@@ -10,7 +10,7 @@ use crate::ir::ops::identity_of;
 use crate::ir::{Ir, ReduceOp};
 use crate::layout::Layout;
 use crate::num::Num;
-use crate::protocol::{Backend, Device, DeviceMemory, JobLeaf, JobOutput, JobTarget, MultiJob};
+use crate::protocol::{Backend, Device, DeviceMemory, Job, JobLeaf, JobOutput, JobTarget, WriteTo};
 use crate::storage::{self, HostVec, Storage};
 
 use super::{common_device, lower::device_storage};
@@ -186,8 +186,8 @@ pub(crate) fn run_outputs<T: Num>(
     }
 }
 
-/// [`run_outputs`] on `backend`'s device: the fresh results as one [`MultiJob`], each result
-/// written into a buffer as a job of its own.
+/// [`run_outputs`] on `backend`'s device: the fresh results as one [`Job`], those written
+/// into buffers as another.
 fn on_device<T: Num>(
     backend: &'static dyn Backend,
     ir: &Ir,
@@ -216,7 +216,7 @@ fn on_device<T: Num>(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let job = MultiJob {
+    let job = Job {
         ir: ir.clone(),
         leaves,
         lens: lens.to_vec(),
@@ -230,11 +230,11 @@ fn on_device<T: Num>(
     let mut fresh_results = if fresh.is_empty() {
         Vec::new()
     } else {
-        let fresh_job = MultiJob {
+        let fresh_job = Job {
             outputs: fresh.iter().map(|&k| job.outputs[k].clone()).collect(),
             ..job.clone()
         };
-        let results = backend.run_multi(&fresh_job)?;
+        let results = backend.run(&fresh_job, WriteTo::New)?;
         if results.len() != fresh.len() {
             return Err(Error::Unsupported {
                 what: format!(
@@ -261,35 +261,22 @@ fn on_device<T: Num>(
                 .transpose()
         })
         .collect::<Result<Vec<_>>>()?;
-    // The results written into buffers that keep every axis: one job, one launch where the
-    // backend can (an optimizer's parameters and moments); reducing ones a job each.
-    let whole: Vec<usize> = (0..targets.len())
-        .filter(|&k| targets[k].is_some() && job.outputs[k].kept.len() == lens.len())
+    let written: Vec<usize> = (0..targets.len())
+        .filter(|&k| targets[k].is_some())
         .collect();
-    let mut slots: Vec<Option<JobTarget<'_>>> = (targets.iter_mut())
-        .map(|target| {
-            target.as_mut().map(|(storage, layout)| JobTarget {
+    if !written.is_empty() {
+        let into_job = Job {
+            outputs: written.iter().map(|&k| job.outputs[k].clone()).collect(),
+            ..job.clone()
+        };
+        let into = (targets.iter_mut().flatten())
+            .map(|(storage, layout)| JobTarget {
                 memory: (storage.unique_memory()).expect("made unique above"),
                 offset: layout.offset(),
                 strides: layout.strides().to_vec(),
             })
-        })
-        .collect();
-    if !whole.is_empty() {
-        let whole_job = MultiJob {
-            outputs: whole.iter().map(|&k| job.outputs[k].clone()).collect(),
-            ..job.clone()
-        };
-        let written = (whole.iter())
-            .map(|&k| slots[k].take().expect("a target"))
             .collect();
-        backend.run_multi_into(&whole_job, written)?;
-    }
-    for (k, slot) in slots.into_iter().enumerate() {
-        if let Some(target) = slot {
-            let (single, _) = job.output_job(k);
-            backend.run_into(&single, target)?;
-        }
+        backend.run(&into_job, WriteTo::Into(into))?;
     }
     let mut results = Vec::with_capacity(targets.len());
     for (k, target) in targets.into_iter().enumerate() {
@@ -309,7 +296,7 @@ fn on_device<T: Num>(
 /// Computes the nodes `roots[k]` of `ir` over the iteration axes `lens` from `inputs` (leaf
 /// `k` reads `inputs[k]`), result `k` written over the elements of input `over[k]` in place,
 /// as one job on the device the inputs share (see
-/// [`Backend::run_in_place`](crate::protocol::Backend::run_in_place)): how an optimizer
+/// [`WriteTo::Over`]): how an optimizer
 /// updates the parameters and its state in buffers that stay the same from step to step.
 /// The caller holds each written buffer as its only user, its host copy dropped
 /// ([`unique_for_writing`]). Device buffers only: host memory is written by the typed engine.
@@ -328,7 +315,7 @@ pub(crate) fn run_in_place<T: Num>(
     let device = Device::Backend(backend);
     let leaves = job_leaves(inputs, device)?;
     let all: Vec<usize> = (0..lens.len()).collect();
-    let job = MultiJob {
+    let job = Job {
         ir: ir.clone(),
         leaves,
         lens: lens.to_vec(),
@@ -342,7 +329,8 @@ pub(crate) fn run_in_place<T: Num>(
             })
             .collect(),
     };
-    backend.run_in_place(&job, over)
+    backend.run(&job, WriteTo::Over(over))?;
+    Ok(())
 }
 
 /// Makes `storage` a buffer that only this handle holds, with no host copy, for a job that
@@ -577,7 +565,7 @@ pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Resu
         {
             let mut ir = Ir::default();
             ir.push(crate::ir::IrNode::Scalar(value.to_f64()));
-            let job = MultiJob {
+            let job = Job {
                 ir,
                 leaves: Vec::new(),
                 lens: vec![count],
@@ -589,12 +577,13 @@ pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Resu
                     start: None,
                 }],
             };
-            let memory = backend
-                .run_multi(&job)?
-                .pop()
-                .ok_or_else(|| Error::Unsupported {
-                    what: format!("{} returned no result", Device::Backend(backend)),
-                })?;
+            let memory =
+                backend
+                    .run(&job, WriteTo::New)?
+                    .pop()
+                    .ok_or_else(|| Error::Unsupported {
+                        what: format!("{} returned no result", Device::Backend(backend)),
+                    })?;
             device_storage(backend, memory, count)
         }
         Device::Backend(_) => placed(storage::filled(count, value)?, device),

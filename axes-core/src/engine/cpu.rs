@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::num::{Float, Num};
 use crate::protocol::{
     AttentionJob, AttentionOperand, AttentionSaved, Backend, Device, DeviceKind, DeviceMemory, Job,
-    JobLeaf, JobTarget, MatmulJob, MatrixSide, Meter, MultiJob, Recording, as_bytes,
+    JobLeaf, JobTarget, MatmulJob, MatrixSide, Meter, OutputJob, Recording, WriteTo, as_bytes,
     row_major_strides,
 };
 use crate::storage::{HostVec, from_bytes};
@@ -43,7 +43,7 @@ pub struct CpuBackend {
 }
 
 /// A buffer of the CPU backend: bytes in host memory, behind a lock so that a job can write
-/// a buffer its leaves hold in place ([`Backend::run_in_place`]), as a device kernel does,
+/// a buffer its leaves hold in place ([`WriteTo::Over`]), as a device kernel does,
 /// and shared, so that a recording keeps the buffers it names.
 struct HostBytes(Arc<Mutex<Vec<u8>>>);
 
@@ -205,7 +205,7 @@ fn source<'a>(leaf: &JobLeaf<'_>, values: &'a Values) -> StridedSource<'a> {
 }
 
 /// The interpreter program of `job`: its IR's last node from its leaves.
-fn compiled(job: &Job<'_>) -> Result<Program> {
+fn compiled(job: &OutputJob<'_>) -> Result<Program> {
     let Some(root) = job.ir.nodes.len().checked_sub(1) else {
         return Err(Error::Unsupported {
             what: "an empty expression".into(),
@@ -216,14 +216,14 @@ fn compiled(job: &Job<'_>) -> Result<Program> {
 }
 
 /// The interpreter program of `job`: each output's root from its leaves.
-fn compiled_multi(job: &MultiJob<'_>) -> Result<Program> {
+fn compiled_multi(job: &Job<'_>) -> Result<Program> {
     let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
     let types: Vec<DType> = job.leaves.iter().map(|leaf| leaf.dtype).collect();
     Program::compile(&job.ir, &roots, &types, job.out)
 }
 
 /// Writes `fresh`, `job`'s result (row-major over its kept axes), into `target`.
-fn write_into(job: &Job<'_>, fresh: &DeviceMemory, target: JobTarget<'_>) -> Result<()> {
+fn write_into(job: &OutputJob<'_>, fresh: &DeviceMemory, target: JobTarget<'_>) -> Result<()> {
     let fresh = Values::read(fresh, job.out)?;
     let mut block = Values::read(target.memory, job.out)?;
     interp::run(
@@ -312,30 +312,39 @@ impl Backend for CpuBackend {
         Ok(bytes_of(memory)?.clone())
     }
 
-    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory> {
-        self.meter.launched();
-        let result = self.run_now(job)?;
-        self.record_run(job, &result)?;
-        Ok(result)
-    }
-
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
-        self.meter.launched();
-        self.record_run_into(job, &target)?;
-        self.run_into_now(job, target)
-    }
-
-    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
-        self.meter.launched();
-        let results = self.run_multi_now(job)?;
-        self.record_multi(job, &results, None)?;
-        Ok(results)
-    }
-
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
-        self.meter.launched();
-        self.run_in_place_now(job, over)?;
-        self.record_multi(job, &[], Some(over))
+    /// A job of one result that starts from nothing runs over merged axes
+    /// ([`OutputJob::merged`]), as the device backends run it; results written into targets
+    /// are computed one job each (a launch each) and copied in.
+    fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> Result<Vec<DeviceMemory>> {
+        match to {
+            WriteTo::New => {
+                self.meter.launched();
+                if let Some(single) = job.single() {
+                    let result = self.run_now(&single)?;
+                    self.record_run(&single, &result)?;
+                    return Ok(vec![result]);
+                }
+                let results = self.run_multi_now(job)?;
+                self.record_multi(job, &results, None)?;
+                Ok(results)
+            }
+            WriteTo::Into(targets) => {
+                job.check_into(&targets)?;
+                for (k, target) in targets.into_iter().enumerate() {
+                    self.meter.launched();
+                    let (single, _) = job.output_job(k);
+                    self.record_run_into(&single, &target)?;
+                    self.run_into_now(&single, target)?;
+                }
+                Ok(Vec::new())
+            }
+            WriteTo::Over(over) => {
+                self.meter.launched();
+                self.run_in_place_now(job, over)?;
+                self.record_multi(job, &[], Some(over))?;
+                Ok(Vec::new())
+            }
+        }
     }
 
     fn attention(&self, job: &AttentionJob<'_>) -> Result<(DeviceMemory, DeviceMemory)> {
@@ -378,15 +387,15 @@ impl Backend for CpuBackend {
 
 /// The ops of the backend, run now.
 impl CpuBackend {
-    fn run_now(&self, job: &Job<'_>) -> Result<DeviceMemory> {
+    fn run_now(&self, job: &OutputJob<'_>) -> Result<DeviceMemory> {
         // Over merged axes, as the device backends run it (the result's layout is the same).
         let (job, _) = job.merged(None);
         self.run_compiled(&job, &compiled(&job)?)
     }
 
-    /// Runs `job`, over merged axes ([`Job::merged`]), with its interpreter program
+    /// Runs `job`, over merged axes ([`OutputJob::merged`]), with its interpreter program
     /// (from [`compiled`]).
-    fn run_compiled(&self, job: &Job<'_>, program: &Program) -> Result<DeviceMemory> {
+    fn run_compiled(&self, job: &OutputJob<'_>, program: &Program) -> Result<DeviceMemory> {
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let inputs = (job.leaves.iter())
             .map(|leaf| Values::read(leaf.memory, leaf.dtype))
@@ -414,22 +423,18 @@ impl CpuBackend {
         Ok(out.into_memory())
     }
 
-    fn run_into_now(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
+    fn run_into_now(&self, job: &OutputJob<'_>, target: JobTarget<'_>) -> Result<()> {
         target.check(job.out, &job.kept)?;
         let fresh = self.run_now(job)?;
         write_into(job, &fresh, target)
     }
 
-    fn run_multi_now(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
+    fn run_multi_now(&self, job: &Job<'_>) -> Result<Vec<DeviceMemory>> {
         self.run_multi_compiled(job, &compiled_multi(job)?)
     }
 
     /// Runs `job` with its interpreter program (from [`compiled_multi`]).
-    fn run_multi_compiled(
-        &self,
-        job: &MultiJob<'_>,
-        program: &Program,
-    ) -> Result<Vec<DeviceMemory>> {
+    fn run_multi_compiled(&self, job: &Job<'_>, program: &Program) -> Result<Vec<DeviceMemory>> {
         let inputs = (job.leaves.iter())
             .map(|leaf| Values::read(leaf.memory, leaf.dtype))
             .collect::<Result<Vec<_>>>()?;
@@ -486,8 +491,8 @@ impl CpuBackend {
         Ok(outs.into_iter().map(Values::into_memory).collect())
     }
 
-    /// The results computed as by [`Backend::run_multi`], then each copied over its leaf.
-    fn run_in_place_now(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
+    /// The results computed as into new buffers, then each copied over its leaf.
+    fn run_in_place_now(&self, job: &Job<'_>, over: &[usize]) -> Result<()> {
         self.run_in_place_compiled(job, over, &compiled_multi(job)?)
     }
 
@@ -495,7 +500,7 @@ impl CpuBackend {
     /// [`compiled_multi`]).
     fn run_in_place_compiled(
         &self,
-        job: &MultiJob<'_>,
+        job: &Job<'_>,
         over: &[usize],
         program: &Program,
     ) -> Result<()> {

@@ -1,8 +1,8 @@
 //! The trait every device's runtime implements.
 
 use super::{
-    AttentionJob, AttentionSaved, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, Meter,
-    MultiJob, Recording, run_each_output,
+    AttentionJob, AttentionSaved, DeviceKind, DeviceMemory, Job, MatmulJob, Meter, Recording,
+    WriteTo,
 };
 use crate::error::{Error, Result};
 
@@ -18,64 +18,12 @@ pub trait Backend: Send + Sync {
     fn upload(&self, bytes: &[u8]) -> Result<DeviceMemory>;
     /// A host copy of a buffer this backend made.
     fn download(&self, memory: &DeviceMemory) -> Result<Vec<u8>>;
-    /// Runs `job` into a new buffer (row-major over the kept axes).
-    fn run(&self, job: &Job<'_>) -> Result<DeviceMemory>;
-    /// Runs `job` into `target`, a region of an existing buffer (overwritten in place, the
-    /// rest of the buffer unchanged): how an optimizer writes a model's next parameters into a
-    /// buffer it keeps, and how gradients are gathered into one buffer. The default refuses.
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> Result<()> {
-        let _ = (job, target);
-        Err(Error::Unsupported {
-            what: format!("writing into an existing buffer on {}", self.name()),
-        })
-    }
-
-    /// Runs `job` into one new buffer per result (each row-major over its kept axes). The
-    /// default runs the results one by one with [`Backend::run`] ([`run_each_output`]); a
-    /// backend that computes them in one pass overrides it.
-    fn run_multi(&self, job: &MultiJob<'_>) -> Result<Vec<DeviceMemory>> {
-        run_each_output(self, job)
-    }
-
-    /// Runs `job`, whose every result keeps every iteration axis and starts from nothing,
-    /// into `targets` (one region of an existing buffer per result, in order): how an
-    /// optimizer writes the next parameters and moments. The default runs each result as a
-    /// job of its own with [`Backend::run_into`]; a backend that writes them all in one
-    /// launch overrides it.
-    fn run_multi_into(&self, job: &MultiJob<'_>, targets: Vec<JobTarget<'_>>) -> Result<()> {
-        if targets.len() != job.outputs.len() {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "{} targets for a job of {} results",
-                    targets.len(),
-                    job.outputs.len()
-                ),
-            });
-        }
-        for (k, target) in targets.into_iter().enumerate() {
-            match job.output_job(k) {
-                (single, None) => self.run_into(&single, target)?,
-                (_, Some(_)) => {
-                    return Err(Error::Unsupported {
-                        what: "a reduced result onto starting values, written into a buffer".into(),
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `job` with result `k` written over the elements of leaf `over[k]` in place (see
-    /// [`MultiJob::check_in_place`] for what it may be): how an optimizer updates the
-    /// parameters and its state in buffers that never change, so that a recorded step's
-    /// buffers stay the ones it recorded. The caller holds each written buffer as its only
-    /// user. The default refuses.
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> Result<()> {
-        let _ = (job, over);
-        Err(Error::Unsupported {
-            what: format!("writing results in place on {}", self.name()),
-        })
-    }
+    /// Runs `job`, its results written where `to` says: new buffers (returned, one per
+    /// result, each row-major over its kept axes), regions of existing buffers, or over
+    /// leaves in place (nothing returned for either). [`run_one`](super::run_one) runs a job of one result
+    /// into a new buffer; [`run_each_output`](super::run_each_output) runs a job's results one at a time, for a
+    /// backend whose kernels write one result each.
+    fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> Result<Vec<DeviceMemory>>;
 
     /// Copies `bytes` bytes of `from`, from byte `from_at` on, to `to` at byte `to_at`
     /// (two buffers of this device, or one), as the driver copies memory: no job lowered or

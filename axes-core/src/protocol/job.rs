@@ -34,9 +34,9 @@ impl JobLeaf<'_> {
     }
 }
 
-/// Where a [`Job`]'s result goes instead of a new buffer: a region of an existing buffer,
-/// overwritten in place (the rest of the buffer keeps its values). Held mutably, so no leaf
-/// of the job reads it.
+/// Where a result of a [`Job`] goes instead of a new buffer ([`WriteTo::Into`]): a region of
+/// an existing buffer, overwritten in place (the rest of the buffer keeps its values). Held
+/// mutably, so no leaf of the job reads it.
 #[derive(Debug)]
 pub struct JobTarget<'a> {
     /// The buffer, on the job's device.
@@ -94,10 +94,12 @@ fn check_reach(
     Ok(())
 }
 
-/// Work for a device: compute `ir` over the kept axes (row-major result of `out` elements),
-/// combining over the reduced axes with `reduce` when there are any.
+/// One result of a [`Job`] as work of its own, the form a backend plans a kernel of one
+/// result from ([`Job::output_job`]): compute `ir` over the kept axes (a row-major result),
+/// combining over the reduced axes with `reduce` when there are any. Made into a [`Job`]
+/// with `.into()`.
 #[derive(Clone, Debug)]
-pub struct Job<'a> {
+pub struct OutputJob<'a> {
     /// The expression; leaf `k` reads `leaves[k]`.
     pub ir: Ir,
     /// The leaves.
@@ -112,18 +114,18 @@ pub struct Job<'a> {
     pub out: DType,
 }
 
-impl<'a> Job<'a> {
+impl<'a> OutputJob<'a> {
     /// The same work over as few axes as its strides allow, and `target`'s strides (one per
     /// kept axis) to match: length-1 axes dropped, and each kept (or reduced) axis merged
     /// into the next one where every leaf — and the target, for kept axes — steps over the
     /// inner axis exactly into the outer one. A contiguous operand of any rank becomes one
     /// axis, so a kernel pays one index division per element instead of one per axis.
-    pub fn merged(&self, target: Option<&[isize]>) -> (Job<'a>, Option<Vec<isize>>) {
+    pub fn merged(&self, target: Option<&[isize]>) -> (OutputJob<'a>, Option<Vec<isize>>) {
         let lens: Vec<usize> = self.kept.iter().chain(&self.reduced).copied().collect();
         if lens.contains(&0) {
             return (self.clone(), target.map(<[isize]>::to_vec));
         }
-        let mut job = Job {
+        let mut job = OutputJob {
             leaves: (self.leaves.iter())
                 .map(|leaf| JobLeaf {
                     strides: Vec::new(),
@@ -236,13 +238,15 @@ impl MatmulJob<'_> {
     }
 }
 
-/// Work with several results over one iteration space: each result is a node of one
-/// expression, kept over some of the iteration axes (row-major, in its own order) and
-/// combined over the others, optionally onto existing values. Autodiff's backward is one:
+/// Work for a device, which [`Backend::run`] runs: one or more results over one iteration
+/// space, each a node of one expression, kept over some of the iteration axes (row-major, in
+/// its own order) and combined over the others, optionally onto existing values. An
+/// element-wise expression is a job of one result that keeps every axis, a reduction one
+/// that keeps some ([`OutputJob`] builds those); autodiff's backward is a job of several:
 /// every input's gradient at once, each summed over the axes that input was broadcast along,
 /// each added to what earlier steps accumulated.
 #[derive(Clone, Debug)]
-pub struct MultiJob<'a> {
+pub struct Job<'a> {
     /// The expression; leaf `k` reads `leaves[k]`.
     pub ir: Ir,
     /// The leaves, with one stride per iteration axis.
@@ -255,12 +259,28 @@ pub struct MultiJob<'a> {
     pub outputs: Vec<JobOutput<'a>>,
 }
 
-/// One result of a [`MultiJob`].
+/// Where the results of a [`Job`] go ([`Backend::run`]).
+#[derive(Debug)]
+pub enum WriteTo<'a> {
+    /// One new buffer per result, row-major over its kept axes, returned in order.
+    New,
+    /// Result `k` into `targets[k]`, a region of an existing buffer: how an optimizer writes
+    /// a model's next parameters into a buffer it keeps, and how gradients are gathered into
+    /// one buffer. No result may start from values ([`JobOutput::start`]). Nothing returned.
+    Into(Vec<JobTarget<'a>>),
+    /// Result `k` over the elements of leaf `over[k]` in place (see [`Job::check_in_place`]
+    /// for what it may be): how an optimizer updates the parameters and its state in buffers
+    /// that never change, so that a recorded step's buffers stay the ones it recorded. The
+    /// caller holds each written buffer as its only user. Nothing returned.
+    Over(&'a [usize]),
+}
+
+/// One result of a [`Job`].
 #[derive(Clone, Debug)]
 pub struct JobOutput<'a> {
     /// The IR node it holds.
     pub root: usize,
-    /// The iteration axes it keeps (indices into [`MultiJob::lens`]), in its row-major order.
+    /// The iteration axes it keeps (indices into [`Job::lens`]), in its row-major order.
     pub kept: Vec<usize>,
     /// How values meeting at one element combine: over the axes not kept, and with `start`.
     pub reduce: ReduceOp,
@@ -269,7 +289,36 @@ pub struct JobOutput<'a> {
     pub start: Option<JobLeaf<'a>>,
 }
 
-impl MultiJob<'_> {
+impl<'a> Job<'a> {
+    /// The job's one result as an [`OutputJob`], where it has one and that result starts from
+    /// nothing: how a backend runs it as a kernel of one result.
+    pub fn single(&self) -> Option<OutputJob<'a>> {
+        match &self.outputs[..] {
+            [output] if output.start.is_none() => Some(self.output_job(0).0),
+            _ => None,
+        }
+    }
+
+    /// An error unless `targets` holds one target per result and no result starts from values
+    /// (what [`WriteTo::Into`] asks of a job).
+    pub fn check_into(&self, targets: &[JobTarget<'_>]) -> Result<()> {
+        if targets.len() != self.outputs.len() {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{} targets for a job of {} results",
+                    targets.len(),
+                    self.outputs.len()
+                ),
+            });
+        }
+        if self.outputs.iter().any(|output| output.start.is_some()) {
+            return Err(Error::Unsupported {
+                what: "a result onto starting values, written into a buffer".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// The element count of each result, or an error naming the lengths that overflow.
     pub fn output_counts(&self) -> Result<Vec<usize>> {
         (self.outputs.iter())
@@ -285,9 +334,9 @@ impl MultiJob<'_> {
     }
 }
 
-impl MultiJob<'_> {
+impl Job<'_> {
     /// An error unless `job` can write result `k` over leaf `over[k]` in place
-    /// ([`Backend::run_in_place`]): every leaf in reach; one written leaf per result,
+    /// ([`WriteTo::Over`]): every leaf in reach; one written leaf per result,
     /// distinct, of the result's type and reaching no position twice; every result keeps every iteration
     /// axis and starts from nothing; and every other leaf of a written leaf's buffer reads
     /// none of the positions written (each position is read through the leaf that writes
@@ -296,13 +345,13 @@ impl MultiJob<'_> {
     /// ```
     /// use axes_core::element::DType;
     /// use axes_core::ir::{Ir, ReduceOp};
-    /// use axes_core::protocol::{DeviceMemory, JobLeaf, JobOutput, MultiJob};
+    /// use axes_core::protocol::{DeviceMemory, JobLeaf, JobOutput, Job};
     /// let memory = DeviceMemory::new((), 16); // four f32
     /// let leaf = |offset, strides: Vec<isize>| JobLeaf { dtype: DType::F32, memory: &memory, offset, strides };
     /// let mut ir = Ir::default();
     /// let (a, _) = (ir.leaf(), ir.leaf());
     /// let output = JobOutput { root: a, kept: vec![0], reduce: ReduceOp::Sum, start: None };
-    /// let job = |leaves| MultiJob { ir: ir.clone(), leaves, lens: vec![2], out: DType::F32, outputs: vec![output.clone()] };
+    /// let job = |leaves| Job { ir: ir.clone(), leaves, lens: vec![2], out: DType::F32, outputs: vec![output.clone()] };
     /// // elements 0..2 written over themselves, 2..4 read: fine
     /// assert!(job(vec![leaf(0, vec![1]), leaf(2, vec![1])]).check_in_place(&[0]).is_ok());
     /// // elements 1..3 read while 0..2 are written: refused
@@ -381,37 +430,56 @@ fn span(leaf: &JobLeaf<'_>, lens: &[usize]) -> (isize, isize) {
     })
 }
 
-/// Runs `job` on `backend` one result at a time, each as a [`Job`] (see
-/// [`MultiJob::output_job`]), its starting values combined in by a second job when the
-/// first reduces.
+/// Runs `job` on `backend` into one new buffer: its one result.
+pub fn run_one<B: Backend + ?Sized>(backend: &B, job: OutputJob<'_>) -> Result<DeviceMemory> {
+    let mut results = backend.run(&job.into(), WriteTo::New)?;
+    match (results.pop(), results.is_empty()) {
+        (Some(result), true) => Ok(result),
+        _ => Err(Error::Unsupported {
+            what: format!(
+                "{} returned {} results for a job of one",
+                backend.name(),
+                results.len() + 1
+            ),
+        }),
+    }
+}
+
+/// Runs `job` on `backend` one result at a time into new buffers, each as an [`OutputJob`]
+/// (see [`Job::output_job`]), its starting values combined in by a second job when the first
+/// reduces: how a backend whose kernels write one result each runs [`WriteTo::New`].
 pub fn run_each_output<B: Backend + ?Sized>(
     backend: &B,
-    job: &MultiJob<'_>,
+    job: &Job<'_>,
 ) -> Result<Vec<DeviceMemory>> {
     job.output_counts()?;
     let mut results = Vec::with_capacity(job.outputs.len());
     for k in 0..job.outputs.len() {
         let (single, start) = job.output_job(k);
-        let memory = backend.run(&single)?;
+        let (kept, reduce) = (single.kept.clone(), single.reduce);
+        let memory = run_one(backend, single)?;
         let memory = match start {
             Some(start) => {
                 let mut ir = Ir::default();
                 let (from, fresh) = (ir.leaf(), ir.leaf());
-                ir.push(IrNode::Binary(single.reduce.combine_op(), from, fresh));
+                ir.push(IrNode::Binary(reduce.combine_op(), from, fresh));
                 let fresh_leaf = JobLeaf {
                     dtype: job.out,
                     memory: &memory,
                     offset: 0,
-                    strides: row_major_strides(&single.kept),
+                    strides: row_major_strides(&kept),
                 };
-                backend.run(&Job {
-                    ir,
-                    leaves: vec![start, fresh_leaf],
-                    kept: single.kept,
-                    reduced: Vec::new(),
-                    reduce: single.reduce,
-                    out: job.out,
-                })?
+                run_one(
+                    backend,
+                    OutputJob {
+                        ir,
+                        leaves: vec![start, fresh_leaf],
+                        kept,
+                        reduced: Vec::new(),
+                        reduce,
+                        out: job.out,
+                    },
+                )?
             }
             None => memory,
         };
@@ -420,12 +488,34 @@ pub fn run_each_output<B: Backend + ?Sized>(
     Ok(results)
 }
 
-impl<'a> MultiJob<'a> {
-    /// Result `k` as a [`Job`]: the expression pruned to its node, the iteration axes ordered
-    /// kept-then-reduced, and its starting values combined in inside the job when nothing is
-    /// reduced; otherwise the starting values are returned (over the kept axes) to combine
-    /// with the job's result.
-    pub fn output_job(&self, k: usize) -> (Job<'a>, Option<JobLeaf<'a>>) {
+impl<'a> From<OutputJob<'a>> for Job<'a> {
+    /// The job of one result: the last node of `job.ir`, over the kept axes then the reduced
+    /// ones, keeping the former.
+    fn from(job: OutputJob<'a>) -> Job<'a> {
+        let output = JobOutput {
+            root: job.ir.nodes.len().saturating_sub(1),
+            kept: (0..job.kept.len()).collect(),
+            reduce: job.reduce,
+            start: None,
+        };
+        let mut lens = job.kept;
+        lens.extend(job.reduced);
+        Job {
+            ir: job.ir,
+            leaves: job.leaves,
+            lens,
+            out: job.out,
+            outputs: vec![output],
+        }
+    }
+}
+
+impl<'a> Job<'a> {
+    /// Result `k` as an [`OutputJob`]: the expression pruned to its node, the iteration axes
+    /// ordered kept-then-reduced, and its starting values combined in inside the job when
+    /// nothing is reduced; otherwise the starting values are returned (over the kept axes)
+    /// to combine with the job's result.
+    pub fn output_job(&self, k: usize) -> (OutputJob<'a>, Option<JobLeaf<'a>>) {
         let output = &self.outputs[k];
         let rest = (0..self.lens.len()).filter(|a| !output.kept.contains(a));
         let order: Vec<usize> = output.kept.iter().copied().chain(rest).collect();
@@ -454,7 +544,7 @@ impl<'a> MultiJob<'a> {
             ir.push(IrNode::Binary(output.reduce.combine_op(), from, root));
             leaves.push(fused);
         }
-        let job = Job {
+        let job = OutputJob {
             ir,
             leaves,
             kept,
@@ -481,7 +571,7 @@ pub fn row_major_strides(lens: &[usize]) -> Vec<isize> {
 mod tests {
     use super::*;
 
-    fn job<'a>(memory: &'a DeviceMemory, strides: &[&[isize]], kept: &[usize]) -> Job<'a> {
+    fn job<'a>(memory: &'a DeviceMemory, strides: &[&[isize]], kept: &[usize]) -> OutputJob<'a> {
         let mut ir = Ir::default();
         let leaves = strides.iter().map(|s| {
             ir.leaf();
@@ -493,7 +583,7 @@ mod tests {
             }
         });
         let leaves: Vec<JobLeaf<'a>> = leaves.collect();
-        Job {
+        OutputJob {
             ir,
             leaves,
             kept: kept.to_vec(),

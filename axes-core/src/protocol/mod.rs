@@ -1,7 +1,8 @@
 //! What every backend implements, as plain data: the [`Device`] a tensor lives on, device
 //! memory and views of host memory as bytes, the work a backend runs ([`Job`]s: an
-//! expression's run-time IR over buffers with strides, and reductions; [`MatmulJob`]s:
-//! contractions; [`AttentionJob`]s: fused attention) and the [`Backend`] trait itself.
+//! expression's run-time IR over buffers with strides, element-wise, reduced or of several
+//! results; [`MatmulJob`]s: contractions; [`AttentionJob`]s: fused attention) and the
+//! [`Backend`] trait itself.
 //! Nothing here decides where work runs or knows tensors or expressions: that is
 //! [`crate::dispatch`]'s part, above.
 //!
@@ -25,8 +26,8 @@ pub use backend::Backend;
 pub use device::{Device, DeviceKind};
 pub use free_buffers::FreeBuffers;
 pub use job::{
-    Job, JobLeaf, JobOutput, JobTarget, MatmulJob, MatrixSide, MultiJob, row_major_strides,
-    run_each_output,
+    Job, JobLeaf, JobOutput, JobTarget, MatmulJob, MatrixSide, OutputJob, WriteTo,
+    row_major_strides, run_each_output, run_one,
 };
 pub use memory::{BufferRef, Buffers, DeviceMemory, LeafBuffer, Recycle};
 pub(crate) use memory::{as_bytes, bytes_into, host_elements};

@@ -21,7 +21,10 @@ use crate::reference::{
 };
 use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
-use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, MultiJob};
+use axes_core::protocol::{
+    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, OutputJob, WriteTo,
+    run_each_output,
+};
 use axes_kernels::{
     AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, Spec, attention,
     elementwise, matmul, reduction,
@@ -281,7 +284,7 @@ impl Recording {
     }
 
     /// Keeps the kernels of `plan` (and of its combining step when it is split).
-    fn keep_plan(&self, plan: &JobPlan, job: &Job<'_>) -> axes_core::Result<()> {
+    fn keep_plan(&self, plan: &JobPlan, job: &OutputJob<'_>) -> axes_core::Result<()> {
         self.keep(&plan.kernel);
         if plan.splits > 1 {
             let partial = DeviceMemory::new((), plan.out_bytes);
@@ -307,33 +310,55 @@ impl Backend for Recording {
     fn download(&self, memory: &DeviceMemory) -> axes_core::Result<Vec<u8>> {
         CPU_BACKEND.download(memory)
     }
-    fn run(&self, job: &Job<'_>) -> axes_core::Result<DeviceMemory> {
-        if let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Fresh)? {
-            self.keep_plan(&plan, job)?;
+    /// Plans `job` as [`crate::launch::run`] does, keeping each kernel, and runs it on the
+    /// CPU backend.
+    fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> axes_core::Result<Vec<DeviceMemory>> {
+        match &to {
+            WriteTo::New => match job.single() {
+                Some(single) => {
+                    if let Some(plan) = JobPlan::new(&single, Dialect::Cuda, Destination::Fresh)? {
+                        self.keep_plan(&plan, &single)?;
+                    }
+                }
+                None => return run_each_output(self, job),
+            },
+            WriteTo::Into(targets) => {
+                let (whole, alone) = crate::launch::launches_into(job);
+                if !whole.is_empty() {
+                    let together = Job {
+                        outputs: whole.iter().map(|&k| job.outputs[k].clone()).collect(),
+                        ..job.clone()
+                    };
+                    // The plan reads the targets' sizes only: buffers of no device stand in.
+                    let mut stand_ins: Vec<DeviceMemory> = (whole.iter())
+                        .map(|&k| DeviceMemory::new((), targets[k].memory.bytes()))
+                        .collect();
+                    let written: Vec<JobTarget<'_>> = (whole.iter().zip(&mut stand_ins))
+                        .map(|(&k, memory)| JobTarget {
+                            memory,
+                            offset: targets[k].offset,
+                            strides: targets[k].strides.clone(),
+                        })
+                        .collect();
+                    if let Some(plan) = JobPlan::outputs(&together, &written, Dialect::Cuda)? {
+                        self.keep(&plan.kernel);
+                    }
+                }
+                for k in alone {
+                    let (single, _) = job.output_job(k);
+                    let into = Destination::Into(&targets[k]);
+                    if let Some(plan) = JobPlan::new(&single, Dialect::Cuda, into)? {
+                        self.keep_plan(&plan, &single)?;
+                    }
+                }
+            }
+            WriteTo::Over(over) => {
+                if let Some(plan) = JobPlan::in_place(job, over, Dialect::Cuda)? {
+                    self.keep(&plan.kernel);
+                }
+            }
         }
-        CPU_BACKEND.run(job)
-    }
-    fn run_into(&self, job: &Job<'_>, target: JobTarget<'_>) -> axes_core::Result<()> {
-        if let Some(plan) = JobPlan::new(job, Dialect::Cuda, Destination::Into(&target))? {
-            self.keep_plan(&plan, job)?;
-        }
-        CPU_BACKEND.run_into(job, target)
-    }
-    fn run_multi_into(
-        &self,
-        job: &MultiJob<'_>,
-        targets: Vec<JobTarget<'_>>,
-    ) -> axes_core::Result<()> {
-        if let Some(plan) = JobPlan::outputs(job, &targets, Dialect::Cuda)? {
-            self.keep(&plan.kernel);
-        }
-        CPU_BACKEND.run_multi_into(job, targets)
-    }
-    fn run_in_place(&self, job: &MultiJob<'_>, over: &[usize]) -> axes_core::Result<()> {
-        if let Some(plan) = JobPlan::in_place(job, over, Dialect::Cuda)? {
-            self.keep(&plan.kernel);
-        }
-        CPU_BACKEND.run_in_place(job, over)
+        CPU_BACKEND.run(job, to)
     }
     fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
         // cuBLAS runs f32 and f64 products on a GPU; the tiled kernel is the fallback.

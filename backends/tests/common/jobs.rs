@@ -4,7 +4,9 @@
 
 use axes::DType;
 use axes::ir::{Ir, IrNode, ReduceOp};
-use axes::protocol::{Backend, DeviceMemory, Job, JobLeaf, JobOutput, JobTarget, MultiJob};
+use axes::protocol::{
+    Backend, DeviceMemory, Job, JobLeaf, JobOutput, JobTarget, OutputJob, WriteTo, run_one,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -94,7 +96,7 @@ fn run(
             strides: o.strides.iter().map(|&s| s as isize).collect(),
         })
         .collect();
-    let job = Job {
+    let job = OutputJob {
         ir: ir.clone(),
         leaves,
         kept: kept.to_vec(),
@@ -103,7 +105,7 @@ fn run(
         out: dtype,
     };
     let Some(region) = region else {
-        let memory = backend.run(&job).unwrap();
+        let memory = run_one(backend, job).unwrap();
         return values_of(&backend.download(&memory).unwrap(), dtype);
     };
     let mut memory = backend.upload(&bytes_of(&region.before, dtype)).unwrap();
@@ -112,7 +114,8 @@ fn run(
         offset: region.offset as usize,
         strides: region.strides.iter().map(|&s| s as isize).collect(),
     };
-    backend.run_into(&job, target).unwrap();
+    let written = backend.run(&job.into(), WriteTo::Into(vec![target]));
+    assert!(written.unwrap().is_empty(), "nothing new returned");
     let mut after = values_of(&backend.download(&memory).unwrap(), dtype);
     let positions: Vec<usize> = (indices(kept).iter())
         .map(|index| {
@@ -290,7 +293,7 @@ pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
             offset: o.offset as usize,
             strides,
         };
-        let job = MultiJob {
+        let job = Job {
             ir: ir.clone(),
             leaves: (operands.iter().zip(&memories))
                 .map(|(o, m)| leaf(o, m, o.strides.iter().map(|&s| s as isize).collect()))
@@ -312,7 +315,7 @@ pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
                 })
                 .collect(),
         };
-        let results = backend.run_multi(&job).unwrap();
+        let results = backend.run(&job, WriteTo::New).unwrap();
         assert_eq!(results.len(), wants.len(), "case {case}: one result each");
         for (k, (want, memory)) in wants.iter().zip(&results).enumerate() {
             let got = values_of(&backend.download(memory).unwrap(), dtype);
@@ -388,7 +391,7 @@ pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
         let upload = |values: &[f64]| backend.upload(&bytes_of(values, dtype)).unwrap();
         let memories: Vec<DeviceMemory> = operands.iter().map(|o| upload(&o.data)).collect();
         let mut buffers: Vec<DeviceMemory> = wants.iter().map(|w| upload(&w.2.before)).collect();
-        let job = MultiJob {
+        let job = Job {
             ir: ir.clone(),
             leaves: (operands.iter().zip(&memories))
                 .map(|(o, memory)| JobLeaf {
@@ -416,7 +419,7 @@ pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
                 strides: region.strides.iter().map(|&s| s as isize).collect(),
             })
             .collect();
-        backend.run_multi_into(&job, targets).unwrap();
+        backend.run(&job, WriteTo::Into(targets)).unwrap();
         for (k, ((root, kept, region), memory)) in wants.iter().zip(&buffers).enumerate() {
             let mut after = values_of(&backend.download(memory).unwrap(), dtype);
             let sub = ir.pruned(*root);
@@ -481,7 +484,7 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
             .collect();
         let layouts = (operands.iter().map(|o| (o.offset, &o.strides)))
             .chain(regions.iter().map(|r| (r.offset, &r.strides)));
-        let job = MultiJob {
+        let job = Job {
             ir: ir.clone(),
             leaves: (layouts.zip(&memories))
                 .map(|((offset, strides), memory)| JobLeaf {
@@ -503,7 +506,7 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
                 .collect(),
         };
         let over: Vec<usize> = (0..regions.len()).map(|k| operands.len() + k).collect();
-        backend.run_in_place(&job, &over).unwrap();
+        backend.run(&job, WriteTo::Over(&over)).unwrap();
         for (k, (root, region)) in roots.iter().zip(&regions).enumerate() {
             let memory = &memories[operands.len() + k];
             let mut after = values_of(&backend.download(memory).unwrap(), dtype);
@@ -538,7 +541,7 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
         let mut overlapping = job.clone();
         overlapping.outputs.truncate(1);
         overlapping.leaves.push(job.leaves[over[0]].clone());
-        let refused = backend.run_in_place(&overlapping, &over[..1]);
+        let refused = backend.run(&overlapping, WriteTo::Over(&over[..1]));
         assert!(
             refused.is_err(),
             "case {case}: an overlapping leaf was accepted"
@@ -552,7 +555,7 @@ pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
             offset: 1,
             strides: vec![0; rank],
         });
-        let refused = backend.run_in_place(&outside, &over);
+        let refused = backend.run(&outside, WriteTo::Over(&over));
         assert!(
             refused.is_err(),
             "case {case}: a leaf out of reach was accepted"

@@ -12,7 +12,7 @@ use crate::engine::interp::Program;
 use crate::error::{Error, Result};
 use crate::protocol::{
     AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, DeviceMemory, Job, JobLeaf,
-    JobOutput, JobTarget, MatmulJob, MatrixSide, MultiJob, Recording,
+    JobOutput, JobTarget, MatmulJob, MatrixSide, OutputJob, Recording,
 };
 
 /// One recorded op: runs it again on the recorded buffers.
@@ -107,15 +107,15 @@ fn bound<'m>(leaves: &[JobLeaf<'static>], memories: &'m [DeviceMemory]) -> Vec<J
 /// over merged axes with its interpreter program, which a replay runs.
 struct KeptJob {
     shared: Vec<Shared>,
-    template: Job<'static>,
-    merged: Job<'static>,
+    template: OutputJob<'static>,
+    merged: OutputJob<'static>,
     program: Program,
 }
 
 impl KeptJob {
-    fn of(job: &Job<'_>) -> Result<KeptJob> {
+    fn of(job: &OutputJob<'_>) -> Result<KeptJob> {
         let (shared, leaves) = unbound(&job.leaves)?;
-        let template = Job {
+        let template = OutputJob {
             ir: job.ir.clone(),
             leaves,
             kept: job.kept.clone(),
@@ -139,8 +139,8 @@ impl KeptJob {
     }
 
     /// The job reading `memories` (from [`KeptJob::memories`]).
-    fn bind<'m>(&self, memories: &'m [DeviceMemory]) -> Job<'m> {
-        Job {
+    fn bind<'m>(&self, memories: &'m [DeviceMemory]) -> OutputJob<'m> {
+        OutputJob {
             leaves: bound(&self.template.leaves, memories),
             ..self.template.clone()
         }
@@ -148,7 +148,7 @@ impl KeptJob {
 
     /// Runs the job, over merged axes, on `memories`: its result.
     fn run(&self, memories: &[DeviceMemory]) -> Result<DeviceMemory> {
-        let job = Job {
+        let job = OutputJob {
             leaves: bound(&self.merged.leaves, memories),
             ..self.merged.clone()
         };
@@ -301,7 +301,7 @@ impl CpuBackend {
         })
     }
 
-    pub(super) fn record_run(&self, job: &Job<'_>, result: &DeviceMemory) -> Result<()> {
+    pub(super) fn record_run(&self, job: &OutputJob<'_>, result: &DeviceMemory) -> Result<()> {
         self.record(true, || {
             let (kept, result) = (KeptJob::of(job)?, Shared::of(result)?);
             Ok(Box::new(move || {
@@ -310,7 +310,11 @@ impl CpuBackend {
         })
     }
 
-    pub(super) fn record_run_into(&self, job: &Job<'_>, target: &JobTarget<'_>) -> Result<()> {
+    pub(super) fn record_run_into(
+        &self,
+        job: &OutputJob<'_>,
+        target: &JobTarget<'_>,
+    ) -> Result<()> {
         self.record(true, || {
             let kept = KeptJob::of(job)?;
             let (into, offset) = (Shared::of(target.memory)?, target.offset);
@@ -332,7 +336,7 @@ impl CpuBackend {
     /// over its leaves.
     pub(super) fn record_multi(
         &self,
-        job: &MultiJob<'_>,
+        job: &Job<'_>,
         results: &[DeviceMemory],
         over: Option<&[usize]>,
     ) -> Result<()> {
@@ -355,7 +359,7 @@ impl CpuBackend {
                     ..output.clone()
                 });
             }
-            let template = MultiJob {
+            let template = Job {
                 ir: job.ir.clone(),
                 leaves,
                 lens: job.lens.clone(),
@@ -369,7 +373,7 @@ impl CpuBackend {
                 let memories: Vec<DeviceMemory> = shared.iter().map(Shared::memory).collect();
                 let (leaf_memories, start_memories) = memories.split_at(template.leaves.len());
                 let mut starts = start_memories.iter();
-                let job = MultiJob {
+                let job = Job {
                     leaves: bound(&template.leaves, leaf_memories),
                     outputs: (template.outputs.iter())
                         .map(|output| JobOutput {
