@@ -9,13 +9,13 @@
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axes_core::error::{Error, Result};
 use axes_core::protocol::{
     AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, MatmulJob,
-    Meter, Recording, Recycle, WriteTo,
+    Meter, Recording, WriteTo,
 };
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
@@ -29,26 +29,7 @@ use opencl3::types::{CL_BLOCKING, cl_int, cl_long, cl_mem};
 use crate::disk_cache::DiskCache;
 use crate::launch::{KernelDevice, LaunchArg};
 use crate::{Index, JobPlan, Plain, Slot};
-
-/// What an OpenCL program binary for `device` depends on besides its source, one field a line.
-fn binary_key(device: &Device) -> String {
-    let platform = device
-        .platform()
-        .map(opencl3::platform::Platform::new)
-        .map(|p| {
-            (
-                p.name().unwrap_or_default(),
-                p.version().unwrap_or_default(),
-            )
-        });
-    let (platform, platform_version) = platform.unwrap_or_default();
-    format!(
-        "opencl\n{platform}\n{platform_version}\n{}\n{}\n{}\n",
-        device.name().unwrap_or_default(),
-        device.version().unwrap_or_default(),
-        device.driver_version().unwrap_or_default(),
-    )
-}
+use pool::{Held, Pool, Private, STAGED_UPLOAD_MAX};
 
 fn cl_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Unsupported {
@@ -80,152 +61,6 @@ pub struct OpenCl {
     pool: Arc<Pool>,
     /// The commands of each recording under way, by the thread that records it.
     recorded: Mutex<HashMap<std::thread::ThreadId, Vec<record::Command>>>,
-}
-
-/// The device's freed result buffers by size in bytes, their total, and the most it keeps.
-struct Pool {
-    held: Mutex<Held>,
-    meter: Arc<Meter>,
-    /// The buffers recordings name (by handle), with how many times: never taken back.
-    named: Mutex<HashMap<usize, usize>>,
-    /// Each recording's own buffers, by the thread that records it.
-    private: Mutex<HashMap<std::thread::ThreadId, Private>>,
-}
-
-/// The buffers a recording made, and those of them freed since: a buffer made and freed
-/// during a recording is given again to a later result of the same recording (a replay
-/// reuses it in the same order), as the plain step reuses the pool's — so a replay's working
-/// set is the plain step's, not every intermediate at once.
-#[derive(Default)]
-struct Private {
-    made: std::collections::HashSet<usize>,
-    /// Freed buffers, with their size class.
-    free: Vec<(usize, Buffer<u8>)>,
-}
-
-struct Held {
-    /// Keyed by size in bytes.
-    buffers: FreeBuffers<usize, Buffer<u8>>,
-    /// The host copies of uploads still being written (each freed once its write is done).
-    staged: Vec<(opencl3::event::Event, Vec<u8>)>,
-}
-
-impl Pool {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A buffer of exactly `bytes` bytes, if the pool holds one.
-    fn take(&self, bytes: usize) -> Option<Buffer<u8>> {
-        let mut held = self.lock();
-        // Frees the host copies of the uploads whose writes are done (or failed); one whose
-        // state cannot be read is kept.
-        held.staged.retain(|(event, _)| {
-            event
-                .command_execution_status()
-                .map_or(true, |status| status.0 > cl3::event::CL_COMPLETE)
-        });
-        let buffer = held.buffers.take(bytes, |_| true);
-        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
-        buffer
-    }
-
-    /// A buffer of size class `class` this thread's recording made and freed, if it records
-    /// and has one.
-    fn take_private(&self, class: usize) -> Option<Buffer<u8>> {
-        let mut private = self.private.lock().expect("never poisoned");
-        let own = private.get_mut(&std::thread::current().id())?;
-        let at = own.free.iter().position(|(c, _)| *c == class)?;
-        Some(own.free.swap_remove(at).1)
-    }
-
-    /// Notes `mem` as made by this thread's recording, if it records.
-    fn made_privately(&self, mem: usize) {
-        let mut private = self.private.lock().expect("never poisoned");
-        if let Some(own) = private.get_mut(&std::thread::current().id()) {
-            own.made.insert(mem);
-        }
-    }
-
-    /// Counts one more recording's reference to the buffer `mem`.
-    fn name(&self, mem: usize) {
-        *self
-            .named
-            .lock()
-            .expect("never poisoned")
-            .entry(mem)
-            .or_default() += 1;
-    }
-
-    /// Counts one recording's reference to `mem` less.
-    fn unname(&self, mem: usize) {
-        let mut named = self.named.lock().expect("never poisoned");
-        if let Some(count) = named.get_mut(&mem) {
-            *count -= 1;
-            if *count == 0 {
-                named.remove(&mem);
-            }
-        }
-    }
-
-    /// Sets the most bytes the pool holds, releasing buffers until it holds no more.
-    fn set_limit(&self, limit: usize) {
-        let mut held = self.lock();
-        held.buffers.set_limit(limit, |_, _| {});
-        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
-    }
-
-    /// Releases every buffer the pool holds; the bytes released.
-    fn release(&self) -> usize {
-        let mut held = self.lock();
-        let released = held.buffers.shrink_to(0, |_, _| {});
-        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
-        released
-    }
-}
-
-impl Recycle for Pool {
-    fn recycle(&self, buffer: Box<dyn std::any::Any + Send + Sync>) {
-        let Ok(buffer) = buffer.downcast::<DeviceBuffer<u8>>() else {
-            return;
-        };
-        let DeviceBuffer {
-            buffer, capacity, ..
-        } = *buffer;
-        let mem = buffer.get() as usize;
-        // A buffer this thread's recording made goes back to that recording alone.
-        let mut private = self.private.lock().expect("never poisoned");
-        if let Some(own) = private.get_mut(&std::thread::current().id())
-            && own.made.contains(&mem)
-        {
-            own.free.push((capacity, buffer));
-            return;
-        }
-        drop(private);
-        // A buffer a recording names stays the recording's: released here (the recording
-        // keeps a reference), never given to another result.
-        if (self.named.lock().expect("never poisoned")).contains_key(&mem) {
-            return;
-        }
-        let mut held = self.lock();
-        // A buffer the pool has no room for is released (dropped) here.
-        drop(held.buffers.keep(capacity, buffer));
-        self.meter.set_pooled_bytes(held.buffers.bytes() as u64);
-    }
-}
-
-/// The largest upload written from a pooled buffer and a host copy; larger ones get a buffer
-/// of their own, filled when it is made (no second host copy of a large tensor).
-const STAGED_UPLOAD_MAX: usize = 1 << 20;
-
-/// The size class of a buffer of `bytes`: at least 256 bytes, else `bytes` rounded up to a
-/// quarter of the power of two below it (at most 25% more).
-fn size_class(bytes: usize) -> usize {
-    if bytes <= 256 {
-        return 256;
-    }
-    let quarter = 1usize << (usize::BITS - 1 - bytes.leading_zeros() - 2);
-    bytes.div_ceil(quarter) * quarter
 }
 
 // SAFETY: OpenCL contexts, queues and programs are thread-safe handles (OpenCL 1.2 §A.2: all
@@ -290,7 +125,7 @@ impl OpenCl {
         let queue = CommandQueue::create_default(&context, 0)
             .map_err(|e| cl_error("creating a queue", e))?;
         let meter = Arc::<Meter>::default();
-        let binary_key = binary_key(&device);
+        let binary_key = program::binary_key(&device);
         Ok(OpenCl {
             device,
             context,
@@ -437,50 +272,6 @@ impl OpenCl {
         Ok(out)
     }
 
-    /// The compiled program of `kernel` (built once per source on this device: from the
-    /// binary an earlier process kept on disk where there is one, else from the source).
-    fn program(&self, kernel: &Kernel) -> Result<Arc<Program>> {
-        if kernel.dialect != Dialect::OpenCl {
-            return Err(Error::Unsupported {
-                what: "OpenCL: a kernel in the CUDA dialect".into(),
-            });
-        }
-        self.meter.looked_up();
-        let mut cache = self
-            .programs
-            .lock()
-            .expect("the kernel cache is never poisoned");
-        if let Some(program) = cache.get(&kernel.source) {
-            return Ok(Arc::clone(program));
-        }
-        let key = format!("{}{}", self.binary_key, kernel.source);
-        let kept = (self.disk.load(&key)).and_then(|binary| {
-            Program::create_and_build_from_binary(&self.context, &[&binary], "").ok()
-        });
-        let program = match kept {
-            Some(program) => Arc::new(program),
-            None => {
-                let program =
-                    Program::create_and_build_from_source(&self.context, &kernel.source, "")
-                        .map_err(|log| Error::Unsupported {
-                            what: format!(
-                                "OpenCL: kernel `{}` did not build:\n{log}\n--- source ---\n{}",
-                                kernel.name, kernel.source
-                            ),
-                        })?;
-                self.source_builds.fetch_add(1, Ordering::Relaxed);
-                let program = Arc::new(program);
-                if self.disk.is_on() {
-                    let mut unkept = self.unkept.lock().expect("never poisoned");
-                    unkept.push((key, Arc::clone(&program)));
-                }
-                program
-            }
-        };
-        cache.insert(kernel.source.clone(), Arc::clone(&program));
-        Ok(program)
-    }
-
     /// Queues `kernel` with `args` over `global` work items in groups of `local` (the queue is
     /// in order: later launches and reads see its results; OpenCL keeps a buffer alive until
     /// the commands using it are done, so dropping one meanwhile is safe). `wide` says
@@ -554,34 +345,6 @@ impl OpenCl {
         Ok(())
     }
 
-    /// Puts the binaries of the programs built from source since the last call on disk.
-    /// Called when the queue is drained (every launch before has run), so each binary holds
-    /// what the runtime compiled for those launches.
-    fn keep_binaries(&self) {
-        let unkept = std::mem::take(&mut *self.unkept.lock().expect("never poisoned"));
-        for (key, program) in unkept {
-            if let Some(binary) = program.get_binaries().ok().and_then(|mut b| b.pop()) {
-                self.disk.store(&key, &binary);
-            }
-        }
-    }
-
-    /// How many programs this object built from source rather than from a binary kept on
-    /// disk.
-    #[cfg(test)]
-    pub(crate) fn built_from_source(&self) -> usize {
-        self.source_builds.load(Ordering::Relaxed)
-    }
-
-    /// Whether `kernel`'s program is already built on this device.
-    pub fn is_cached(&self, kernel: &Kernel) -> bool {
-        let cache = self
-            .programs
-            .lock()
-            .expect("the kernel cache is never poisoned");
-        cache.contains_key(&kernel.source)
-    }
-
     /// Checks that reductions' work-groups fit this device.
     pub fn check_reduction_group(&self) -> Result<()> {
         let max = self
@@ -623,53 +386,6 @@ fn foreign() -> Error {
 /// The backend's buffer inside `memory`, or an error when another backend made it.
 fn buffer_of(memory: &DeviceMemory) -> Result<&DeviceBuffer<u8>> {
     memory.buffer().ok_or_else(foreign)
-}
-
-impl OpenCl {
-    /// `buffer` (of `bytes` bytes) as device memory, counted by this device's meter.
-    fn memory<B: std::any::Any + Send + Sync>(&self, buffer: B, bytes: usize) -> DeviceMemory {
-        DeviceMemory::metered(buffer, bytes, &self.meter)
-    }
-
-    /// A result buffer of `bytes` bytes, not initialised (every launch that gets one writes
-    /// all of it before anything reads it): a pooled buffer of its size class where there
-    /// is one, else a new one of that class; it goes back to the pool when dropped.
-    fn result_buffer(&self, bytes: usize) -> Result<DeviceMemory> {
-        let class = size_class(bytes);
-        if let Some(buffer) = self.pool.take_private(class) {
-            let buffer = DeviceBuffer {
-                buffer,
-                len: bytes,
-                capacity: class,
-            };
-            let pool: Arc<dyn Recycle> = self.pool.clone();
-            return Ok(DeviceMemory::pooled(buffer, bytes, &self.meter, pool));
-        }
-        let pooled = self.pool.take(class);
-        self.meter.pool_request(pooled.is_some());
-        let buffer = match pooled {
-            Some(buffer) => DeviceBuffer {
-                buffer,
-                len: bytes,
-                capacity: class,
-            },
-            None => {
-                // A class past the device's largest buffer: the exact size may still fit.
-                let size = if self.check_room::<u8>(class).is_ok() {
-                    class
-                } else {
-                    bytes
-                };
-                DeviceBuffer {
-                    len: bytes,
-                    ..self.alloc::<u8>(size)?
-                }
-            }
-        };
-        self.pool.made_privately(buffer.buffer.get() as usize);
-        let pool: Arc<dyn Recycle> = self.pool.clone();
-        Ok(DeviceMemory::pooled(buffer, bytes, &self.meter, pool))
-    }
 }
 
 impl KernelDevice for OpenCl {
@@ -928,6 +644,8 @@ impl Backend for OpenCl {
     }
 }
 
+mod pool;
+mod program;
 mod record;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@
 //! /// doc comment: becomes the doc of the variant and of every generated method
 //! Variant (method) "name": Domain, |x| scalar,
 //!     kernel "float template" int "integer template",
+//!     cost KIND,
 //!     d |d, x, y, g| derivative;
 //! ```
 //!
@@ -39,6 +40,11 @@
 //!   `{unsigned}` are the type's width and its unsigned type. `int "..."` is an optional
 //!   second template for integers, for a `Num` row whose integer form differs (a unit test
 //!   checks that only `Num` rows have one).
+//! - `cost KIND`: what the op costs per element, one of the kinds of
+//!   [`OpWeights`](crate::ir::OpWeights): `SIMPLE` (the cheap ops), `DIVISION` (divisions and
+//!   square roots) or `TRANSCENDENTAL` (a polynomial of dozens of instructions: `exp`,
+//!   `tanh`, `pow`). The CPU's cost model decides from it when a loop is worth splitting
+//!   across threads.
 //! - `d |d, x, y, g| derivative`: the adjoint of the argument, `g · dy/dx`, as IR built with
 //!   [`Derive`](crate::ir::Derive) (`d.c(2.0)`, `d.mul(a, b)`, `d.unary(UnaryOp::Cos, x)`,
 //!   `d.select(..)`, ...); `y` is the op's own result, so `exp` can reuse it. `None` where no
@@ -48,10 +54,8 @@
 //! A comparison row is shorter, `Variant (method) "name": |a, b| scalar, kernel "==";`: its
 //! result is `bool` and no gradient flows through it.
 //!
-//! Beside the tables, in the same file, each op has a cost kind: `OpWeights::of_unary` and
-//! `OpWeights::of_binary` are exhaustive matches that put every op among the cheap ops,
-//! divisions and square roots, or transcendental functions. A new variant does not compile
-//! until it is listed there.
+//! The macros that turn the rows into code are in `axes-core/src/ir/ops/generate.rs`; a new
+//! row needs no change there.
 //!
 //! The `gelu` row, its derivative shortened:
 //!
@@ -59,6 +63,7 @@
 //! /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
 //! Gelu (gelu) "gelu": Float, |x| x.gelu(),
 //!     kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
+//!     cost TRANSCENDENTAL,
 //!     d |d, x, y, g| {
 //!         // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
 //!         ...
@@ -69,7 +74,8 @@
 //! ## What comes from the row
 //!
 //! - The run-time op: `UnaryOp::Gelu` with its `name`, `domain`, `kernel` spelling, `apply`
-//!   and `derivative`, and a place in `UnaryOp::ALL`.
+//!   and `derivative`, its cost kind `OpWeights::of_unary(UnaryOp::Gelu)`, and a place in
+//!   `UnaryOp::ALL`.
 //! - The typed op `ir::unary::Gelu`, which the CPU loop engine inlines into the loop nest it
 //!   compiles for each expression, with its cost kind (`UnaryFn::WEIGHT`) for the decision to
 //!   split the loop across threads (`axes-core/src/engine/cost.rs`).
@@ -124,12 +130,9 @@
 //!
 //! ## Files that must follow
 //!
-//! The compiler enforces two places besides the row:
-//!
-//! - the cost kind, `OpWeights::of_unary` or `of_binary`, in `axes-core/src/ir/ops.rs`;
-//! - the `f64` reference that device results are checked against, the exhaustive `match` in
-//!   `eval` of `backends/tests/common/reference.rs`. It breaks the tests' build, not the
-//!   library's.
+//! The compiler enforces one place besides the row: the `f64` reference that device results
+//! are checked against, the exhaustive `match` in `eval` of
+//! `backends/tests/common/reference.rs`. It breaks the tests' build, not the library's.
 //!
 //! The random expressions of the shared backend suite (`random_ir` in the same file) draw
 //! their ops from the table's `ALL` lists, so a new row is run on every backend against that

@@ -2,7 +2,8 @@
 //!
 //! Each row of the tables below gives an op its enum variant, its name, the element types it
 //! accepts ([`Domain`]), its scalar function, its device-kernel spelling
-//! ([`KernelSpelling`]) and its derivative (as IR built from other ops). From the rows come:
+//! ([`KernelSpelling`]), its cost kind ([`OpWeights`]) and its derivative (as IR built from
+//! other ops). From the rows, through the generators in `ops/generate.rs`, come:
 //! - the run-time enums [`UnaryOp`], [`BinaryOp`], [`CompareOp`] and [`ReduceOp`] that the
 //!   IR, the interpreter, the kernel generator and autodiff match on;
 //! - the typed zero-sized ops in [`unary`], [`binary`] and [`reduce`] that the CPU loop
@@ -25,6 +26,12 @@
 use super::{Ir, IrNode};
 use crate::element::{DType, Element};
 use crate::num::{Float, Int, Num};
+
+mod generate;
+pub(crate) use generate::{binary_method_rows, compare_method_rows, unary_method_rows};
+use generate::{
+    define_binary_ops, define_compare_ops, define_reduce_ops, define_unary_ops, first_of, in_domain,
+};
 
 /// The element types an op accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,47 +173,6 @@ impl OpWeights {
             transcendental: self.transcendental.saturating_add(other.transcendental),
         }
     }
-
-    /// The kind of `op` (every op named: a new op must be given its kind).
-    pub const fn of_unary(op: UnaryOp) -> OpWeights {
-        match op {
-            UnaryOp::Exp
-            | UnaryOp::Ln
-            | UnaryOp::Tanh
-            | UnaryOp::Sigmoid
-            | UnaryOp::Gelu
-            | UnaryOp::Silu
-            | UnaryOp::Sin
-            | UnaryOp::Cos => OpWeights::TRANSCENDENTAL,
-            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => OpWeights::DIVISION,
-            UnaryOp::Neg
-            | UnaryOp::Abs
-            | UnaryOp::Square
-            | UnaryOp::Signum
-            | UnaryOp::Relu
-            | UnaryOp::Floor
-            | UnaryOp::Ceil
-            | UnaryOp::BitNot => OpWeights::SIMPLE,
-        }
-    }
-
-    /// The kind of `op`.
-    pub const fn of_binary(op: BinaryOp) -> OpWeights {
-        match op {
-            BinaryOp::Pow => OpWeights::TRANSCENDENTAL,
-            BinaryOp::Div | BinaryOp::Rem => OpWeights::DIVISION,
-            BinaryOp::Add
-            | BinaryOp::Sub
-            | BinaryOp::Mul
-            | BinaryOp::Max
-            | BinaryOp::Min
-            | BinaryOp::BitAnd
-            | BinaryOp::BitOr
-            | BinaryOp::BitXor
-            | BinaryOp::Shl
-            | BinaryOp::Shr => OpWeights::SIMPLE,
-        }
-    }
 }
 
 /// A typed element-wise function of one argument: what the CPU loop engine inlines.
@@ -259,24 +225,29 @@ macro_rules! for_each_unary_op {
             /// `-x`
             Neg "neg": Num, |x| x.neg(),
                 kernel "-({x})",
+                cost SIMPLE,
                 d |d, x, y, g| Some(d.neg(g));
             /// |x|
             Abs (abs) "abs": Num, |x| x.abs(),
                 kernel "{fabs}({x})" int "(({x}) < 0 ? -({x}) : ({x}))",
+                cost SIMPLE,
                 d |d, x, y, g| { let s = d.unary(UnaryOp::Signum, x); Some(d.mul(g, s)) };
             /// x²
             Square (square) "square": Num, |x| x.mul(x),
                 kernel "({x}) * ({x})",
+                cost SIMPLE,
                 d |d, x, y, g| { let two = d.c(2.0); let dx = d.mul(two, x); Some(d.mul(g, dx)) };
             /// -1, 0 or 1 (NaN stays NaN)
             Signum (signum) "signum": Num, |x| x.signum(),
                 kernel "(({x}) != ({x}) ? ({x}) : ({x}) > {0} ? {1} : ({x}) < {0} ? -{1} : {0})"
                     int "((({x}) > 0) - (({x}) < 0))",
+                cost SIMPLE,
                 d |d, x, y, g| None;
             /// max(x, 0) (NaN stays NaN)
             Relu (relu) "relu": Num, |x| Num::max(x, T::zero()),
                 kernel "(({x}) != ({x}) ? ({x}) : (({x}) > {0} ? ({x}) : {0}))"
                     int "(({x}) > {0} ? ({x}) : {0})",
+                cost SIMPLE,
                 d |d, x, y, g| {
                     let zero = d.c(0.0);
                     let positive = d.compare(CompareOp::Greater, x, zero);
@@ -285,18 +256,22 @@ macro_rules! for_each_unary_op {
             /// e^x (vectorised for f32; see [`crate::math`])
             Exp (exp) "exp": Float, |x| x.exp(),
                 kernel "{exp}({x})",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| Some(d.mul(g, y));
             /// ln x
             Ln (ln) "ln": Float, |x| x.ln(),
                 kernel "{log}({x})",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| Some(d.div(g, x));
             /// √x
             Sqrt (sqrt) "sqrt": Float, |x| x.sqrt(),
                 kernel "{sqrt}({x})",
+                cost DIVISION,
                 d |d, x, y, g| { let half = d.c(0.5); let dx = d.div(half, y); Some(d.mul(g, dx)) };
             /// 1/√x
             Rsqrt (rsqrt) "rsqrt": Float, |x| x.rsqrt(),
                 kernel "{rsqrt}({x})",
+                cost DIVISION,
                 d |d, x, y, g| {
                     let c = d.c(-0.5);
                     let sq = d.mul(y, y);
@@ -307,6 +282,7 @@ macro_rules! for_each_unary_op {
             /// tanh x
             Tanh (tanh) "tanh": Float, |x| x.tanh(),
                 kernel "{tanh}({x})",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| {
                     let one = d.c(1.0);
                     let sq = d.mul(y, y);
@@ -316,6 +292,7 @@ macro_rules! for_each_unary_op {
             /// 1 / (1 + e^-x)
             Sigmoid (sigmoid) "sigmoid": Float, |x| x.sigmoid(),
                 kernel "{1} / ({1} + {exp}(-({x})))",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| {
                     let one = d.c(1.0);
                     let rest = d.sub(one, y);
@@ -325,10 +302,12 @@ macro_rules! for_each_unary_op {
             /// sin x
             Sin (sin) "sin": Float, |x| x.sin(),
                 kernel "{sin}({x})",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| { let c = d.unary(UnaryOp::Cos, x); Some(d.mul(g, c)) };
             /// cos x
             Cos (cos) "cos": Float, |x| x.cos(),
                 kernel "{cos}({x})",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| {
                     let s = d.unary(UnaryOp::Sin, x);
                     let gs = d.mul(g, s);
@@ -337,11 +316,13 @@ macro_rules! for_each_unary_op {
             /// 1/x
             Recip (recip) "recip": Float, |x| T::one().div(x),
                 kernel "{1} / ({x})",
+                cost DIVISION,
                 d |d, x, y, g| { let sq = d.mul(y, y); let gs = d.mul(g, sq); Some(d.neg(gs)) };
             /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` (on the
             /// CPU as the equal `x σ(2 √(2/π) (x + 0.044715 x³))`: [`crate::math::gelu_f32`])
             Gelu (gelu) "gelu": Float, |x| x.gelu(),
                 kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| {
                     // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
                     let (c, k, k3) = (d.c(0.7978845608028654), d.c(0.044715), d.c(0.134145));
@@ -368,6 +349,7 @@ macro_rules! for_each_unary_op {
             /// SiLU (swish): `x σ(x) = x / (1 + e^-x)`
             Silu (silu) "silu": Float, |x| x.mul(x.sigmoid()),
                 kernel "({x}) / ({1} + {exp}(-({x})))",
+                cost TRANSCENDENTAL,
                 d |d, x, y, g| {
                     // σ + x σ (1 - σ) = y + σ (1 - y)
                     let s = d.unary(UnaryOp::Sigmoid, x);
@@ -380,14 +362,17 @@ macro_rules! for_each_unary_op {
             /// ⌊x⌋
             Floor (floor) "floor": Float, |x| x.floor(),
                 kernel "{floor}({x})",
+                cost SIMPLE,
                 d |d, x, y, g| None;
             /// ⌈x⌉
             Ceil (ceil) "ceil": Float, |x| x.ceil(),
                 kernel "{ceil}({x})",
+                cost SIMPLE,
                 d |d, x, y, g| None;
             /// `!x`: every bit flipped (integers)
             BitNot (bit_not) "bit_not": Int, |x| x.bit_not(),
                 kernel "~({x})",
+                cost SIMPLE,
                 d |d, x, y, g| None;
         }
     };
@@ -403,18 +388,22 @@ macro_rules! for_each_binary_op {
             /// `a + b`
             Add "add": Num, |a, b| a.add(b),
                 kernel "({a}) + ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [Some(g), Some(g)];
             /// `a - b`
             Sub "sub": Num, |a, b| a.sub(b),
                 kernel "({a}) - ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [Some(g), Some(d.neg(g))];
             /// `a * b`
             Mul "mul": Num, |a, b| a.mul(b),
                 kernel "({a}) * ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [Some(d.mul(g, b)), Some(d.mul(g, a))];
             /// `a / b` (integers: 0 where `b` is 0)
             Div "div": Num, |a, b| a.div(b),
                 kernel "({a}) / ({b})" int "(({b}) == 0 ? {0} : ({a}) / ({b}))",
+                cost DIVISION,
                 d |d, a, b, y, g| {
                     let da = d.div(g, b);
                     let q = d.div(y, b);
@@ -426,6 +415,7 @@ macro_rules! for_each_binary_op {
             Max (max) "max": Num, |a, b| Num::max(a, b),
                 kernel "((({a}) != ({a}) || ({b}) != ({b})) ? ({a}) + ({b}) : (({a}) > ({b}) ? ({a}) : ({b})))"
                     int "(({a}) > ({b}) ? ({a}) : ({b}))",
+                cost SIMPLE,
                 d |d, a, b, y, g| {
                     let zero = d.c(0.0);
                     let to_a = d.compare(CompareOp::GreaterEqual, a, b);
@@ -436,6 +426,7 @@ macro_rules! for_each_binary_op {
             Min (min) "min": Num, |a, b| Num::min(a, b),
                 kernel "((({a}) != ({a}) || ({b}) != ({b})) ? ({a}) + ({b}) : (({a}) < ({b}) ? ({a}) : ({b})))"
                     int "(({a}) < ({b}) ? ({a}) : ({b}))",
+                cost SIMPLE,
                 d |d, a, b, y, g| {
                     let zero = d.c(0.0);
                     let to_a = d.compare(CompareOp::LessEqual, a, b);
@@ -446,6 +437,7 @@ macro_rules! for_each_binary_op {
             /// is wanted).
             Pow (pow) "pow": Float, |a, b| a.powf(b),
                 kernel "{pow}({a}, {b})",
+                cost TRANSCENDENTAL,
                 d |d, a, b, y, g| {
                     // d/da a^b = b a^(b-1); d/db a^b = a^b ln a
                     let one = d.c(1.0);
@@ -461,6 +453,7 @@ macro_rules! for_each_binary_op {
             /// `Error::DivisionByZero`, as for `/`, and `MIN % -1` is 0; floats: C's `fmod`.
             Rem "rem": Num, |a, b| a.rem(b),
                 kernel "{fmod}({a}, {b})" int "((({b}) == 0 || ({b}) == -1) ? {0} : ({a}) % ({b}))",
+                cost DIVISION,
                 d |d, a, b, y, g| {
                     // a % b = a - trunc(a / b) b: d/da = 1, d/db = -trunc(a / b)
                     let a_less = d.sub(a, y);
@@ -471,26 +464,31 @@ macro_rules! for_each_binary_op {
             /// `a & b` (integers)
             BitAnd (bit_and) "bit_and": Int, |a, b| a.bit_and(b),
                 kernel "({a}) & ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [None, None];
             /// `a | b` (integers)
             BitOr (bit_or) "bit_or": Int, |a, b| a.bit_or(b),
                 kernel "({a}) | ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [None, None];
             /// `a ^ b` (integers)
             BitXor (bit_xor) "bit_xor": Int, |a, b| a.bit_xor(b),
                 kernel "({a}) ^ ({b})",
+                cost SIMPLE,
                 d |d, a, b, y, g| [None, None];
             /// `a << b`, the shift taken modulo the type's width in bits (Rust's
             /// `wrapping_shl`; integers; kernels shift the unsigned bits, so a negative or
             /// overflowing value is no undefined behaviour)
             Shl (shift_left) "shl": Int, |a, b| a.shl(b),
                 kernel "({unsigned})({a}) << (({b}) & ({bits} - 1))",
+                cost SIMPLE,
                 d |d, a, b, y, g| [None, None];
             /// `a >> b`, arithmetic for signed types, the shift taken modulo the type's width
             /// (Rust's `wrapping_shr`; integers; kernels rely on the arithmetic shift every
             /// CUDA and OpenCL compiler gives signed values)
             Shr (shift_right) "shr": Int, |a, b| a.shr(b),
                 kernel "({a}) >> (({b}) & ({bits} - 1))",
+                cost SIMPLE,
                 d |d, a, b, y, g| [None, None];
         }
     };
@@ -519,375 +517,6 @@ macro_rules! for_each_compare_op {
 }
 pub(crate) use for_each_compare_op;
 
-macro_rules! define_unary_ops {
-    ([] $(
-        $(#[$doc:meta])*
-        $op:ident $(($method:ident))? $name:literal: $domain:ident, |$x:ident| $scalar:expr,
-            kernel $kernel:literal $(int $int:literal)?,
-            d |$d:ident, $dx:ident, $y:ident, $g:ident| $derivative:expr;
-    )*) => {
-        /// An element-wise function of one argument (the rows of
-        /// `for_each_unary_op!`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum UnaryOp {
-            $($(#[$doc])* $op,)*
-        }
-
-        impl UnaryOp {
-            /// Every unary op, in table order.
-            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$op),*];
-
-            /// The name (in IR text and messages).
-            pub const fn name(self) -> &'static str {
-                match self { $(UnaryOp::$op => $name,)* }
-            }
-
-            /// The element types it accepts.
-            pub const fn domain(self) -> Domain {
-                match self { $(UnaryOp::$op => Domain::$domain,)* }
-            }
-
-            /// How device kernels write it.
-            pub const fn kernel(self) -> KernelSpelling {
-                match self {
-                    $(UnaryOp::$op => KernelSpelling {
-                        float: $kernel,
-                        integer: first_of!($(Some($int),)? None),
-                    },)*
-                }
-            }
-
-            /// Applies the op to one floating-point element (`None` for an op of integers
-            /// only).
-            #[inline(always)]
-            pub fn apply<T: Float>(self, value: T) -> Option<T> {
-                match self { $(UnaryOp::$op => in_domain!($domain, Float, { let $x = value; $scalar }),)* }
-            }
-
-            /// `out[i] = op(a[i])` over floats: one `match` per block of elements, not per
-            /// element; `false` (nothing written) for an op of integers only.
-            #[inline(always)]
-            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T]) -> bool {
-                match self {
-                    $(UnaryOp::$op => in_domain!($domain, Float, {
-                        for (o, &$x) in out.iter_mut().zip(a) {
-                            *o = $scalar;
-                        }
-                    }) == Some(()),)*
-                }
-            }
-
-            /// `out[i] = op(a[i])` over integers; `false` (nothing written) for an op of
-            /// floats only.
-            #[inline(always)]
-            pub fn apply_all_int<T: Int>(self, out: &mut [T], a: &[T]) -> bool {
-                match self {
-                    $(UnaryOp::$op => in_domain!($domain, Int, {
-                        for (o, &$x) in out.iter_mut().zip(a) {
-                            *o = $scalar;
-                        }
-                    }) == Some(()),)*
-                }
-            }
-
-            /// Appends to `ir` the adjoint of the argument `x` of this op, whose result is
-            /// node `y` and whose adjoint is node `g`; `None` where no gradient flows.
-            #[allow(unused_variables)]
-            pub fn derivative(self, ir: &mut Ir, x: usize, y: usize, g: usize) -> Option<usize> {
-                let mut builder = Derive(ir);
-                match self {
-                    $(UnaryOp::$op => {
-                        let ($d, $dx, $y, $g) = (&mut builder, x, y, g);
-                        $derivative
-                    })*
-                }
-            }
-        }
-
-        /// The unary ops as typed zero-sized values, for the CPU loop engine.
-        pub mod unary {
-            use super::{OpWeights, UnaryFn, UnaryOp};
-            use crate::ir::{Ir, IrNode};
-            #[allow(unused_imports)]
-            use crate::num::{Float, Int, Num};
-            $(
-                $(#[$doc])*
-                #[derive(Clone, Copy, Debug, Default)]
-                pub struct $op;
-                impl<T: $domain> UnaryFn<T> for $op {
-                    type Out = T;
-                    const WEIGHT: OpWeights = OpWeights::of_unary(UnaryOp::$op);
-                    #[inline(always)]
-                    fn apply(self, $x: T) -> T {
-                        $scalar
-                    }
-                    fn describe(self, ir: &mut Ir, a: usize) -> usize {
-                        ir.push(IrNode::Unary(UnaryOp::$op, a))
-                    }
-                }
-            )*
-        }
-    };
-}
-
-macro_rules! define_binary_ops {
-    ([] $(
-        $(#[$doc:meta])*
-        $op:ident $(($method:ident))? $name:literal: $domain:ident, |$a:ident, $b:ident| $scalar:expr,
-            kernel $kernel:literal $(int $int:literal)?,
-            d |$d:ident, $da:ident, $db:ident, $y:ident, $g:ident| $derivative:expr;
-    )*) => {
-        /// An element-wise function of two arguments (the rows of
-        /// `for_each_binary_op!`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum BinaryOp {
-            $($(#[$doc])* $op,)*
-        }
-
-        impl BinaryOp {
-            /// Every binary op, in table order.
-            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$op),*];
-
-            /// The name (in IR text and messages).
-            pub const fn name(self) -> &'static str {
-                match self { $(BinaryOp::$op => $name,)* }
-            }
-
-            /// The element types it accepts.
-            pub const fn domain(self) -> Domain {
-                match self { $(BinaryOp::$op => Domain::$domain,)* }
-            }
-
-            /// How device kernels write it.
-            pub const fn kernel(self) -> KernelSpelling {
-                match self {
-                    $(BinaryOp::$op => KernelSpelling {
-                        float: $kernel,
-                        integer: first_of!($(Some($int),)? None),
-                    },)*
-                }
-            }
-
-            /// Applies the op to two floating-point elements (`None` for an op of integers
-            /// only).
-            #[inline(always)]
-            pub fn apply<T: Float>(self, left: T, right: T) -> Option<T> {
-                match self {
-                    $(BinaryOp::$op => in_domain!($domain, Float, {
-                        let ($a, $b) = (left, right);
-                        $scalar
-                    }),)*
-                }
-            }
-
-            /// `out[i] = op(a[i], b[i])` over floats: one `match` per block of elements;
-            /// `false` (nothing written) for an op of integers only.
-            #[inline(always)]
-            pub fn apply_all<T: Float>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
-                match self {
-                    $(BinaryOp::$op => in_domain!($domain, Float, {
-                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
-                            *o = $scalar;
-                        }
-                    }) == Some(()),)*
-                }
-            }
-
-            /// `out[i] = op(a[i], b[i])` over integers; `false` (nothing written) for an op
-            /// of floats only.
-            #[inline(always)]
-            pub fn apply_all_int<T: Int>(self, out: &mut [T], a: &[T], b: &[T]) -> bool {
-                match self {
-                    $(BinaryOp::$op => in_domain!($domain, Int, {
-                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
-                            *o = $scalar;
-                        }
-                    }) == Some(()),)*
-                }
-            }
-
-            /// Appends to `ir` the adjoints of the arguments `a` and `b` of this op, whose
-            /// result is node `y` and whose adjoint is node `g`.
-            #[allow(unused_variables)]
-            pub fn derivative(
-                self,
-                ir: &mut Ir,
-                a: usize,
-                b: usize,
-                y: usize,
-                g: usize,
-            ) -> [Option<usize>; 2] {
-                let mut builder = Derive(ir);
-                match self {
-                    $(BinaryOp::$op => {
-                        let ($d, $da, $db, $y, $g) = (&mut builder, a, b, y, g);
-                        $derivative
-                    })*
-                }
-            }
-        }
-
-        /// The binary ops as typed zero-sized values, for the CPU loop engine.
-        pub mod binary {
-            use super::{BinaryFn, BinaryOp, OpWeights};
-            use crate::ir::{Ir, IrNode};
-            #[allow(unused_imports)]
-            use crate::num::{Float, Int, Num};
-            $(
-                $(#[$doc])*
-                #[derive(Clone, Copy, Debug, Default)]
-                pub struct $op;
-                impl<T: $domain> BinaryFn<T> for $op {
-                    type Out = T;
-                    const WEIGHT: OpWeights = OpWeights::of_binary(BinaryOp::$op);
-                    #[inline(always)]
-                    fn apply(self, $a: T, $b: T) -> T {
-                        $scalar
-                    }
-                    fn describe(self, ir: &mut Ir, a: usize, b: usize) -> usize {
-                        ir.push(IrNode::Binary(BinaryOp::$op, a, b))
-                    }
-                }
-            )*
-            pub use super::compare::*;
-        }
-    };
-}
-
-macro_rules! define_compare_ops {
-    ([] $(
-        $(#[$doc:meta])*
-        $op:ident ($method:ident) $name:literal: |$a:ident, $b:ident| $scalar:expr, kernel $kernel:literal;
-    )*) => {
-        /// A comparison of two elements, giving `bool` (the rows of
-        /// `for_each_compare_op!`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum CompareOp {
-            $($(#[$doc])* $op,)*
-        }
-
-        impl CompareOp {
-            /// Every comparison, in table order.
-            pub const ALL: &'static [CompareOp] = &[$(CompareOp::$op),*];
-
-            /// The name (in IR text and messages).
-            pub const fn name(self) -> &'static str {
-                match self { $(CompareOp::$op => $name,)* }
-            }
-
-            /// The C operator device kernels write.
-            pub const fn kernel(self) -> &'static str {
-                match self { $(CompareOp::$op => $kernel,)* }
-            }
-
-            /// Compares two elements.
-            #[inline(always)]
-            pub fn apply<T: Element>(self, left: T, right: T) -> bool {
-                match self { $(CompareOp::$op => { let ($a, $b) = (left, right); $scalar })* }
-            }
-
-            /// `out[i] = op(a[i], b[i])`: one `match` per block of elements.
-            pub fn apply_all<T: Element>(self, out: &mut [bool], a: &[T], b: &[T]) {
-                match self {
-                    $(CompareOp::$op => {
-                        for ((o, &$a), &$b) in out.iter_mut().zip(a).zip(b) {
-                            *o = $scalar;
-                        }
-                    })*
-                }
-            }
-        }
-
-        /// The comparisons as typed zero-sized values (re-exported by [`binary`]).
-        mod compare {
-            use super::{BinaryFn, CompareOp};
-            use crate::element::Element;
-            use crate::ir::{Ir, IrNode};
-            $(
-                $(#[$doc])*
-                #[derive(Clone, Copy, Debug, Default)]
-                pub struct $op;
-                impl<T: Element> BinaryFn<T> for $op {
-                    type Out = bool;
-                    #[inline(always)]
-                    fn apply(self, $a: T, $b: T) -> bool {
-                        $scalar
-                    }
-                    fn describe(self, ir: &mut Ir, a: usize, b: usize) -> usize {
-                        ir.push(IrNode::Compare(CompareOp::$op, a, b))
-                    }
-                }
-            )*
-        }
-    };
-}
-
-/// Turns the rows of `for_each_unary_op!` into one call of the
-/// macro `target` per row, `target! { [attributes] Variant [method] Domain }`, for the
-/// layers that give each op a method.
-macro_rules! unary_method_rows {
-    ([$target:ident] $(
-        $(#[$doc:meta])*
-        $op:ident $(($method:ident))? $name:literal: $domain:ident, |$x:ident| $scalar:expr,
-            kernel $kernel:literal $(int $int:literal)?,
-            d |$d:ident, $dx:ident, $y:ident, $g:ident| $derivative:expr;
-    )*) => {
-        $( $target! { [$(#[$doc])*] $op [$($method)?] $domain } )*
-    };
-}
-pub(crate) use unary_method_rows;
-
-/// `unary_method_rows!` for the rows of
-/// `for_each_binary_op!`.
-macro_rules! binary_method_rows {
-    ([$target:ident] $(
-        $(#[$doc:meta])*
-        $op:ident $(($method:ident))? $name:literal: $domain:ident, |$a:ident, $b:ident| $scalar:expr,
-            kernel $kernel:literal $(int $int:literal)?,
-            d |$d:ident, $da:ident, $db:ident, $y:ident, $g:ident| $derivative:expr;
-    )*) => {
-        $( $target! { [$(#[$doc])*] $op [$($method)?] $domain } )*
-    };
-}
-pub(crate) use binary_method_rows;
-
-/// `unary_method_rows!` for the rows of
-/// `for_each_compare_op!`.
-macro_rules! compare_method_rows {
-    ([$target:ident] $(
-        $(#[$doc:meta])*
-        $op:ident ($method:ident) $name:literal: |$a:ident, $b:ident| $scalar:expr, kernel $kernel:literal;
-    )*) => {
-        $( $target! { [$(#[$doc])*] $op [$method] Element } )*
-    };
-}
-pub(crate) use compare_method_rows;
-
-/// `Some($body)` for a row of domain `$domain` over elements of kind `$kind` (`Float` or
-/// `Int`) where the row accepts them, else `None`: a row's scalar function compiles only for
-/// the types of its domain.
-macro_rules! in_domain {
-    (Num, $kind:ident, $body:block) => {
-        Some($body)
-    };
-    (Float, Float, $body:block) => {
-        Some($body)
-    };
-    (Int, Int, $body:block) => {
-        Some($body)
-    };
-    ($domain:ident, $kind:ident, $body:block) => {
-        None
-    };
-}
-
-/// The first of its arguments (for optional table columns).
-macro_rules! first_of {
-    ($first:expr $(, $rest:expr)* $(,)?) => {
-        $first
-    };
-}
-
 for_each_unary_op!(define_unary_ops);
 for_each_binary_op!(define_binary_ops);
 for_each_compare_op!(define_compare_ops);
@@ -903,62 +532,6 @@ pub enum Identity {
     Lowest,
     /// The highest value of the type (+inf for floats).
     Highest,
-}
-
-macro_rules! define_reduce_ops {
-    ($(
-        $(#[$doc:meta])*
-        $op:ident ($typed:ident) $name:literal: $identity:ident, $combine:ident;
-    )*) => {
-        /// An associative reduction with an identity.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum ReduceOp {
-            $($(#[$doc])* $op,)*
-        }
-
-        impl ReduceOp {
-            /// Every reduction, in table order.
-            pub const ALL: &'static [ReduceOp] = &[$(ReduceOp::$op),*];
-
-            /// The name (in messages).
-            pub const fn name(self) -> &'static str {
-                match self { $(ReduceOp::$op => $name,)* }
-            }
-
-            /// The binary op that combines two partial results.
-            pub const fn combine_op(self) -> BinaryOp {
-                match self { $(ReduceOp::$op => BinaryOp::$combine,)* }
-            }
-
-            /// The value a reduction over nothing gives.
-            pub const fn identity(self) -> Identity {
-                match self { $(ReduceOp::$op => Identity::$identity,)* }
-            }
-        }
-
-        /// The reductions as typed zero-sized values, for the CPU loop engine.
-        pub mod reduce {
-            use super::{binary, BinaryFn, ReduceFn, ReduceOp};
-            use crate::num::Num;
-            $(
-                $(#[$doc])*
-                #[derive(Clone, Copy, Debug, Default)]
-                pub struct $typed;
-                impl<T: Num> ReduceFn<T> for $typed {
-                    const OP: ReduceOp = ReduceOp::$op;
-                    #[inline(always)]
-                    fn identity() -> T {
-                        super::identity_of::<T>(Identity::$identity)
-                    }
-                    #[inline(always)]
-                    fn combine(a: T, b: T) -> T {
-                        binary::$combine.apply(a, b)
-                    }
-                }
-            )*
-            use super::Identity;
-        }
-    };
 }
 
 define_reduce_ops! {
@@ -984,66 +557,4 @@ pub fn identity_of<T: Num>(identity: Identity) -> T {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_within_each_table() {
-        let mut names: Vec<&str> = UnaryOp::ALL.iter().map(|op| op.name()).collect();
-        names.extend(BinaryOp::ALL.iter().map(|op| op.name()));
-        names.extend(CompareOp::ALL.iter().map(|op| op.name()));
-        let count = names.len();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), count, "two ops share a name");
-    }
-
-    #[test]
-    fn typed_and_run_time_forms_agree() {
-        for &x in &[-2.5f64, -0.3, 0.0, 0.7, 3.0] {
-            assert_eq!(Some(UnaryFn::apply(unary::Tanh, x)), UnaryOp::Tanh.apply(x));
-            assert_eq!(Some(UnaryFn::apply(unary::Relu, x)), UnaryOp::Relu.apply(x));
-            assert_eq!(
-                Some(BinaryFn::apply(binary::Max, x, 0.5)),
-                BinaryOp::Max.apply(x, 0.5)
-            );
-            assert_eq!(
-                BinaryFn::apply(binary::Less, x, 0.5),
-                CompareOp::Less.apply(x, 0.5)
-            );
-        }
-        let mut out = [0.0f32; 3];
-        assert!(UnaryOp::Square.apply_all(&mut out, &[1.0, -2.0, 3.0]));
-        assert_eq!(out, [1.0, 4.0, 9.0]);
-        assert!(!UnaryOp::BitNot.apply_all(&mut out, &[1.0, -2.0, 3.0]));
-        let mut bits = [0u8; 2];
-        assert!(BinaryOp::Shl.apply_all_int(&mut bits, &[3, 128], &[2, 9]));
-        assert_eq!(bits, [12, 0]); // 128 << (9 mod 8)
-        assert!(!UnaryOp::Exp.apply_all_int(&mut bits, &[1, 2]));
-    }
-
-    #[test]
-    fn every_integer_spelling_belongs_to_an_op_integers_may_use() {
-        for op in UnaryOp::ALL {
-            if op.kernel().integer.is_some() {
-                assert_eq!(op.domain(), Domain::Num, "{}", op.name());
-            }
-        }
-        for op in BinaryOp::ALL {
-            if op.kernel().integer.is_some() {
-                assert_eq!(op.domain(), Domain::Num, "{}", op.name());
-            }
-        }
-    }
-
-    #[test]
-    fn reductions_start_from_their_identity() {
-        assert_eq!(<reduce::SumOp as ReduceFn<i32>>::identity(), 0);
-        assert_eq!(
-            <reduce::MaxOp as ReduceFn<f32>>::identity(),
-            f32::NEG_INFINITY
-        );
-        assert_eq!(<reduce::MinOp as ReduceFn<u8>>::combine(3, 7), 3);
-        assert_eq!(ReduceOp::Prod.combine_op(), BinaryOp::Mul);
-    }
-}
+mod tests;

@@ -528,7 +528,7 @@ fn tiled_matmul_matches_the_reference() {
 /// of 64 bytes (so every element type fits evenly).
 #[test]
 fn size_classes_are_a_quarter_of_a_power_of_two_apart() {
-    use super::size_class;
+    use super::pool::size_class;
     assert_eq!(
         [0, 1, 256, 257, 1000, 1025].map(size_class),
         [256, 256, 256, 320, 1024, 1280]
