@@ -201,6 +201,7 @@ fn unary_ops_against_std() {
         );
         check!(x.sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
         check!(x.silu(), rx.map(|v| v / (1.0 + (-v).exp())));
+        check!(x.softplus(), rx.map(|v| v.exp().ln_1p()));
         check!(x.sin(), rx.map(f64::sin));
         check!(x.cos(), rx.map(f64::cos));
         check!((&pos + 1.0).recip(), rpos.map(|v| 1.0 / (v + 1.0)));
@@ -245,6 +246,27 @@ fn f32_and_half_precision_ops_within_dtype_tolerance() {
         &r.map(|v| v.tanh() * v + (-v).exp()),
         16.0 * eps32,
     );
+    // Softplus keeps its relative accuracy where e^x is tiny (f32's normal range ends near
+    // e^-87) as where it is huge.
+    let ends: Vec<f32> = (0..=400).map(|k| (k - 200) as f32 * 0.4).collect();
+    let soft = Tensor::<f32, (I,)>::from_vec(I.len(ends.len()), ends.clone())
+        .unwrap()
+        .softplus()
+        .eval()
+        .unwrap();
+    for (&x, got) in ends.iter().zip(soft.to_vec()) {
+        let want = f64::from(x).exp().ln_1p();
+        let error = (f64::from(got) - want).abs() / want;
+        assert!(error <= 4.0 * eps32, "softplus({x}) = {got}, want {want}");
+    }
+    let special =
+        Tensor::<f32, (I,)>::from_vec(I.len(3), vec![f32::NAN, f32::INFINITY, -f32::INFINITY])
+            .unwrap()
+            .softplus()
+            .eval()
+            .unwrap()
+            .to_vec();
+    assert!(special[0].is_nan() && special[1] == f32::INFINITY && special[2] == 0.0);
     let x16: Tensor<f16, (I,)> = x32.cast::<f16>().eval().unwrap();
     let r16 = Ref {
         data: x16.to_vec().iter().map(|v| v.to_f64()).collect(),

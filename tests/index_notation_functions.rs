@@ -69,6 +69,10 @@ fn one_argument_functions_on_a_tensor() {
     let gelu_x = tensor!([B, I] = gelu(x[B, I])).unwrap();
     let want: Vec<f64> = d.iter().map(|v| gelu(*v)).collect();
     assert_all_close(&gelu_x.to_vec(), &want);
+
+    let soft = tensor!([B, I] = softplus(x[B, I])).unwrap();
+    let want: Vec<f64> = d.iter().map(|v| v.exp().ln_1p()).collect();
+    assert_all_close(&soft.to_vec(), &want);
 }
 
 #[test]

@@ -65,6 +65,8 @@ pub trait Float: Num {
     fn sigmoid(self) -> Self;
     /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
     fn gelu(self) -> Self;
+    /// Softplus, `ln(1 + e^x)`: as accurate where `e^x` is tiny as where it is huge.
+    fn softplus(self) -> Self;
     /// Sine.
     fn sin(self) -> Self;
     /// Cosine.
@@ -289,6 +291,16 @@ impl Float for f32 {
         math::gelu_f32(self)
     }
     #[inline(always)]
+    fn softplus(self) -> Self {
+        // x + ln(1 + e^-x) above 0, so that e^x never overflows; ln_1p keeps e^x's digits
+        // where it is tiny. NaN takes the second branch and stays NaN.
+        if self > 0.0 {
+            self + f32::exp(-self).ln_1p()
+        } else {
+            f32::exp(self).ln_1p()
+        }
+    }
+    #[inline(always)]
     fn sin(self) -> Self {
         f32::sin(self)
     }
@@ -357,6 +369,15 @@ impl Float for f64 {
         self * (2.0 * 0.797_884_560_802_865_4 * inner).sigmoid()
     }
     #[inline(always)]
+    fn softplus(self) -> Self {
+        // As for f32.
+        if self > 0.0 {
+            self + f64::exp(-self).ln_1p()
+        } else {
+            f64::exp(self).ln_1p()
+        }
+    }
+    #[inline(always)]
     fn sin(self) -> Self {
         f64::sin(self)
     }
@@ -417,6 +438,7 @@ macro_rules! half_float {
             #[inline(always)] fn tanh(self) -> Self { <$t>::from_f32(Float::tanh(self.to_f32())) }
             #[inline(always)] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
             #[inline(always)] fn gelu(self) -> Self { <$t>::from_f32(Float::gelu(self.to_f32())) }
+            #[inline(always)] fn softplus(self) -> Self { <$t>::from_f32(Float::softplus(self.to_f32())) }
             #[inline(always)] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
             #[inline(always)] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
             #[inline(always)] fn powf(self, y: Self) -> Self { <$t>::from_f32(self.to_f32().powf(y.to_f32())) }

@@ -359,6 +359,12 @@ macro_rules! for_each_unary_op {
                     let dx = d.add(y, sr);
                     Some(d.mul(g, dx))
                 };
+            /// Softplus, `ln(1 + e^x)`: a smooth ReLU (computed as `x + ln(1 + e^-x)` above 0,
+            /// with `ln_1p`, so that it neither overflows nor loses `e^x` where it is tiny)
+            Softplus (softplus) "softplus": Float, |x| x.softplus(),
+                kernel "(({x}) > {0} ? ({x}) + {log1p}({exp}(-({x}))) : {log1p}({exp}({x})))",
+                cost TRANSCENDENTAL,
+                d |d, x, y, g| { let s = d.unary(UnaryOp::Sigmoid, x); Some(d.mul(g, s)) };
             /// ⌊x⌋
             Floor (floor) "floor": Float, |x| x.floor(),
                 kernel "{floor}({x})",

@@ -135,6 +135,7 @@ pub fn every_elementwise_op(device: &Device) {
         check!("ceil", |x, p, y| x.ceil());
         check!("gelu", |x, p, y| x.gelu());
         check!("silu", |x, p, y| x.silu());
+        check!("softplus", |x, p, y| x.softplus());
         check!("powi", |x, p, y| x.powi(3));
         check!("powf", |x, p, y| p.powf(1.5));
         check!("clamp", |x, p, y| x.clamp(-0.5, 0.75));

@@ -126,6 +126,7 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                     UnaryOp::Tanh => x.tanh(),
                     UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
                     UnaryOp::Silu => x / (1.0 + (-x).exp()),
+                    UnaryOp::Softplus => x.exp().ln_1p(),
                     UnaryOp::Sin => x.sin(),
                     UnaryOp::Cos => x.cos(),
                     UnaryOp::Recip => 1.0 / x,
