@@ -1,6 +1,6 @@
 //! Where work runs: the tensor-level half of the device protocol. An expression runs where
 //! its operands are (the one device they share): in host memory by the CPU loop engine, on
-//! a backend's device as a [`OutputJob`](crate::protocol::OutputJob) lowered here. Tensors move between
+//! a backend's device as a [`Job`](crate::protocol::Job) lowered here. Tensors move between
 //! devices by [`Tensor::to`].
 //!
 //! A [`Device`] is [`Device::Cpu`] (host memory; the loop engine, gemm and rayon) or a
@@ -24,12 +24,13 @@
 //! ```
 //!
 //! The protocol the backends implement is [`crate::protocol`]: device memory (upload,
-//! download), [`OutputJob`](crate::protocol::OutputJob)s — an expression's run-time IR, its leaves' device
+//! download), [`Job`](crate::protocol::Job)s — an expression's run-time IR, its leaves' device
 //! buffers with their strides over the iteration axes, the lengths, and the reduction — and
 //! [`MatmulJob`](crate::protocol::MatmulJob)s.
 //! [`ExprExt::eval_on`](crate::ExprExt::eval_on), the `*_on` reductions and
 //! [`dot_on`](crate::dot_on) run host tensors on a device for one call (copied there and back).
 
+mod buffers;
 mod interpreted;
 mod join;
 mod joint;
@@ -39,14 +40,15 @@ mod outputs;
 mod transfer;
 mod widened;
 
+pub(crate) use buffers::{
+    assembled, copied_into, filled, moved, overwrite, packed, placed, unique_for_writing,
+    written_out,
+};
 pub(crate) use join::{gather_axes, index_range, out_of_range, scattered, unpadded};
 pub(crate) use joint::JointJob;
 pub(crate) use lower::{JobAxes, combine, device_storage, run_expr, run_expr_into};
 pub(crate) use matmul::{MatrixOperand, matmul};
-pub(crate) use outputs::{
-    Input, Output, assembled, copied_into, filled, moved, overwrite, packed, placed, run_in_place,
-    run_output, run_outputs, unique_for_writing, written_out,
-};
+pub(crate) use outputs::{Input, Output, run_in_place, run_output, run_outputs};
 
 use std::any::TypeId;
 use std::borrow::Cow;
