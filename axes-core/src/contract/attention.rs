@@ -51,10 +51,11 @@ pub type AttentionAxes<LQ, LK, LV, Kx, W> = DotOverAxes<AttentionScores<LQ, LK, 
 /// Elements are computed in `f32` for the half types.
 ///
 /// In host memory it runs on the engine's kernel, for heads of any width; on a device, as the
-/// backend's [`AttentionJob`] (OpenCL's and CUDA's generated kernels take heads up to
-/// [`FUSED_ATTENTION_MAX_WIDTH`](crate::protocol::FUSED_ATTENTION_MAX_WIDTH) wide, and
-/// answer [`Error::Unsupported`] beyond). The gradient of keys or values shared along a batch
-/// axis is summed over it.
+/// backend's [`AttentionJob`](crate::protocol::AttentionJob) (OpenCL's and CUDA's generated
+/// kernels take heads up to
+/// [`FUSED_ATTENTION_MAX_WIDTH`](crate::protocol::FUSED_ATTENTION_MAX_WIDTH) wide, and answer
+/// [`Error::Unsupported`](crate::Error::Unsupported) beyond). The gradient of keys or values
+/// shared along a batch axis is summed over it.
 ///
 /// ```
 /// # extern crate axes_core as axes;
