@@ -158,7 +158,7 @@ fn into_targets<D: KernelDevice>(
 /// How [`run`] writes `job`'s results into targets: the results written together by one
 /// kernel (those that keep every axis, where there are several), and those written one job
 /// each.
-pub(crate) fn launches_into(job: &Job<'_>) -> (Vec<usize>, Vec<usize>) {
+fn launches_into(job: &Job<'_>) -> (Vec<usize>, Vec<usize>) {
     let rank = job.lens.len();
     let (mut whole, mut alone): (Vec<usize>, Vec<usize>) =
         (0..job.outputs.len()).partition(|&k| job.outputs[k].kept.len() == rank);

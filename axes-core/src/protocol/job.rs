@@ -433,13 +433,12 @@ fn span(leaf: &JobLeaf<'_>, lens: &[usize]) -> (isize, isize) {
 /// Runs `job` on `backend` into one new buffer: its one result.
 pub fn run_one<B: Backend + ?Sized>(backend: &B, job: OutputJob<'_>) -> Result<DeviceMemory> {
     let mut results = backend.run(&job.into(), WriteTo::New)?;
-    match (results.pop(), results.is_empty()) {
-        (Some(result), true) => Ok(result),
-        _ => Err(Error::Unsupported {
+    match results.len() {
+        1 => Ok(results.pop().expect("one result")),
+        count => Err(Error::Unsupported {
             what: format!(
-                "{} returned {} results for a job of one",
-                backend.name(),
-                results.len() + 1
+                "{} returned {count} results for a job of one",
+                backend.name()
             ),
         }),
     }

@@ -15,16 +15,14 @@ use std::sync::Mutex;
 use super::{Cuda, CudaArg, compile_cubin, compile_ptx, nvrtc_available};
 use crate::cpu::CPU_BACKEND;
 use crate::global_size;
-use crate::plan::{Destination, JobPlan};
+use crate::launch::{KernelDevice, LaunchArg};
+use crate::plan::JobPlan;
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
 use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
-use axes_core::protocol::{
-    Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, OutputJob, WriteTo,
-    run_each_output,
-};
+use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, WriteTo};
 use axes_kernels::{
     AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, Spec, attention,
     elementwise, matmul, reduction,
@@ -282,17 +280,46 @@ impl Recording {
             kept.push(kernel.clone());
         }
     }
+}
 
-    /// Keeps the kernels of `plan` (and of its combining step when it is split).
-    fn keep_plan(&self, plan: &JobPlan, job: &OutputJob<'_>) -> axes_core::Result<()> {
-        self.keep(&plan.kernel);
-        if plan.splits > 1 {
-            let partial = DeviceMemory::new((), plan.out_bytes);
-            let combine = plan.combine(job, &partial);
-            if let Some(plan) = JobPlan::new(&combine, Dialect::Cuda, Destination::Fresh)? {
-                self.keep(&plan.kernel);
-            }
-        }
+/// The shared launcher ([`crate::launch::run`]) plans each job for CUDA on buffers of no
+/// device, and every launch it asks for keeps its kernel.
+impl KernelDevice for Recording {
+    type Buffer = ();
+    const DIALECT: Dialect = Dialect::Cuda;
+
+    fn buffer<'m>(&self, _: &'m DeviceMemory) -> axes_core::Result<&'m ()> {
+        Ok(&())
+    }
+
+    fn buffer_mut<'m>(&self, _: &'m mut DeviceMemory) -> axes_core::Result<&'m ()> {
+        Ok(&())
+    }
+
+    fn fresh(&self, bytes: usize) -> axes_core::Result<DeviceMemory> {
+        Ok(DeviceMemory::new((), bytes))
+    }
+
+    unsafe fn launch_job(
+        &self,
+        kernel: &Kernel,
+        _: bool,
+        _: &[LaunchArg<'_, ()>],
+        _: usize,
+        _: bool,
+    ) -> axes_core::Result<()> {
+        self.keep(kernel);
+        Ok(())
+    }
+
+    unsafe fn launch_attention(
+        &self,
+        kernel: &Kernel,
+        _: bool,
+        _: &[LaunchArg<'_, ()>],
+        _: usize,
+    ) -> axes_core::Result<()> {
+        self.keep(kernel);
         Ok(())
     }
 }
@@ -310,54 +337,31 @@ impl Backend for Recording {
     fn download(&self, memory: &DeviceMemory) -> axes_core::Result<Vec<u8>> {
         CPU_BACKEND.download(memory)
     }
-    /// Plans `job` as [`crate::launch::run`] does, keeping each kernel, and runs it on the
-    /// CPU backend.
+    /// Plans `job` through the shared launcher, keeping each kernel, and runs it on the CPU
+    /// backend.
     fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> axes_core::Result<Vec<DeviceMemory>> {
-        match &to {
-            WriteTo::New => match job.single() {
-                Some(single) => {
-                    if let Some(plan) = JobPlan::new(&single, Dialect::Cuda, Destination::Fresh)? {
-                        self.keep_plan(&plan, &single)?;
-                    }
-                }
-                None => return run_each_output(self, job),
-            },
-            WriteTo::Into(targets) => {
-                let (whole, alone) = crate::launch::launches_into(job);
-                if !whole.is_empty() {
-                    let together = Job {
-                        outputs: whole.iter().map(|&k| job.outputs[k].clone()).collect(),
-                        ..job.clone()
-                    };
-                    // The plan reads the targets' sizes only: buffers of no device stand in.
-                    let mut stand_ins: Vec<DeviceMemory> = (whole.iter())
-                        .map(|&k| DeviceMemory::new((), targets[k].memory.bytes()))
-                        .collect();
-                    let written: Vec<JobTarget<'_>> = (whole.iter().zip(&mut stand_ins))
-                        .map(|(&k, memory)| JobTarget {
-                            memory,
-                            offset: targets[k].offset,
-                            strides: targets[k].strides.clone(),
-                        })
-                        .collect();
-                    if let Some(plan) = JobPlan::outputs(&together, &written, Dialect::Cuda)? {
-                        self.keep(&plan.kernel);
-                    }
-                }
-                for k in alone {
-                    let (single, _) = job.output_job(k);
-                    let into = Destination::Into(&targets[k]);
-                    if let Some(plan) = JobPlan::new(&single, Dialect::Cuda, into)? {
-                        self.keep_plan(&plan, &single)?;
-                    }
-                }
-            }
-            WriteTo::Over(over) => {
-                if let Some(plan) = JobPlan::in_place(job, over, Dialect::Cuda)? {
-                    self.keep(&plan.kernel);
-                }
-            }
-        }
+        // The launcher only plans here: targets it writes are stood in for by buffers of no
+        // device of their sizes.
+        let mut stand_ins: Vec<DeviceMemory> = match &to {
+            WriteTo::Into(targets) => (targets.iter())
+                .map(|t| DeviceMemory::new((), t.memory.bytes()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let planned = match &to {
+            WriteTo::New => WriteTo::New,
+            WriteTo::Over(over) => WriteTo::Over(over),
+            WriteTo::Into(targets) => WriteTo::Into(
+                (targets.iter().zip(&mut stand_ins))
+                    .map(|(t, memory)| JobTarget {
+                        memory,
+                        offset: t.offset,
+                        strides: t.strides.clone(),
+                    })
+                    .collect(),
+            ),
+        };
+        crate::launch::run(self, job, planned)?;
         CPU_BACKEND.run(job, to)
     }
     fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
