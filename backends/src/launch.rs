@@ -73,6 +73,7 @@ pub(crate) fn run<D: KernelDevice>(
     job: &Job<'_>,
     to: WriteTo<'_>,
 ) -> Result<Vec<DeviceMemory>> {
+    job.output_counts()?;
     match to {
         WriteTo::New => match job.single() {
             Some(single) => Ok(vec![new_result(device, &single)?]),

@@ -316,6 +316,7 @@ impl Backend for CpuBackend {
     /// ([`OutputJob::merged`]), as the device backends run it; results written into targets
     /// are computed one job each (a launch each) and copied in.
     fn run(&self, job: &Job<'_>, to: WriteTo<'_>) -> Result<Vec<DeviceMemory>> {
+        job.output_counts()?;
         match to {
             WriteTo::New => {
                 self.meter.launched();

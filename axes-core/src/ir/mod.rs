@@ -101,11 +101,14 @@ impl Ir {
         self.push(IrNode::Leaf(self.leaves - 1))
     }
 
-    /// Which nodes the nodes `roots` need (themselves included).
+    /// Which nodes the nodes `roots` need (themselves included; a root past the nodes needs
+    /// none).
     pub fn live(&self, roots: &[usize]) -> Vec<bool> {
         let mut live = vec![false; self.nodes.len()];
         for &r in roots {
-            live[r] = true;
+            if let Some(l) = live.get_mut(r) {
+                *l = true;
+            }
         }
         for i in (0..self.nodes.len()).rev() {
             if live[i] {
@@ -118,7 +121,7 @@ impl Ir {
     }
 
     /// The expression of node `root` alone: the nodes it needs, in order, `root` last (leaf
-    /// numbers unchanged).
+    /// numbers unchanged; no nodes where `root` is past them).
     ///
     /// ```
     /// # extern crate axes_core as axes;
@@ -131,6 +134,12 @@ impl Ir {
     /// assert_eq!(ir.pruned(ex).nodes.len(), 2);
     /// ```
     pub fn pruned(&self, root: usize) -> Ir {
+        if root >= self.nodes.len() {
+            return Ir {
+                nodes: Vec::new(),
+                leaves: self.leaves,
+            };
+        }
         let live = self.live(&[root]);
         let mut renumber = vec![usize::MAX; root + 1];
         let mut nodes = Vec::new();

@@ -319,10 +319,20 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    /// The element count of each result, or an error naming the lengths that overflow.
+    /// The element count of each result, or an error naming a result's node that the
+    /// expression lacks, or the lengths that overflow.
     pub fn output_counts(&self) -> Result<Vec<usize>> {
         (self.outputs.iter())
             .map(|output| {
+                if output.root >= self.ir.nodes.len() {
+                    return Err(Error::Unsupported {
+                        what: format!(
+                            "a result of node {} of an expression of {} nodes",
+                            output.root,
+                            self.ir.nodes.len()
+                        ),
+                    });
+                }
                 (output.kept.iter())
                     .map(|&a| self.lens.get(a).copied())
                     .try_fold(1usize, |n, len| len.and_then(|l| n.checked_mul(l)))

@@ -355,7 +355,44 @@ pub fn random_multi_jobs(backend: &dyn Backend, cases: usize) -> usize {
             }
         }
     }
+    rootless_jobs_are_errors(backend);
     cases
+}
+
+/// A job of no expression, and one whose result names a node past its expression, are
+/// errors (new results, written into a buffer, or in place), never panics.
+fn rootless_jobs_are_errors(backend: &dyn Backend) {
+    let memory = backend.upload(&bytes_of(&[1.0, 2.0], DType::F32)).unwrap();
+    let mut target = backend.upload(&bytes_of(&[0.0, 0.0], DType::F32)).unwrap();
+    let mut one_leaf = Ir::default();
+    one_leaf.leaf();
+    for (ir, root) in [(Ir::default(), 0), (one_leaf, 5)] {
+        let job = Job {
+            ir,
+            leaves: vec![JobLeaf {
+                dtype: DType::F32,
+                memory: &memory,
+                offset: 0,
+                strides: vec![1],
+            }],
+            lens: vec![2],
+            out: DType::F32,
+            outputs: vec![JobOutput {
+                root,
+                kept: vec![0],
+                reduce: ReduceOp::Sum,
+                start: None,
+            }],
+        };
+        assert!(backend.run(&job, WriteTo::New).is_err(), "root {root}: new");
+        let into = JobTarget {
+            memory: &mut target,
+            offset: 0,
+            strides: vec![1],
+        };
+        let written = backend.run(&job, WriteTo::Into(vec![into]));
+        assert!(written.is_err(), "root {root}: into a buffer");
+    }
 }
 
 /// `cases` random jobs of several element-wise results written into regions of existing
