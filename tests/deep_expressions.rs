@@ -56,6 +56,8 @@ fn element_wise_results_are_the_compiled_ones_bit_for_bit() -> axes::Result<()> 
     let other: Tensor<f64, (J, I)> = (deep!(&x) * &y).eval_in()?;
     let expected: Tensor<f64, (J, I)> = (&x * &y).eval_in()?;
     assert_eq!(other.to_vec(), expected.to_vec());
+    let flags = (deep!(&x)).greater(&y).eval()?;
+    assert_eq!(flags.to_vec(), (&x).greater(&y).eval()?.to_vec());
     let selected = select((deep!(&x)).greater(&y), &x, 0.0).eval()?;
     assert_eq!(
         selected.to_vec(),

@@ -56,7 +56,7 @@ pub(crate) fn overwrite<T: Num>(storage: &mut Storage<T>, values: &[T]) -> Resul
 
 /// `from` (viewed by `from_layout`) written over the region `layout` of `buffer`, on their
 /// device.
-pub(crate) fn copied_into<T: Num>(
+pub(crate) fn copied_into<T: Element>(
     from: &Storage<T>,
     from_layout: &Layout,
     buffer: Storage<T>,
@@ -66,7 +66,8 @@ pub(crate) fn copied_into<T: Num>(
     let root = ir.leaf();
     let axes: Vec<usize> = (0..layout.rank()).collect();
     let input = Input::new(from, from_layout, &axes, axes.len())?;
-    let output = Output::new(root, axes, ReduceOp::Sum).written_into(buffer, layout);
+    let output =
+        Output::combined_by(root, axes, ReduceOp::Sum, T::zero()).written_into(buffer, layout);
     run_output(&ir, from_layout.lens(), &[input], output)
 }
 
@@ -146,14 +147,14 @@ pub(crate) fn filled<T: Element>(device: Device, count: usize, value: T) -> Resu
 
 /// `storage` viewed by `layout`, written out row-major into a fresh buffer on its device
 /// (every padding element and every repeated position becomes an element of its own).
-pub(crate) fn written_out<T: Num>(
+pub(crate) fn written_out<T: Element>(
     storage: &Storage<T>,
     layout: &Layout,
 ) -> Result<(Storage<T>, Layout)> {
     let mut ir = Ir::default();
     let root = ir.leaf();
     let axes: Vec<usize> = (0..layout.rank()).collect();
-    let output = Output::new(root, axes.clone(), ReduceOp::Sum);
+    let output = Output::combined_by(root, axes.clone(), ReduceOp::Sum, T::zero());
     let input = Input::new(storage, layout, &axes, axes.len())?;
     run_output(&ir, layout.lens(), &[input], output)
 }

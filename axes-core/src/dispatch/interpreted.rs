@@ -1,17 +1,19 @@
-//! Expressions in host memory nested deeper than [`MAX_FUSED_DEPTH`](super::MAX_FUSED_DEPTH): their IR runs on the
-//! CPU's interpreter over the leaves in place, instead of a loop nest compiled for the
-//! expression. A compiled loop nest instantiates an evaluator per node, each as deep as the
-//! tree below it, so its compile time grows with the square of the depth; what the
-//! interpreter needs of an expression (its IR, its leaves) costs the compiler a little per
-//! node, and the interpreter's code is compiled once.
+//! Expressions in host memory nested deeper than [`MAX_FUSED_DEPTH`](super::MAX_FUSED_DEPTH): lowered
+//! to their IR and run as a job of one result ([`run_output`]: the CPU's interpreter, over
+//! the leaves in place), instead of a loop nest compiled for the expression. A compiled loop
+//! nest instantiates an evaluator per node, each as deep as the tree below it, so its compile
+//! time grows with the square of the depth; what a job needs of an expression (its IR, its
+//! leaves) costs the compiler a little per node, and the interpreter's code is compiled once.
 
 use std::any::TypeId;
+use std::borrow::Cow;
 
-use super::Fresh;
+use super::outputs::{Input, InputData, Output, run_output};
+use super::{Fresh, IntoOnTheCpu};
 
 use crate::element::{Element, Elements};
 use crate::engine::exec::{self, Assign, Combine};
-use crate::engine::interp::{self, Values};
+use crate::engine::interp::Values;
 use crate::engine::leaf::LeafEval;
 use crate::engine::plan::{Destination, IterSpace, LeafLayout, Leaves, Plan};
 use crate::error::{Error, Result};
@@ -23,98 +25,64 @@ use crate::protocol::{BufferRef, Buffers, Device, host_elements};
 use crate::storage::{self, HostVec, Storage};
 use crate::tensor::Tensor;
 
-/// An expression as the interpreter takes it: its IR and root, and its leaves' layouts and
-/// buffers.
-struct Described<'e> {
-    ir: Ir,
-    root: usize,
-    layouts: Leaves<'e>,
-    buffers: Buffers<'e>,
-}
-
-fn described<E: Expr>(expr: &E) -> Described<'_> {
-    let mut ir = Ir::default();
-    let root = expr.describe(&mut ir);
+/// `expr` over the axes `kept` (the result's, named by `names`) then `reduced`, into a fresh
+/// buffer row-major over `kept` (of the lengths `dest` where given), combined by `sink` from
+/// its identity where values meet.
+fn lowered<E: Expr, S: Combine<E::Elem>>(
+    expr: &E,
+    kept: &[TypeId],
+    names: &dyn Fn() -> Vec<Cow<'static, str>>,
+    reduced: &[TypeId],
+    dest: Option<&[usize]>,
+    sink: S,
+) -> Result<(Storage<E::Elem>, Layout)> {
     let mut layouts = Leaves::new();
     expr.operands(&mut layouts);
     let mut buffers = Buffers::new();
     expr.buffers(&mut buffers);
-    Described {
-        ir,
-        root,
-        layouts,
-        buffers,
-    }
-}
-
-/// Where the results go: `data` read at `offset` with a stride per axis of the space (0 on
-/// the reduced ones), each value combined in by `combine` (`None`: written over).
-struct Results<'d, T> {
-    data: &'d mut [T],
-    offset: usize,
-    strides: Vec<isize>,
-    combine: Option<ReduceOp>,
-}
-
-/// Runs `expr` over `space` into `dest`.
-fn run<T: Element>(
-    expr: &Described<'_>,
-    space: &IterSpace<'_>,
-    dest: Results<'_, T>,
-) -> Result<()> {
+    let space = IterSpace::new(kept, names, reduced, dest, &layouts)?;
     // The interpreter reads no padding: padded leaves are written out first.
-    let written: Vec<Option<(Values, Layout)>> = (expr.layouts.iter())
-        .zip(&expr.buffers)
+    let written: Vec<Option<(Values, Layout)>> = (layouts.iter())
+        .zip(&buffers)
         .map(|(leaf, buffer)| match buffer.data {
             BufferRef::Host(bytes) if leaf.layout.is_padded() => {
-                written_out(leaf, host_elements(buffer.dtype, bytes)).map(Some)
+                unpadded(leaf, host_elements(buffer.dtype, bytes)).map(Some)
             }
             _ => Ok(None),
         })
         .collect::<Result<_>>()?;
-    let sources = (expr.layouts.iter())
-        .zip(&expr.buffers)
+    let inputs = (layouts.iter())
+        .zip(&buffers)
         .zip(&written)
         .map(|((leaf, buffer), written)| {
             let (data, layout) = match (buffer.data, written) {
-                (_, Some((block, layout))) => (block.elements(), layout),
-                (BufferRef::Host(bytes), None) => (host_elements(buffer.dtype, bytes), leaf.layout),
-                (BufferRef::Device(..), None) => {
-                    return Err(Error::DeviceMismatch {
-                        left: buffer.device().to_string(),
-                        right: Device::Cpu.to_string(),
-                    });
+                (_, Some((values, layout))) => (InputData::Host(values.elements()), layout),
+                (BufferRef::Host(bytes), None) => (
+                    InputData::Host(host_elements(buffer.dtype, bytes)),
+                    leaf.layout,
+                ),
+                (BufferRef::Device(owner, memory), None) => {
+                    let device = Device::Backend(owner);
+                    (InputData::Device(device, buffer.dtype, memory), leaf.layout)
                 }
             };
-            let mut strides = vec![0; space.rank];
-            space.write_strides(leaf.ids, layout.strides(), &mut strides);
-            Ok(interp::StridedSource {
-                data,
-                offset: layout.offset(),
-                strides,
-            })
+            let axes: Vec<usize> = (leaf.ids.iter())
+                .map(|id| space.position(id).expect("the space has every leaf axis"))
+                .collect();
+            Input::laid_out(data, layout, &axes, space.rank)
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut sinks = [interp::StridedSink {
-        data: T::elements_mut(dest.data),
-        offset: dest.offset,
-        strides: dest.strides,
-        combine: dest.combine,
-    }];
-    interp::compile_and_run(
-        &expr.ir,
-        &[expr.root],
-        space.lens(),
-        T::DTYPE,
-        &sources,
-        &mut sinks,
-    )
+    let mut ir = Ir::default();
+    let root = expr.describe(&mut ir);
+    let reduce = sink.reduce_op().unwrap_or(ReduceOp::Sum);
+    let output = Output::combined_by(root, (0..kept.len()).collect(), reduce, sink.identity());
+    run_output(&ir, space.lens(), &inputs, output)
 }
 
 /// A padded leaf's elements written out row-major over its whole lengths, padding included,
 /// by the loop nest compiled for one leaf of its element type (compiled once, not per
 /// expression).
-fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Values, Layout)> {
+fn unpadded(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Values, Layout)> {
     fn typed<T: Element>(leaf: &LeafLayout<'_>, data: &[T]) -> Result<(HostVec<T>, Layout)> {
         let mut leaves = Leaves::new();
         leaves.push(LeafLayout {
@@ -151,84 +119,38 @@ fn written_out(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Values, Lay
     })
 }
 
-/// How results combine into the destination: by the sink's reduction, by a sum where axes
-/// are reduced under a plain assignment (as on a device), else written over.
-fn combining<T: Element, S: Combine<T>>(sink: S, reduced: &[TypeId]) -> Option<ReduceOp> {
-    sink.reduce_op()
-        .or((!reduced.is_empty()).then_some(ReduceOp::Sum))
-}
-
-/// Row-major strides over the first `kept` axes of `space`, 0 on the rest.
-fn row_major_over(space: &IterSpace<'_>, kept: usize) -> Vec<isize> {
-    let mut strides = vec![0; space.rank];
-    let row_major = Layout::row_major(&space.lens()[..kept]);
-    strides[..kept].copy_from_slice(row_major.strides());
-    strides
-}
-
 /// [`super::evaluate_parts`] on the interpreter.
 pub(super) fn parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
-    fresh: Fresh<'_, E::Elem, S>,
+    fresh: Fresh<'_, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
-    let expr = described(expr);
-    let space = IterSpace::new(fresh.out, fresh.names, fresh.reduced, None, &expr.layouts)?;
-    let kept = fresh.out.len();
-    let layout = Layout::row_major(&space.lens()[..kept]);
-    let mut data = fresh.buffer(&layout)?;
-    let dest = Results {
-        data: &mut data,
-        offset: 0,
-        strides: row_major_over(&space, kept),
-        combine: combining(fresh.sink, fresh.reduced),
-    };
-    run(&expr, &space, dest)?;
-    Ok((Storage::from_host_vec(data), layout))
+    lowered(
+        expr,
+        fresh.out,
+        fresh.names,
+        fresh.reduced,
+        None,
+        fresh.sink,
+    )
 }
 
 /// [`super::evaluate_all`] on the interpreter.
-pub(super) fn all<E: Expr, S: Combine<E::Elem>>(
-    expr: &E,
-    sink: S,
-    init: E::Elem,
-) -> Result<E::Elem> {
-    let all = E::Axes::IDS;
-    let expr = described(expr);
-    let space = IterSpace::new(&[], &Vec::new, all, None, &expr.layouts)?;
-    let mut total = [init];
-    let dest = Results {
-        data: &mut total,
-        offset: 0,
-        strides: vec![0; space.rank],
-        combine: Some(sink.reduce_op().unwrap_or(ReduceOp::Sum)),
-    };
-    run(&expr, &space, dest)?;
-    Ok(total[0])
+pub(super) fn all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S) -> Result<E::Elem> {
+    let (total, _) = lowered(expr, &[], &Vec::new, E::Axes::IDS, None, sink)?;
+    Ok(total.host()?[0])
 }
 
-/// [`super::evaluate_into`] on the interpreter, for a target with an injective layout.
+/// [`super::evaluate_into`] on the interpreter, for a target with an injective layout: the
+/// result computed fresh, then combined into `target` by the loop nest compiled for one
+/// tensor (a pass over the result, against the interpreter's pass over a tree this deep).
 pub(super) fn into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     target: &mut Tensor<E::Elem, A>,
     reduced: &[TypeId],
     sink: S,
 ) -> Result<()> {
-    let expr = described(expr);
-    let layout = *target.layout();
-    let space = IterSpace::new(
-        A::IDS,
-        &A::names,
-        reduced,
-        Some(layout.lens()),
-        &expr.layouts,
-    )?;
-    let mut strides = vec![0; space.rank];
-    space.write_strides(A::IDS, layout.strides(), &mut strides);
-    let dest = Results {
-        data: target.storage_mut().try_make_mut()?,
-        offset: layout.offset(),
-        strides,
-        combine: combining(sink, reduced),
-    };
-    run(&expr, &space, dest)
+    let lens = target.lens();
+    let (storage, layout) = lowered(expr, A::IDS, &A::names, reduced, Some(lens), sink)?;
+    let part = Tensor::<E::Elem, A>::from_parts(storage, layout).expect("a fresh result fits");
+    (IntoOnTheCpu::<Tensor<E::Elem, A>, A, S>::INTO_IN_OWN_TYPE)(&part, target, &[], sink)
 }

@@ -67,15 +67,14 @@ use crate::storage::{HostVec, Storage};
 use crate::tensor::{FlatParts, FlatPartsList, Tensor};
 
 /// Runs `expr` into a fresh row-major tensor with axes `O` (the expression's axes, in any
-/// order), reducing over `reduced` with `sink`; `init` is the destination's starting value.
+/// order), reducing over `reduced` with `sink` (the destination starts at its identity).
 /// Runs on the device the leaves are on (host memory: the CPU engine).
 pub(crate) fn evaluate<E: Expr, O: AxisSet, S: Combine<E::Elem>>(
     expr: &E,
     reduced: &[TypeId],
     sink: S,
-    init: E::Elem,
 ) -> Result<Tensor<E::Elem, O>> {
-    let (storage, layout) = evaluate_parts(expr, O::IDS, &O::names, reduced, sink, init)?;
+    let (storage, layout) = evaluate_parts(expr, O::IDS, &O::names, reduced, sink)?;
     Tensor::<E::Elem, O>::checked_shape(layout.lens())?;
     let mut parts = FlatPartsList::new();
     expr.flat_parts(&mut parts);
@@ -91,7 +90,6 @@ pub(crate) fn evaluate_parts<E: Expr, S: Combine<E::Elem>>(
     names: &dyn Fn() -> Vec<Cow<'static, str>>,
     reduced: &[TypeId],
     sink: S,
-    init: E::Elem,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     if let Some(backend) = backend_of(expr, None)? {
         let kind = sink.reduce_op().unwrap_or(ReduceOp::Sum);
@@ -102,41 +100,41 @@ pub(crate) fn evaluate_parts<E: Expr, S: Combine<E::Elem>>(
         names,
         reduced,
         sink,
-        init,
     };
     (OnTheCpu::<E, S>::PARTS)(expr, fresh)
 }
 
 /// A fresh result in host memory, as [`evaluate_parts`] asks for it: row-major over the axes
-/// `out` (type ids, named by `names`), reduced over `reduced` by `sink` from `init`.
-struct Fresh<'w, T, S> {
+/// `out` (type ids, named by `names`), reduced over `reduced` by `sink` from its identity.
+struct Fresh<'w, S> {
     out: &'w [TypeId],
     names: &'w dyn Fn() -> Vec<Cow<'static, str>>,
     reduced: &'w [TypeId],
     sink: S,
-    init: T,
 }
 
-impl<'w, T: Element, S: Combine<T>> Fresh<'w, T, S> {
-    /// The same result asked of elements `U` combined by `sink` from `init`.
-    fn with_sink<U: Element, R: Combine<U>>(&self, sink: R, init: U) -> Fresh<'w, U, R> {
+impl<'w, S> Fresh<'w, S> {
+    /// The same result asked of another sink.
+    fn with_sink<R>(&self, sink: R) -> Fresh<'w, R> {
         Fresh {
             out: self.out,
             names: self.names,
             reduced: self.reduced,
             sink,
-            init,
         }
     }
 
-    /// The buffer for `layout`: starting from `init` where values combine into it (a
-    /// reduction), uninitialised where each element is written once.
-    fn buffer(&self, layout: &Layout) -> Result<HostVec<T>> {
+    /// The buffer for `layout`: starting from the sink's identity where values combine into
+    /// it (a reduction), uninitialised where each element is written once.
+    fn buffer<T: Element>(&self, layout: &Layout) -> Result<HostVec<T>>
+    where
+        S: Combine<T>,
+    {
         let count = layout.element_count().ok_or_else(|| Error::SizeOverflow {
             lengths: format!("{:?}", layout.lens()),
         })?;
         if S::REDUCES || !self.reduced.is_empty() {
-            crate::storage::filled(count, self.init)
+            crate::storage::filled(count, self.sink.identity())
         } else {
             crate::storage::for_overwrite(count)
         }
@@ -144,8 +142,7 @@ impl<'w, T: Element, S: Combine<T>> Fresh<'w, T, S> {
 }
 
 /// The signature of [`evaluate_parts`] in host memory.
-type PartsFn<E, S> =
-    for<'w> fn(&E, Fresh<'w, <E as Expr>::Elem, S>) -> Result<(Storage<<E as Expr>::Elem>, Layout)>;
+type PartsFn<E, S> = for<'w> fn(&E, Fresh<'w, S>) -> Result<(Storage<<E as Expr>::Elem>, Layout)>;
 
 /// The deepest expression tree the CPU runs as one loop nest compiled for it. Deeper ones
 /// run on the IR interpreter, over the leaves in place: a compiled loop nest has an evaluator
@@ -172,7 +169,7 @@ impl<E: Expr, S: Combine<E::Elem>> OnTheCpu<E, S> {
     } else {
         interpreted::parts::<E, S>
     };
-    const ALL: fn(&E, S, E::Elem) -> Result<E::Elem> = if widened::applies::<E::Elem, S>() {
+    const ALL: fn(&E, S) -> Result<E::Elem> = if widened::applies::<E::Elem, S>() {
         widened::all::<E, S>
     } else if Self::FUSED {
         fused_all::<E, S>
@@ -204,7 +201,7 @@ impl<E: Expr, A: AxisSet, S: Combine<E::Elem>> IntoOnTheCpu<E, A, S> {
 /// [`evaluate_parts`] in host memory, by the loop nest compiled for `E`.
 fn fused_parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
-    fresh: Fresh<'_, E::Elem, S>,
+    fresh: Fresh<'_, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
@@ -235,28 +232,24 @@ fn fused_parts<E: Expr, S: Combine<E::Elem>>(
     Ok((Storage::from_host_vec(data), layout))
 }
 
-/// Reduces every axis of `expr` with `sink` from `init` into one value. On the CPU it
+/// Reduces every axis of `expr` with `sink` (from its identity) into one value. On the CPU it
 /// runs into a local, with no result buffer (a sum of a few hundred elements costs less
 /// than making a tensor for its result); on a device, as [`evaluate`] then one read.
-pub(crate) fn evaluate_all<E: Expr, S: Combine<E::Elem>>(
-    expr: &E,
-    sink: S,
-    init: E::Elem,
-) -> Result<E::Elem> {
+pub(crate) fn evaluate_all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S) -> Result<E::Elem> {
     let all = E::Axes::IDS;
     if backend_of(expr, None)?.is_some() {
-        let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink, init)?;
+        let total: Tensor<E::Elem, ()> = evaluate(expr, all, sink)?;
         return Ok(total.storage().host()?[0]);
     }
-    (OnTheCpu::<E, S>::ALL)(expr, sink, init)
+    (OnTheCpu::<E, S>::ALL)(expr, sink)
 }
 
 /// [`evaluate_all`] in host memory, by the loop nest compiled for `E`.
-fn fused_all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S, init: E::Elem) -> Result<E::Elem> {
+fn fused_all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S) -> Result<E::Elem> {
     let all = E::Axes::IDS;
     let mut leaves = Leaves::new();
     expr.operands(&mut leaves);
-    let mut total = [init];
+    let mut total = [sink.identity()];
     // Any axis order: every axis is reduced.
     let order = leaves.first().map_or(&[][..], |leaf| leaf.ids);
     if let Some(count) = flat_alone::<E>(&leaves, order, FlatTarget::IntoOne) {

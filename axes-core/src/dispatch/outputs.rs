@@ -92,6 +92,8 @@ pub(crate) struct Output<T> {
     pub(crate) kept: Vec<usize>,
     /// How values meeting at one element combine: over the other axes, and with `start`.
     pub(crate) reduce: ReduceOp,
+    /// The identity of `reduce` in `T`: where a fresh result combines, what it starts from.
+    identity: T,
     /// The values it starts from (lengths of `kept`, no padding, no repeated positions),
     /// else the identity of `reduce`. In host memory the result is written into it.
     pub(crate) start: Option<(Storage<T>, Layout)>,
@@ -101,14 +103,29 @@ pub(crate) struct Output<T> {
     pub(crate) into: Option<(Storage<T>, Layout)>,
 }
 
-impl<T> Output<T> {
+impl<T: Num> Output<T> {
     /// A result holding node `root`, kept over the iteration axes `kept`, combined over the
     /// others with `reduce`, into a fresh buffer.
     pub(crate) fn new(root: usize, kept: Vec<usize>, reduce: ReduceOp) -> Self {
+        Output::combined_by(root, kept, reduce, identity_of(reduce.identity()))
+    }
+}
+
+impl<T: Element> Output<T> {
+    /// [`Output::new`] for any element type, given the identity of `reduce` in it (a
+    /// [`Combine`](crate::engine::exec::Combine)'s): a boolean result is written over,
+    /// never combined.
+    pub(crate) fn combined_by(
+        root: usize,
+        kept: Vec<usize>,
+        reduce: ReduceOp,
+        identity: T,
+    ) -> Self {
         Output {
             root,
             kept,
             reduce,
+            identity,
             start: None,
             into: None,
         }
@@ -145,7 +162,7 @@ fn strides_over(layout: &Layout, axes: &[usize], rank: usize) -> Vec<isize> {
 /// Computes the `outputs` of `ir` over the iteration axes `lens` from `inputs` (leaf `k`
 /// reads `inputs[k]`), on the device every buffer is on: each result as a buffer and its
 /// layout (row-major over its kept axes, or its starting buffer's layout in host memory).
-pub(crate) fn run_outputs<T: Num>(
+pub(crate) fn run_outputs<T: Element>(
     ir: &Ir,
     lens: &[usize],
     inputs: &[Input<'_>],
@@ -189,7 +206,7 @@ pub(crate) fn run_outputs<T: Num>(
 
 /// [`run_outputs`] on `backend`'s device: the fresh results as one [`Job`], those written
 /// into buffers as another.
-fn on_device<T: Num>(
+fn on_device<T: Element>(
     backend: &'static dyn Backend,
     ir: &Ir,
     lens: &[usize],
@@ -301,7 +318,7 @@ fn on_device<T: Num>(
 /// updates the parameters and its state in buffers that stay the same from step to step.
 /// The caller holds each written buffer as its only user, its host copy dropped
 /// ([`unique_for_writing`]). Device buffers only: host memory is written by the typed engine.
-pub(crate) fn run_in_place<T: Num>(
+pub(crate) fn run_in_place<T: Element>(
     ir: &Ir,
     lens: &[usize],
     inputs: &[Input<'_>],
@@ -350,7 +367,7 @@ fn job_leaves<'a>(inputs: &[Input<'a>], device: Device) -> Result<Vec<JobLeaf<'a
 }
 
 /// `storage`, on `device`, as a job's leaf.
-fn device_leaf<T: Num>(
+fn device_leaf<T: Element>(
     storage: &Storage<T>,
     device: Device,
     offset: usize,
@@ -376,7 +393,7 @@ pub(super) fn mismatch(left: Device, right: Device) -> Error {
 }
 
 /// [`run_outputs`] for one result.
-pub(crate) fn run_output<T: Num>(
+pub(crate) fn run_output<T: Element>(
     ir: &Ir,
     lens: &[usize],
     inputs: &[Input<'_>],
@@ -388,7 +405,7 @@ pub(crate) fn run_output<T: Num>(
 
 /// [`run_outputs`] in host memory: one pass of the interpreter, each result written into its
 /// starting buffer (or a fresh one).
-fn on_host<T: Num>(
+fn on_host<T: Element>(
     ir: &Ir,
     lens: &[usize],
     inputs: &[Input<'_>],
@@ -419,7 +436,7 @@ fn on_host<T: Num>(
                 let layout = Layout::row_major(&kept);
                 // A result that keeps every axis is written over every element.
                 let values = if reduces {
-                    storage::filled(count, identity_of::<T>(output.reduce.identity()))?
+                    storage::filled(count, output.identity)?
                 } else {
                     storage::for_overwrite(count)?
                 };

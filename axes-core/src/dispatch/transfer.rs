@@ -124,8 +124,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
             return self.to(&Device::Cpu)?.contiguous()?.to(&device);
         }
         if let Device::Backend(..) = device {
-            let (storage, layout) =
-                evaluate_parts(self, A::IDS, &A::names, &[], Assign, T::zero())?;
+            let (storage, layout) = evaluate_parts(self, A::IDS, &A::names, &[], Assign)?;
             return Ok(self.with_parts(storage, layout));
         }
         Ok(self.with_parts(

@@ -27,34 +27,28 @@ pub(super) const fn applies<T: Element, S: Combine<T>>() -> bool {
 /// reduced.
 pub(super) fn parts<E: Expr, S: Combine<E::Elem>>(
     expr: &E,
-    fresh: Fresh<'_, E::Elem, S>,
+    fresh: Fresh<'_, S>,
 ) -> Result<(Storage<E::Elem>, Layout)> {
     if fresh.reduced.is_empty() {
         return (OnTheCpu::<E, S>::PARTS_IN_OWN_TYPE)(expr, fresh);
     }
     let wide = Cast::<&E, f32>::new(expr);
-    let init = fresh.init.to_f64() as f32;
     let (sums, layout) = match fresh.sink.reduce_op() {
         Some(ReduceOp::Prod) => {
-            (OnTheCpu::<_, Reduce<ProdOp>>::PARTS)(&wide, fresh.with_sink(Reduce(ProdOp), init))?
+            (OnTheCpu::<_, Reduce<ProdOp>>::PARTS)(&wide, fresh.with_sink(Reduce(ProdOp)))?
         }
-        _ => (OnTheCpu::<_, Reduce<SumOp>>::PARTS)(&wide, fresh.with_sink(Reduce(SumOp), init))?,
+        _ => (OnTheCpu::<_, Reduce<SumOp>>::PARTS)(&wide, fresh.with_sink(Reduce(SumOp)))?,
     };
     let rounded = sums.host()?.iter().map(|&v| E::Elem::from_f64(v.into()));
     Ok((Storage::from_host_vec(rounded.collect()), layout))
 }
 
 /// [`super::evaluate_all`] in host memory for a half type: reduced in f32.
-pub(super) fn all<E: Expr, S: Combine<E::Elem>>(
-    expr: &E,
-    sink: S,
-    init: E::Elem,
-) -> Result<E::Elem> {
+pub(super) fn all<E: Expr, S: Combine<E::Elem>>(expr: &E, sink: S) -> Result<E::Elem> {
     let wide = Cast::<&E, f32>::new(expr);
-    let init = init.to_f64() as f32;
     let total = match sink.reduce_op() {
-        Some(ReduceOp::Prod) => (OnTheCpu::<_, Reduce<ProdOp>>::ALL)(&wide, Reduce(ProdOp), init)?,
-        _ => (OnTheCpu::<_, Reduce<SumOp>>::ALL)(&wide, Reduce(SumOp), init)?,
+        Some(ReduceOp::Prod) => (OnTheCpu::<_, Reduce<ProdOp>>::ALL)(&wide, Reduce(ProdOp))?,
+        _ => (OnTheCpu::<_, Reduce<SumOp>>::ALL)(&wide, Reduce(SumOp))?,
     };
     Ok(E::Elem::from_f64(total.into()))
 }
@@ -75,7 +69,6 @@ pub(super) fn into<E: Expr, A: AxisSet, S: Combine<E::Elem>>(
         names: &A::names,
         reduced,
         sink,
-        init: sink.identity(),
     };
     let (storage, layout) = parts(expr, fresh)?;
     let part = Tensor::<E::Elem, A>::from_parts(storage, layout).expect("a fresh result fits");

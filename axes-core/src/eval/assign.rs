@@ -123,10 +123,5 @@ where
     <E::Expr as Expr>::Axes: Reducible<Over>,
     Reduced<E::Expr, Over>: SameAxes<O>,
 {
-    evaluate(
-        &expr.into_expr(),
-        Over::IDS,
-        reduce::sum_sink(),
-        <E::Expr as Expr>::Elem::zero(),
-    )
+    evaluate(&expr.into_expr(), Over::IDS, reduce::sum_sink())
 }

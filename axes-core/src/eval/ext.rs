@@ -205,7 +205,7 @@ pub trait ExprExt: Expr {
 
     /// Evaluates into a new tensor with the expression's axes, in one pass.
     fn eval(self) -> Result<Tensor<Self::Elem, Self::Axes>> {
-        evaluate(&self, &[], Assign, Self::Elem::zero())
+        evaluate(&self, &[], Assign)
     }
 
     /// Evaluates on `device` for one call (one generated kernel) into a new tensor in host
@@ -248,7 +248,7 @@ pub trait ExprExt: Expr {
     where
         Self::Axes: SameAxes<O>,
     {
-        evaluate(&self, &[], Assign, Self::Elem::zero())
+        evaluate(&self, &[], Assign)
     }
 
     /// The sum of every element, in one pass with no temporary (integer sums wrap on

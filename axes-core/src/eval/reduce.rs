@@ -48,7 +48,7 @@ where
     E::Axes: Reducible<Over>,
 {
     check_defined_on_empty::<E, Over>(expr, Op::OP)?;
-    evaluate(expr, Over::IDS, sink, Op::identity())
+    evaluate(expr, Over::IDS, sink)
 }
 
 /// An error naming the first axis of `Over` that is empty when `op` (a maximum or a
@@ -78,7 +78,7 @@ pub(crate) fn sum_all<E: Expr>(expr: &E) -> Result<E::Elem>
 where
     E::Elem: Num,
 {
-    evaluate_all(expr, sum_sink(), E::Elem::zero())
+    evaluate_all(expr, sum_sink())
 }
 
 /// The lengths `expr` gives the axes `ids` (1 where no leaf has one), checked to agree.
@@ -107,14 +107,7 @@ pub(crate) fn reduce_keep<E: Expr, Op: ReduceFn<E::Elem>>(
         .collect();
     let kept_ids: Vec<TypeId> = kept.iter().map(|&a| all[a]).collect();
     let kept_names: Vec<_> = kept.iter().map(|&a| names[a].clone()).collect();
-    let (data, layout) = evaluate_parts(
-        expr,
-        &kept_ids,
-        &|| kept_names.clone(),
-        over,
-        sink,
-        Op::identity(),
-    )?;
+    let (data, layout) = evaluate_parts(expr, &kept_ids, &|| kept_names.clone(), over, sink)?;
     // Put the result back in the expression's axis order, stride 0 on reduced axes.
     let full_lens = lengths_of(expr, all)?;
     let mut strides = [0isize; MAX_RANK];
@@ -210,14 +203,9 @@ where
 {
     let over = Over::IDS;
     let m = finite_or_zero(&reduce_keep(expr, over, max_sink())?)?;
-    let sums: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
-        &expr.binary(&m, binary::Sub).exp(),
-        over,
-        sum_sink(),
-        E::Elem::zero(),
-    )?;
-    let shift: Tensor<E::Elem, Reduced<E, Over>> =
-        evaluate(&m, over, max_sink(), E::Elem::lowest())?;
+    let sums: Tensor<E::Elem, Reduced<E, Over>> =
+        evaluate(&expr.binary(&m, binary::Sub).exp(), over, sum_sink())?;
+    let shift: Tensor<E::Elem, Reduced<E, Over>> = evaluate(&m, over, max_sink())?;
     (&shift + sums.ln()).eval()
 }
 
@@ -238,12 +226,8 @@ where
     let count: usize = lengths_of(expr, over)?.iter().product();
     let sums = reduce_keep(expr, over, sum_sink())?;
     let mean = divide(&sums, count)?;
-    let squares: Tensor<E::Elem, Reduced<E, Over>> = evaluate(
-        &expr.binary(&mean, binary::Sub).square(),
-        over,
-        sum_sink(),
-        E::Elem::zero(),
-    )?;
+    let squares: Tensor<E::Elem, Reduced<E, Over>> =
+        evaluate(&expr.binary(&mean, binary::Sub).square(), over, sum_sink())?;
     divide(&squares, count)
 }
 
