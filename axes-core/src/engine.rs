@@ -18,6 +18,7 @@
 //! [`exec::run_flat`] runs one loop over the elements ([`plan::Plan::flat_count`]).
 
 pub mod attention;
+pub(crate) mod canonical;
 pub mod cost;
 pub mod cpu;
 pub mod exec;

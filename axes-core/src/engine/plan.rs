@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use super::CHUNK;
+use super::canonical::{CanonicalAxis, canonical_axes};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::list::MAX_RANK;
@@ -497,61 +498,31 @@ impl Plan {
         }
     }
 
-    /// Drops length-1 axes, orders axes by stride (largest outermost) and merges axes that
-    /// are contiguous in every operand.
+    /// Puts the space in canonical form ([`canonical_axes`]): length-1 axes dropped, axes
+    /// ordered by stride (largest outermost), axes contiguous in every operand merged.
     fn canonicalise(&mut self) {
         if self.count == 0 {
             return;
         }
-        // Drop length-1 axes (unless padded: a padded length-1 axis may read padding).
+        let mut axes = [CanonicalAxis::default(); MAX_RANK];
+        let rank = canonical_axes(
+            &self.lens[..self.rank],
+            self.access.iter().map(|op| &op.strides[..]),
+            |a| self.padded_on(a),
+            &mut axes,
+        );
         let mut keep = [0usize; MAX_RANK];
-        let mut kept = 0;
-        for a in 0..self.rank {
-            if self.lens[a] != 1 || self.padded_on(a) {
-                keep[kept] = a;
-                kept += 1;
-            }
+        for (slot, canonical) in keep.iter_mut().zip(&axes[..rank]) {
+            *slot = canonical.axis;
         }
-        self.select(&keep[..kept]);
-        // Order by the sum of |stride| over operands, largest outermost (a stable sort keeps
-        // the destination's order on ties).
-        let weight = |plan: &Plan, a: usize| -> u128 {
-            plan.access
-                .iter()
-                .map(|op| op.strides[a].unsigned_abs() as u128)
-                .sum()
-        };
-        let mut order = [0usize; MAX_RANK];
-        for (a, slot) in order.iter_mut().enumerate() {
-            *slot = a;
-        }
-        let rank = self.rank;
-        order[..rank].sort_by_key(|&a| std::cmp::Reverse(weight(self, a)));
-        self.select(&order[..rank]);
-        // Merge an axis into the next inner one when every operand steps over the inner
-        // axis exactly into the outer one.
-        let mut axis = 0;
-        while axis + 1 < self.rank {
-            let (outer, inner) = (axis, axis + 1);
-            let mergeable = !self.padded_on(outer)
-                && !self.padded_on(inner)
-                && self
-                    .access
-                    .iter()
-                    .all(|op| op.strides[outer] == op.strides[inner] * self.lens[inner] as isize);
-            if mergeable {
-                let len = self.lens[outer] * self.lens[inner];
-                let mut keep = [0usize; MAX_RANK];
-                for (k, slot) in keep.iter_mut().enumerate().take(self.rank - 1) {
-                    *slot = if k < outer { k } else { k + 1 };
-                }
-                self.select(&keep[..self.rank - 1]);
-                self.lens[axis] = len;
+        self.select(&keep[..rank]);
+        for (a, canonical) in axes[..rank].iter().enumerate() {
+            // A merged axis: its length the product of two or more, none padded.
+            if canonical.len != self.lens[a] {
+                self.lens[a] = canonical.len;
                 for padding in &mut self.padding {
-                    padding.stored[axis] = len;
+                    padding.stored[a] = canonical.len;
                 }
-            } else {
-                axis += 1;
             }
         }
     }

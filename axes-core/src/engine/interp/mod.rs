@@ -21,6 +21,7 @@ mod tests;
 use half::{bf16, f16};
 
 use crate::element::{DType, Element, Elements, ElementsMut, narrow_from_f32, widen_to_f32};
+use crate::engine::canonical::{CanonicalAxis, canonical_axes};
 use crate::error::{Error, Result};
 use crate::ir::ops::identity_of;
 use crate::ir::{Ir, ReduceOp};
@@ -330,10 +331,7 @@ fn run_widened(
     Ok(())
 }
 
-/// An iteration space in canonical form: length-1 axes dropped, axes ordered by stride
-/// (largest outermost, summed over every operand), and axes merged where every operand
-/// steps over the inner one exactly into the outer one. Only lengths and strides decide it,
-/// so a run over the same layouts always takes the same order (and adds in the same order).
+/// An iteration space in canonical form ([`canonical_axes`]), each operand's strides over it.
 struct CanonicalSpace {
     lens: Vec<usize>,
     source_strides: Vec<Vec<isize>>,
@@ -347,33 +345,13 @@ impl CanonicalSpace {
         sinks: &[StridedSink<'_>],
     ) -> CanonicalSpace {
         let strides =
-            || (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
-        let weight = |a: usize| -> u128 { strides().map(|s| s[a].unsigned_abs() as u128).sum() };
-        let mut order: Vec<usize> = (0..lens.len()).filter(|&a| lens[a] != 1).collect();
-        // Stable: ties keep the given order.
-        order.sort_by_key(|&a| std::cmp::Reverse(weight(a)));
-        // Runs of axes merged into one (outermost first), each with its total length.
-        let mut merged: Vec<(Vec<usize>, usize)> = Vec::with_capacity(order.len());
-        for &a in &order {
-            if let Some((run, len)) = merged.last_mut() {
-                let inner = *run.last().expect("runs are not empty");
-                if strides().all(|s| s[inner] == s[a] * lens[a] as isize) {
-                    run.push(a);
-                    *len *= lens[a];
-                    continue;
-                }
-            }
-            merged.push((vec![a], lens[a]));
-        }
-        // A merged axis steps like the innermost axis of its run.
-        let pick = |s: &[isize]| -> Vec<isize> {
-            merged
-                .iter()
-                .map(|(run, _)| s[*run.last().expect("runs are not empty")])
-                .collect()
-        };
+            (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
+        let mut axes = vec![CanonicalAxis::default(); lens.len()];
+        let rank = canonical_axes(lens, strides, |_| false, &mut axes);
+        axes.truncate(rank);
+        let pick = |s: &[isize]| -> Vec<isize> { axes.iter().map(|c| s[c.axis]).collect() };
         CanonicalSpace {
-            lens: merged.iter().map(|&(_, len)| len).collect(),
+            lens: axes.iter().map(|c| c.len).collect(),
             source_strides: sources.iter().map(|s| pick(&s.strides)).collect(),
             sink_strides: sinks.iter().map(|s| pick(&s.strides)).collect(),
         }
