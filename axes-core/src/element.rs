@@ -51,6 +51,70 @@ impl DType {
     }
 }
 
+/// `$body` with `$T` the element type `$dtype` names: the one `match` over the run-time type,
+/// then code generic over [`Element`].
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::element::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::element::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::element::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::element::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::element::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::element::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::element::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::element::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// `$body` with `$v` bound to the slice of whichever type `$elements` holds.
+macro_rules! with_elements {
+    ($elements:expr, $v:ident => $body:expr) => {
+        match $elements {
+            $crate::element::Elements::F32($v) => $body,
+            $crate::element::Elements::F64($v) => $body,
+            $crate::element::Elements::F16($v) => $body,
+            $crate::element::Elements::BF16($v) => $body,
+            $crate::element::Elements::I32($v) => $body,
+            $crate::element::Elements::I64($v) => $body,
+            $crate::element::Elements::U8($v) => $body,
+            $crate::element::Elements::Bool($v) => $body,
+        }
+    };
+}
+pub(crate) use with_elements;
+
+/// The element type of a slice of `T`, as a run-time value.
+pub(crate) fn dtype_of<T: Element>(_: &[T]) -> DType {
+    T::DTYPE
+}
+
 /// One variant per element type, each holding `$slice` of that type.
 macro_rules! per_dtype {
     ($(#[$doc:meta])* $name:ident, $($slice:tt)*) => {
@@ -97,30 +161,12 @@ impl Copy for Elements<'_> {}
 impl Elements<'_> {
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            Elements::F32(_) => DType::F32,
-            Elements::F64(_) => DType::F64,
-            Elements::F16(_) => DType::F16,
-            Elements::BF16(_) => DType::BF16,
-            Elements::I32(_) => DType::I32,
-            Elements::I64(_) => DType::I64,
-            Elements::U8(_) => DType::U8,
-            Elements::Bool(_) => DType::Bool,
-        }
+        with_elements!(*self, s => dtype_of(s))
     }
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Elements::F32(s) => s.len(),
-            Elements::F64(s) => s.len(),
-            Elements::F16(s) => s.len(),
-            Elements::BF16(s) => s.len(),
-            Elements::I32(s) => s.len(),
-            Elements::I64(s) => s.len(),
-            Elements::U8(s) => s.len(),
-            Elements::Bool(s) => s.len(),
-        }
+        with_elements!(self, s => s.len())
     }
 
     /// Whether there are no elements.

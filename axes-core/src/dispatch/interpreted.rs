@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use super::outputs::{Input, InputData, Output, run_output};
 use super::{Fresh, IntoOnTheCpu};
 
-use crate::element::{Element, Elements};
+use crate::element::{Element, Elements, with_elements};
 use crate::engine::exec::{self, Assign, Combine};
 use crate::engine::interp::Values;
 use crate::engine::leaf::LeafEval;
@@ -107,16 +107,7 @@ fn unpadded(leaf: &LeafLayout<'_>, data: Elements<'_>) -> Result<(Values, Layout
         )?;
         Ok((out, layout))
     }
-    Ok(match data {
-        Elements::F32(d) => typed(leaf, d).map(|(v, l)| (Values::F32(v), l))?,
-        Elements::F64(d) => typed(leaf, d).map(|(v, l)| (Values::F64(v), l))?,
-        Elements::F16(d) => typed(leaf, d).map(|(v, l)| (Values::F16(v), l))?,
-        Elements::BF16(d) => typed(leaf, d).map(|(v, l)| (Values::BF16(v), l))?,
-        Elements::I32(d) => typed(leaf, d).map(|(v, l)| (Values::I32(v), l))?,
-        Elements::I64(d) => typed(leaf, d).map(|(v, l)| (Values::I64(v), l))?,
-        Elements::U8(d) => typed(leaf, d).map(|(v, l)| (Values::U8(v), l))?,
-        Elements::Bool(d) => typed(leaf, d).map(|(v, l)| (Values::Bool(v), l))?,
-    })
+    with_elements!(data, d => typed(leaf, d).map(|(values, layout)| (Values::from(values), layout)))
 }
 
 /// [`super::evaluate_parts`] on the interpreter.

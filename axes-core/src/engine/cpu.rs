@@ -13,7 +13,7 @@ use half::{bf16, f16};
 use super::attention::{self as kernel, MaskRows, RowMajorRows, Rows, Saved};
 use super::interp::{self, Program, StridedSink, StridedSource, Values, with_values};
 use super::matmul::{HostMatrix, batched_matmul};
-use crate::element::{DType, Element};
+use crate::element::{DType, Element, with_dtype};
 use crate::error::{Error, Result};
 use crate::num::{Float, Num};
 use crate::protocol::{
@@ -168,16 +168,7 @@ fn attention_backward<T: Float>(
 impl Values {
     /// The elements of a buffer of this backend, read as `dtype`.
     fn read(memory: &DeviceMemory, dtype: DType) -> Result<Values> {
-        Ok(match dtype {
-            DType::F32 => Values::F32(host_elements(memory)?),
-            DType::F64 => Values::F64(host_elements(memory)?),
-            DType::F16 => Values::F16(host_elements(memory)?),
-            DType::BF16 => Values::BF16(host_elements(memory)?),
-            DType::I32 => Values::I32(host_elements(memory)?),
-            DType::I64 => Values::I64(host_elements(memory)?),
-            DType::U8 => Values::U8(host_elements(memory)?),
-            DType::Bool => Values::Bool(host_elements(memory)?),
-        })
+        Ok(with_dtype!(dtype, T => Values::from(host_elements::<T>(memory)?)))
     }
 
     /// A buffer of this backend holding the values.

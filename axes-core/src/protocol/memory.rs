@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Device;
 use super::meter::{Meter, Metered};
-use crate::element::{DType, Element, Elements};
+use crate::element::{DType, Element, Elements, with_dtype};
 use crate::error::{Error, Result};
 
 /// A buffer in a device's memory, owned by the backend that made it (opaque to the core).
@@ -181,16 +181,7 @@ pub(crate) fn host_elements(dtype: DType, bytes: &[u8]) -> Elements<'_> {
         );
         elements
     }
-    match dtype {
-        DType::F32 => Elements::F32(typed(bytes)),
-        DType::F64 => Elements::F64(typed(bytes)),
-        DType::F16 => Elements::F16(typed(bytes)),
-        DType::BF16 => Elements::BF16(typed(bytes)),
-        DType::I32 => Elements::I32(typed(bytes)),
-        DType::I64 => Elements::I64(typed(bytes)),
-        DType::U8 => Elements::U8(typed(bytes)),
-        DType::Bool => Elements::Bool(typed(bytes)),
-    }
+    with_dtype!(dtype, T => T::elements(typed::<T>(bytes)))
 }
 
 /// Writes the bytes a device returned over `out`, element by element; an error naming the

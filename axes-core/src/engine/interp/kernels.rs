@@ -1,7 +1,8 @@
 //! Each instruction over one block: gathers, arithmetic, comparisons, selections, casts and the
 //! writes (and reductions) into a sink.
 
-use super::{StridedSink, Values, with_elements, with_values};
+use super::{StridedSink, Values, with_values};
+use crate::element::with_elements;
 use crate::element::{Element, Elements, ElementsMut, narrow_from_f32, widen_to_f32};
 use crate::ir::reduce::{MaxOp, MinOp, ProdOp, SumOp};
 use crate::ir::{BinaryOp, CompareOp, ReduceFn, ReduceOp, UnaryOp};

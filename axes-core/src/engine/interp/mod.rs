@@ -20,7 +20,9 @@ mod tests;
 
 use half::{bf16, f16};
 
-use crate::element::{DType, Element, Elements, ElementsMut, narrow_from_f32, widen_to_f32};
+use crate::element::{
+    DType, Element, Elements, ElementsMut, dtype_of, narrow_from_f32, widen_to_f32, with_dtype,
+};
 use crate::engine::canonical::{CanonicalAxis, canonical_axes};
 use crate::error::{Error, Result};
 use crate::ir::ops::identity_of;
@@ -69,32 +71,26 @@ pub(crate) enum Values {
 
 impl Values {
     pub(crate) fn dtype(&self) -> DType {
-        match self {
-            Values::F32(_) => DType::F32,
-            Values::F64(_) => DType::F64,
-            Values::F16(_) => DType::F16,
-            Values::BF16(_) => DType::BF16,
-            Values::I32(_) => DType::I32,
-            Values::I64(_) => DType::I64,
-            Values::U8(_) => DType::U8,
-            Values::Bool(_) => DType::Bool,
-        }
+        with_values!(self, v => dtype_of(v))
     }
 
     /// `len` zeros (`false`) of type `ty`.
     pub(crate) fn new(ty: DType, len: usize) -> Values {
-        match ty {
-            DType::F32 => Values::F32(std::iter::repeat_n(0.0, len).collect()),
-            DType::F64 => Values::F64(std::iter::repeat_n(0.0, len).collect()),
-            DType::F16 => Values::F16(std::iter::repeat_n(f16::ZERO, len).collect()),
-            DType::BF16 => Values::BF16(std::iter::repeat_n(bf16::ZERO, len).collect()),
-            DType::I32 => Values::I32(std::iter::repeat_n(0, len).collect()),
-            DType::I64 => Values::I64(std::iter::repeat_n(0, len).collect()),
-            DType::U8 => Values::U8(std::iter::repeat_n(0, len).collect()),
-            DType::Bool => Values::Bool(std::iter::repeat_n(false, len).collect()),
-        }
+        with_dtype!(ty, T => Values::from(std::iter::repeat_n(T::zero(), len).collect::<HostVec<T>>()))
     }
 }
+
+/// Each element type's vector as the variant holding it.
+macro_rules! values_from {
+    ($($t:ty => $variant:ident),*) => {
+        $(impl From<HostVec<$t>> for Values {
+            fn from(values: HostVec<$t>) -> Values {
+                Values::$variant(values)
+            }
+        })*
+    };
+}
+values_from!(f32 => F32, f64 => F64, f16 => F16, bf16 => BF16, i32 => I32, i64 => I64, u8 => U8, bool => Bool);
 
 impl Values {
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
@@ -160,23 +156,6 @@ macro_rules! with_values {
     };
 }
 pub(crate) use with_values;
-
-/// `$body` with `$v` bound to the slice of whichever type `$elements` holds.
-macro_rules! with_elements {
-    ($elements:expr, $v:ident => $body:expr) => {
-        match $elements {
-            Elements::F32($v) => $body,
-            Elements::F64($v) => $body,
-            Elements::F16($v) => $body,
-            Elements::BF16($v) => $body,
-            Elements::I32($v) => $body,
-            Elements::I64($v) => $body,
-            Elements::U8($v) => $body,
-            Elements::Bool($v) => $body,
-        }
-    };
-}
-pub(crate) use with_elements;
 
 /// Runs `program` over the iteration space `lens`: root `r` goes to `sinks[r]`.
 ///
