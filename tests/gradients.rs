@@ -653,6 +653,39 @@ fn fused_expression_with_a_variable_used_twice() {
     }
 }
 
+/// The gradient of `x` in `x + h` is the upstream gradient itself, shared rather than
+/// copied: one shared by two variables, and one accumulated onto later (a residual
+/// connection: `x` feeds another node too) stay each their own.
+#[test]
+fn gradients_passed_through_an_addition() -> axes::Result<()> {
+    let mut rng = rng(7);
+    let (nb, ni) = (len(&mut rng), len(&mut rng));
+    let x = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+    let r = random::<(B, I)>(&[nb, ni], -1.0, 1.0, &mut rng);
+    let residual = |v: &Var<f64, (B, I)>| -> axes::Result<[Var<f64, (B, I)>; 4]> {
+        let h = (v.tanh() * 3.0).eval()?;
+        let y = (v + &h).eval()?;
+        let z = (&y + v.sigmoid()).eval()?;
+        let out = (&y * 2.0 + &z).eval()?;
+        Ok([h, y, z, out])
+    };
+    check("residual", &x, |v| {
+        let [.., out] = residual(v)?;
+        project(out.expr(), &r)
+    });
+    let tape = Tape::new();
+    let v = tape.var(x.clone());
+    let [h, y, z, out] = residual(&v)?;
+    let grads = project(out.expr(), &r)?.backward()?;
+    // d/dh and d/dz are the upstream gradients of y and of out, unchanged by what was
+    // accumulated onto the buffers they share.
+    assert_eq!(grads.get(&h)?.to_vec(), grads.get(&y)?.to_vec());
+    assert_eq!(grads.get(&z)?.to_vec(), r.to_vec());
+    let expected: Vec<f64> = r.to_vec().iter().map(|r| 3.0 * r).collect();
+    assert_eq!(grads.get(&y)?.to_vec(), expected);
+    Ok(())
+}
+
 #[test]
 fn gather_picks_rows_and_adds_their_gradients_back() {
     let mut rng = rng(21);

@@ -374,7 +374,23 @@ fn backward<T: Float>(
         &upstream_axes,
         ids.len(),
     )?);
-    let outputs = (wanted.iter())
+    // A leaf whose gradient is the upstream one itself, over the same axes in the same order
+    // and with nothing to add it to (the gradient of `x` in `x + b`), shares the upstream
+    // buffer instead of a copy; gradients are copied on write, so accumulating onto it later
+    // copies it then.
+    let (passed, computed): (Vec<_>, Vec<_>) = wanted.iter().partition(|&&(k, node)| {
+        node == seed
+            && leaves[k].ids == out_ids
+            && upstream.layout.is_dense()
+            && !grads.has(leaves[k].node)
+    });
+    for (k, _) in passed {
+        grads.put(leaves[k].node, upstream.clone());
+    }
+    if computed.is_empty() {
+        return Ok(());
+    }
+    let outputs = (computed.iter())
         .map(|&(k, node)| {
             let kept = positions(leaves[k].ids, ids);
             let start = grads.take_for_accumulate(leaves[k].node)?;
@@ -382,7 +398,7 @@ fn backward<T: Float>(
         })
         .collect::<Result<Vec<_>>>()?;
     let results = run_outputs(&ir, lens, &inputs, outputs)?;
-    for ((storage, layout), &(k, _)) in results.into_iter().zip(&wanted) {
+    for ((storage, layout), &(k, _)) in results.into_iter().zip(&computed) {
         grads.put(leaves[k].node, GradBuf { storage, layout });
     }
     Ok(())

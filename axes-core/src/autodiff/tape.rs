@@ -400,6 +400,11 @@ impl<T: Float> Grads<T> {
         })
     }
 
+    /// Whether node `id` has a gradient yet.
+    pub(crate) fn has(&self, id: usize) -> bool {
+        self.bufs[id].is_some()
+    }
+
     /// Puts back a buffer from [`Grads::take_for_accumulate`].
     pub(crate) fn put(&mut self, id: usize, buf: GradBuf<T>) {
         self.bufs[id] = Some(buf);
