@@ -683,6 +683,13 @@ fn gradients_passed_through_an_addition() -> axes::Result<()> {
     assert_eq!(grads.get(&z)?.to_vec(), r.to_vec());
     let expected: Vec<f64> = r.to_vec().iter().map(|r| 3.0 * r).collect();
     assert_eq!(grads.get(&y)?.to_vec(), expected);
+    // Over the same axes in another order: the gradient is a transposed view.
+    let transposed = |v: &Var<f64, (B, I)>| -> axes::Result<Var<f64, (I, B)>> {
+        let h = (v.tanh() * 3.0).eval()?;
+        (&v.axes_with_order::<(I, B)>() + &h).eval()
+    };
+    let r_t: Tensor<f64, (I, B)> = r.axes_with_order::<(I, B)>().contiguous()?;
+    check("transposed", &x, |v| project(transposed(v)?.expr(), &r_t));
     Ok(())
 }
 

@@ -374,18 +374,25 @@ fn backward<T: Float>(
         &upstream_axes,
         ids.len(),
     )?);
-    // A leaf whose gradient is the upstream one itself, over the same axes in the same order
-    // and with nothing to add it to (the gradient of `x` in `x + b`), shares the upstream
-    // buffer instead of a copy; gradients are copied on write, so accumulating onto it later
-    // copies it then.
+    // A leaf whose gradient is the upstream one itself, over the same axes (in any order)
+    // and with nothing to add it to (the gradient of `x` in `x + b`), is a view of the
+    // upstream buffer instead of a copy; gradients are copied on write, so one accumulated
+    // onto later is copied then.
+    let shareable = upstream.layout.is_injective() && !upstream.layout.is_padded();
     let (passed, computed): (Vec<_>, Vec<_>) = wanted.iter().partition(|&&(k, node)| {
         node == seed
-            && leaves[k].ids == out_ids
-            && upstream.layout.is_dense()
+            && shareable
+            && leaves[k].ids.len() == out_ids.len()
+            && leaves[k].ids.iter().all(|a| out_ids.contains(a))
             && !grads.has(leaves[k].node)
     });
     for (k, _) in passed {
-        grads.put(leaves[k].node, upstream.clone());
+        let order = positions(leaves[k].ids, out_ids);
+        let view = GradBuf {
+            storage: upstream.storage.clone(),
+            layout: upstream.layout.permuted(&order),
+        };
+        grads.put(leaves[k].node, view);
     }
     if computed.is_empty() {
         return Ok(());
