@@ -35,8 +35,10 @@ pub(crate) use program::Program;
 use program::{Inst, unsupported};
 use split::run_split;
 
-/// Elements per block.
-pub(crate) const BLOCK: usize = 256;
+/// Elements per block: enough that each instruction's dispatch is paid over 64 vectors of
+/// f32. A long program's registers then spill from L1 to L2, which costs less than dispatching
+/// four times as often did (`benches/NOTES.md`).
+pub(crate) const BLOCK: usize = 1024;
 
 /// One operand read by the interpreter: a buffer and, for each iteration axis, a stride
 /// (0 where the operand is broadcast).
