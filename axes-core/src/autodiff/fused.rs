@@ -362,18 +362,6 @@ fn backward<T: Float>(
         .filter(|&k| leaves[k].needs_grad)
         .filter_map(|k| adjoints[k].map(|node| (k, node)))
         .collect();
-    let mut inputs = (leaves.iter())
-        .map(|l| l.input(ids))
-        .collect::<Result<Vec<_>>>()?;
-    // The upstream gradient has the node's result axes: read with stride 0 along the axes
-    // the node summed.
-    let upstream_axes = positions(out_ids, ids);
-    inputs.push(Input::new(
-        &upstream.storage,
-        &upstream.layout,
-        &upstream_axes,
-        ids.len(),
-    )?);
     // A leaf whose gradient is the upstream one itself, over the same axes (in any order)
     // and with nothing to add it to (the gradient of `x` in `x + b`), is a view of the
     // upstream buffer instead of a copy; gradients are copied on write, so one accumulated
@@ -397,6 +385,18 @@ fn backward<T: Float>(
     if computed.is_empty() {
         return Ok(());
     }
+    let mut inputs = (leaves.iter())
+        .map(|l| l.input(ids))
+        .collect::<Result<Vec<_>>>()?;
+    // The upstream gradient has the node's result axes: read with stride 0 along the axes
+    // the node summed.
+    let upstream_axes = positions(out_ids, ids);
+    inputs.push(Input::new(
+        &upstream.storage,
+        &upstream.layout,
+        &upstream_axes,
+        ids.len(),
+    )?);
     let outputs = (computed.iter())
         .map(|&(k, node)| {
             let kept = positions(leaves[k].ids, ids);
