@@ -55,39 +55,15 @@ impl DType {
 /// then code generic over [`Element`].
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::element::with_dtype!(@ $dtype, $T, $body; F32 f32, F64 f64, F16 half::f16, BF16 half::bf16,
+            I32 i32, I64 i64, U8 u8, Bool bool)
+    };
+    (@ $dtype:expr, $T:ident, $body:expr; $($variant:ident $t:ty),*) => {
         match $dtype {
-            $crate::element::DType::F32 => {
-                type $T = f32;
+            $($crate::element::DType::$variant => {
+                type $T = $t;
                 $body
-            }
-            $crate::element::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::element::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            $crate::element::DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            $crate::element::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::element::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::element::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::element::DType::Bool => {
-                type $T = bool;
-                $body
-            }
+            })*
         }
     };
 }
