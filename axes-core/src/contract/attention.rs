@@ -345,7 +345,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
                 mask_rows,
                 &out,
                 &lse_out,
-            );
+            )?;
         }
         let result = Tensor::from_parts(Storage::from_host_vec(data), layout)
             .expect("a fresh result fits its buffer");
@@ -437,7 +437,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
                 &dq.rows_out(),
                 &dk.rows_out(),
                 &dv.rows_out(),
-            );
+            )?;
         }
         Ok((
             dq.into_gradient(&plan, q, qx, &width)?,

@@ -130,7 +130,7 @@ fn attention_forward<T: Float>(job: &AttentionJob<'_>) -> Result<(DeviceMemory, 
         inputs.mask(job),
         &out.out(),
         &lse.out(),
-    );
+    )?;
     Ok((memory_of(&out.data), memory_of(&lse.data)))
 }
 
@@ -161,7 +161,7 @@ fn attention_backward<T: Float>(
         &dq.out(),
         &dk.out(),
         &dv.out(),
-    );
+    )?;
     Ok([dq, dk, dv].map(|g| memory_of(&g.data)))
 }
 

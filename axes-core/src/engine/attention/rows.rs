@@ -1,0 +1,247 @@
+//! How the attention kernel reads and writes its operands: rows described by offsets into a
+//! buffer ([`Rows`], [`MaskRows`], [`RowsOut`]), and each operand copied once per call,
+//! entry-major and widened ([`Packed`]), so that every block product reads contiguous rows.
+
+use rayon::prelude::*;
+
+use crate::element::Element;
+use crate::engine::{cost, exec, threads};
+use crate::error::{Error, Result};
+use crate::ir::OpWeights;
+use crate::num::Float;
+use crate::storage::{self, HostVec};
+
+/// Where an operand's elements are: `data[batch[b] + i·row + cols[c]]` is row `i` (a query or
+/// key position), column `c` (a width position) of batch entry `b`.
+#[derive(Clone, Copy)]
+pub struct Rows<'a, T> {
+    /// The operand's buffer.
+    pub data: &'a [T],
+    /// The offset of each batch entry's row 0, column 0.
+    pub batch: &'a [isize],
+    /// The step from one row to the next.
+    pub row: isize,
+    /// The offset of each column within a row.
+    pub cols: &'a [isize],
+}
+
+impl<T: Copy> Rows<'_, T> {
+    /// The first element of row `i` of batch entry `b` when the columns are contiguous (the
+    /// offsets were checked against the buffer by the caller, so a row out of range is a bug,
+    /// and the slice's bounds check panics).
+    #[inline(always)]
+    fn contiguous_row(&self, b: usize, i: usize) -> &[T] {
+        let start = (self.batch[b] + i as isize * self.row + self.cols[0]) as usize;
+        &self.data[start..start + self.cols.len()]
+    }
+
+    /// Element (`b`, `i`, `c`), checked as [`Rows::contiguous_row`].
+    #[inline(always)]
+    pub(super) fn at(&self, b: usize, i: usize, c: usize) -> T {
+        self.data[(self.batch[b] + i as isize * self.row + self.cols[c]) as usize]
+    }
+
+    /// Whether each row's columns lie next to each other, in order.
+    fn has_contiguous_rows(&self) -> bool {
+        let first = self.cols.first().copied().unwrap_or(0);
+        (self.cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize)
+    }
+
+    /// The batch entries in groups whose rows interleave in the buffer (entries sorted by
+    /// offset, each group's within one row step of its first, as the heads of one sequence
+    /// are): reading a group row by row, entry by entry, walks the buffer forwards.
+    fn interleaved_groups(&self) -> Vec<Vec<usize>> {
+        let mut order: Vec<usize> = (0..self.batch.len()).collect();
+        order.sort_by_key(|&b| self.batch[b]);
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for b in order {
+            match groups.last_mut() {
+                Some(group) if self.batch[b] - self.batch[group[0]] < self.row => group.push(b),
+                _ => groups.push(vec![b]),
+            }
+        }
+        groups
+    }
+}
+
+/// An additive mask over the scores: `data[batch[b] + i·query + j·key]` is added to the score
+/// of query `i` and key `j` of batch entry `b` (−∞ hides the key).
+#[derive(Clone, Copy)]
+pub struct MaskRows<'a, T> {
+    /// The mask's buffer.
+    pub data: &'a [T],
+    /// The offset of each batch entry's (0, 0).
+    pub batch: &'a [isize],
+    /// The step along the queries.
+    pub query: isize,
+    /// The step along the keys.
+    pub key: isize,
+}
+
+/// Where a result's elements go: as [`Rows`], in a buffer of `len` elements written only
+/// through this description.
+pub struct RowsOut<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    batch: &'a [isize],
+    row: isize,
+    cols: &'a [isize],
+    /// The least and the greatest column offset.
+    span: (isize, isize),
+}
+
+// SAFETY: tasks on other threads write through the pointer only at the offsets of their own
+// rows (see `RowsOut::write`), so sharing it shares no element.
+unsafe impl<T: Send> Send for RowsOut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for RowsOut<'_, T> {}
+
+impl<'a, T: Copy> RowsOut<'a, T> {
+    /// Writes into `data` at the offsets `batch`, `row`, `cols`, which the caller guarantees
+    /// to be distinct for distinct (batch entry, row, column).
+    pub fn new(data: &'a mut [T], batch: &'a [isize], row: isize, cols: &'a [isize]) -> Self {
+        let span = (cols.iter().copied().min(), cols.iter().copied().max());
+        RowsOut {
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
+            batch,
+            row,
+            cols,
+            span: (span.0.unwrap_or(0), span.1.unwrap_or(0)),
+        }
+    }
+
+    /// Writes row `i` of batch entry `b`.
+    ///
+    /// Tasks call it for rows no other task writes, so no two writes touch one element.
+    #[inline(always)]
+    pub(super) fn write(&self, b: usize, i: usize, values: impl Iterator<Item = T>) {
+        let start = self.batch[b] + i as isize * self.row;
+        let (first, last) = (start + self.span.0, start + self.span.1);
+        assert!(
+            self.cols.is_empty() || (first >= 0 && (last as usize) < self.len),
+            "a result's offsets stay inside its buffer"
+        );
+        for (&col, value) in self.cols.iter().zip(values) {
+            // SAFETY: `start + col` lies between the row's least and greatest offsets, inside
+            // the buffer (checked above); the buffer is borrowed mutably for `'a`, and the
+            // element belongs to this row of this batch entry, which only the calling task
+            // writes (the offsets are distinct, `RowsOut::new`).
+            unsafe { self.ptr.offset(start + col).write(value) };
+        }
+    }
+}
+
+/// A fresh result, row-major `[batch][position][column]`: zeros, and the offsets of its
+/// batch entries and columns.
+pub(crate) struct RowMajorRows<T> {
+    pub(crate) data: HostVec<T>,
+    pub(crate) batch: Vec<isize>,
+    pub(crate) cols: Vec<isize>,
+}
+
+impl<T: Element> RowMajorRows<T> {
+    /// An error naming the lengths when their product overflows or the host has no room.
+    pub(crate) fn new(batch: usize, positions: usize, width: usize) -> Result<Self> {
+        let count = (batch.checked_mul(positions))
+            .and_then(|n| n.checked_mul(width))
+            .ok_or_else(|| Error::SizeOverflow {
+                lengths: format!("{batch} × {positions} × {width}"),
+            })?;
+        Ok(RowMajorRows {
+            data: storage::filled(count, T::zero())?,
+            batch: (0..batch)
+                .map(|b| (b * positions * width) as isize)
+                .collect(),
+            cols: (0..width as isize).collect(),
+        })
+    }
+
+    /// The step from one row to the next.
+    pub(crate) fn row(&self) -> isize {
+        self.cols.len() as isize
+    }
+
+    /// Distinct offsets for distinct (batch entry, position, column), inside the buffer.
+    pub(crate) fn out(&mut self) -> RowsOut<'_, T> {
+        let row = self.row();
+        RowsOut::new(&mut self.data, &self.batch, row, &self.cols)
+    }
+}
+
+/// An operand's rows copied once, batch entry by entry, widened and scaled: row `i` of entry
+/// `b` is `data[(b·positions + i)·width..][..width]`. The copy reads the operand in its own
+/// memory order (the entries whose rows interleave, row by row) on the pool where that pays.
+pub(super) struct Packed<W> {
+    data: HostVec<W>,
+    positions: usize,
+    width: usize,
+}
+
+impl<W: Float> Packed<W> {
+    /// `positions` rows of each batch entry of `x`, times `scale`.
+    pub(super) fn new<T: Float<Wide = W>>(
+        x: &Rows<'_, T>,
+        positions: usize,
+        scale: W,
+    ) -> Result<Self> {
+        let width = x.cols.len();
+        let per_entry = positions * width;
+        let count = x.batch.len() * per_entry;
+        // Every element is written below: each batch entry is in one group.
+        let mut data = storage::for_overwrite(count)?;
+        if per_entry > 0 {
+            let contiguous = x.has_contiguous_rows();
+            let widen = |v: T| W::from_f64(v.to_f64()).mul(scale);
+            let mut entries: Vec<Option<&mut [W]>> = data.chunks_mut(per_entry).map(Some).collect();
+            let groups: Vec<Vec<(usize, &mut [W])>> = (x.interleaved_groups().into_iter())
+                .map(|group| {
+                    let rows = group.into_iter().map(|b| (b, entries[b].take()));
+                    rows.map(|(b, dst)| (b, dst.expect("each entry is in one group")))
+                        .collect()
+                })
+                .collect();
+            let copy = |mut group: Vec<(usize, &mut [W])>| {
+                exec::on_widest_simd(
+                    #[inline(always)]
+                    || {
+                        for i in 0..positions {
+                            for (b, dst) in group.iter_mut() {
+                                let dst = &mut dst[i * width..(i + 1) * width];
+                                if contiguous {
+                                    let src = x.contiguous_row(*b, i);
+                                    for (o, &v) in dst.iter_mut().zip(src) {
+                                        *o = widen(v);
+                                    }
+                                } else {
+                                    for (c, o) in dst.iter_mut().enumerate() {
+                                        *o = widen(x.at(*b, i, c));
+                                    }
+                                }
+                            }
+                        }
+                    },
+                )
+            };
+            let bytes = std::mem::size_of::<T>() + std::mem::size_of::<W>();
+            let work = cost::element_wise_ns(count, bytes, OpWeights::NONE);
+            if groups.len() > 1 && cost::COMPILED.pays(work) {
+                threads::install(|| groups.into_par_iter().for_each(copy));
+            } else {
+                groups.into_iter().for_each(copy);
+            }
+        }
+        Ok(Packed {
+            data,
+            positions,
+            width,
+        })
+    }
+
+    /// Rows `r0..r1` of batch entry `b`, one after another.
+    #[inline(always)]
+    pub(super) fn rows(&self, b: usize, (r0, r1): (usize, usize)) -> &[W] {
+        let start = (b * self.positions + r0) * self.width;
+        &self.data[start..start + (r1 - r0) * self.width]
+    }
+}
