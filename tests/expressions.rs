@@ -199,6 +199,14 @@ fn unary_ops_against_std() {
             x.gelu(),
             rx.map(|v| 0.5 * v * (1.0 + ((2.0 / PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh()))
         );
+        check!(
+            x.gelu_derivative(),
+            rx.map(|v| {
+                let t = ((2.0 / PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh();
+                0.5 * (1.0 + t)
+                    + 0.5 * v * (1.0 - t * t) * (2.0 / PI).sqrt() * (1.0 + 0.134145 * v * v)
+            })
+        );
         check!(x.sigmoid(), rx.map(|v| 1.0 / (1.0 + (-v).exp())));
         check!(x.silu(), rx.map(|v| v / (1.0 + (-v).exp())));
         check!(x.softplus(), rx.map(|v| v.exp().ln_1p()));

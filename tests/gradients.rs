@@ -111,9 +111,10 @@ fn unary_ops_on_permuted_inputs() {
         let positive = random::<(B, I)>(&[nb, ni], 0.3, 2.0, &mut rng);
         let r = random::<(I, B)>(&[ni, nb], -1.0, 1.0, &mut rng);
         type Op = fn(VarExpr<f64, (I, B)>) -> VarExpr<f64, (I, B)>;
-        let ops: [(&str, Op, bool); 18] = [
+        let ops: [(&str, Op, bool); 19] = [
             ("relu", |x| x.relu(), false),
             ("gelu", |x| x.gelu(), false),
+            ("gelu_derivative", |x| x.gelu_derivative(), false),
             ("silu", |x| x.silu(), false),
             ("softplus", |x| x.softplus(), false),
             ("exp", |x| x.exp(), false),

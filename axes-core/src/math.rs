@@ -158,6 +158,23 @@ pub fn gelu_f32(x: f32) -> f32 {
     x * sigmoid_f32(TWICE_SQRT_2_OVER_PI * inner)
 }
 
+/// GELU's derivative (tanh approximation): with `s = σ(2u)`, `u = √(2/π) (x + 0.044715 x³)`,
+/// it is `s + x s (1 − s) 2 √(2/π) (1 + 3 · 0.044715 x²)`. Its error is absolute (it
+/// crosses 0 near x = −0.75, where no relative bound holds): within 2⁻²¹ of the f64 value.
+#[inline(always)]
+pub fn gelu_derivative_f32(x: f32) -> f32 {
+    const TWICE_SQRT_2_OVER_PI: f32 = (2.0 * 0.797_884_560_802_865_4_f64) as f32;
+    let v = TWICE_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+    // s = σ(v) as in `sigmoid_f32`, and s (1 − s) = e / (1 + e)² with e = e^-|v|, which keeps
+    // its digits where s is near 1.
+    let e = exp_f32(-v.abs());
+    let r = 1.0 / (1.0 + e);
+    let s = if v >= 0.0 { r } else { e * r };
+    // From |x| = 64 on, s (1 − s) is 0 and x² may overflow: the second term is 0 there.
+    let xs = if x.abs() < 64.0 { x } else { 0.0 };
+    s + xs * (e * r * r) * TWICE_SQRT_2_OVER_PI * (1.0 + 0.134145 * xs * xs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +212,37 @@ mod tests {
     /// GELU (tanh approximation) in f64, through σ (no cancellation for negative x).
     fn gelu_f64(x: f64) -> f64 {
         x * sigmoid_f64(2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x))
+    }
+
+    /// GELU's derivative in f64, as `gelu_f64` through σ.
+    fn gelu_derivative_f64(x: f64) -> f64 {
+        let v = 2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x);
+        let (s, rest) = (sigmoid_f64(v), sigmoid_f64(-v));
+        let xs = if x.abs() < 64.0 { x } else { 0.0 };
+        s + xs * s * rest * 2.0 * 0.7978845608028654 * (1.0 + 0.134145 * xs * xs)
+    }
+
+    /// GELU's derivative within 2⁻²¹ of the f64 value (an absolute bound: the derivative
+    /// crosses 0) on 10^7 values spread over the bit patterns; NaN stays NaN.
+    #[test]
+    fn gelu_derivative_within_its_absolute_bound() {
+        let step = (1u64 << 32) / 10_000_000;
+        let (mut worst, mut at) = (0.0f64, 0.0f32);
+        for k in 0..10_000_000u64 {
+            let x = f32::from_bits((k * step + k % 7) as u32);
+            if x.is_nan() {
+                assert!(gelu_derivative_f32(x).is_nan());
+                continue;
+            }
+            let err = (f64::from(gelu_derivative_f32(x)) - gelu_derivative_f64(f64::from(x))).abs();
+            if err > worst {
+                (worst, at) = (err, x);
+            }
+        }
+        println!("gelu derivative: at most {worst:e} (at {at:e})");
+        assert!(worst <= 2f64.powi(-21), "{worst:e} at {at:e}");
+        assert_eq!(gelu_derivative_f32(0.0), 0.5);
+        assert_eq!(gelu_derivative_f32(f32::INFINITY), 1.0);
     }
 
     fn everywhere(_: f32) -> bool {

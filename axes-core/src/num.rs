@@ -65,6 +65,8 @@ pub trait Float: Num {
     fn sigmoid(self) -> Self;
     /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
     fn gelu(self) -> Self;
+    /// GELU's derivative (tanh approximation), what its backward pass multiplies by.
+    fn gelu_derivative(self) -> Self;
     /// Softplus, `ln(1 + e^x)`: as accurate where `e^x` is tiny as where it is huge.
     fn softplus(self) -> Self;
     /// Sine.
@@ -291,6 +293,10 @@ impl Float for f32 {
         math::gelu_f32(self)
     }
     #[inline(always)]
+    fn gelu_derivative(self) -> Self {
+        math::gelu_derivative_f32(self)
+    }
+    #[inline(always)]
     fn softplus(self) -> Self {
         // x + ln(1 + e^-x) above 0, so that e^x never overflows; ln_1p keeps e^x's digits
         // where it is tiny. NaN takes the second branch and stays NaN.
@@ -369,6 +375,17 @@ impl Float for f64 {
         self * (2.0 * 0.797_884_560_802_865_4 * inner).sigmoid()
     }
     #[inline(always)]
+    fn gelu_derivative(self) -> Self {
+        // As `math::gelu_derivative_f32`.
+        const TWICE_SQRT_2_OVER_PI: f64 = 2.0 * 0.797_884_560_802_865_4;
+        let v = TWICE_SQRT_2_OVER_PI * (self + 0.044715 * self * self * self);
+        let e = f64::exp(-v.abs());
+        let r = 1.0 / (1.0 + e);
+        let s = if v >= 0.0 { r } else { e * r };
+        let xs = if self.abs() < 64.0 { self } else { 0.0 };
+        s + xs * (e * r * r) * TWICE_SQRT_2_OVER_PI * (1.0 + 0.134145 * xs * xs)
+    }
+    #[inline(always)]
     fn softplus(self) -> Self {
         // As for f32.
         if self > 0.0 {
@@ -438,6 +455,7 @@ macro_rules! half_float {
             #[inline(always)] fn tanh(self) -> Self { <$t>::from_f32(Float::tanh(self.to_f32())) }
             #[inline(always)] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
             #[inline(always)] fn gelu(self) -> Self { <$t>::from_f32(Float::gelu(self.to_f32())) }
+            #[inline(always)] fn gelu_derivative(self) -> Self { <$t>::from_f32(Float::gelu_derivative(self.to_f32())) }
             #[inline(always)] fn softplus(self) -> Self { <$t>::from_f32(Float::softplus(self.to_f32())) }
             #[inline(always)] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
             #[inline(always)] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }

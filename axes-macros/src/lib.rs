@@ -52,9 +52,9 @@ pub fn derive_axis(input: TokenStream) -> TokenStream {
 /// `sum[Axis](..)` (also `max`, `min`, `mean`, `prod`, `logsumexp`). Functions: `max(a, b)`,
 /// `min(a, b)`, `pow(a, b)`, `select(c, a, b)` and `neg(x)` (which is `-x`); any other call
 /// `name(x)` of one argument is the element-wise method `x.name()`: `exp`, `ln`, `sqrt`,
-/// `rsqrt`, `tanh`, `sigmoid`, `gelu`, `silu`, `softplus`, `relu`, `abs`, `square`, `sin`, `cos`,
-/// `recip`, `signum`, `floor`, `ceil`, and any method expressions gain later (an unknown name is a
-/// type error at the name). Scalars: literals, variables, `{ any Rust expression }`. The
+/// `rsqrt`, `tanh`, `sigmoid`, `gelu`, `gelu_derivative`, `silu`, `softplus`, `relu`, `abs`,
+/// `square`, `sin`, `cos`, `recip`, `signum`, `floor`, `ceil`, and any method expressions gain
+/// later (an unknown name is a type error at the name). Scalars: literals, variables, `{ any Rust expression }`. The
 /// macro reports on the exact token an axis written twice for one operand, a result axis
 /// missing on the right, a summed axis missing from a term, and a function given the wrong
 /// number of arguments (a reduction written without its axes, `sum(x)`, among them); an

@@ -57,7 +57,8 @@
 //! The macros that turn the rows into code are in `axes-core/src/ir/ops/generate.rs`; a new
 //! row needs no change there.
 //!
-//! The `gelu` row, its derivative shortened:
+//! The `gelu` row (its derivative is a row of its own, `GeluDerivative`, so that GELU's
+//! backward pass is one op and a product):
 //!
 //! ```text
 //! /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
@@ -65,8 +66,7 @@
 //!     kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
 //!     cost TRANSCENDENTAL,
 //!     d |d, x, y, g| {
-//!         // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
-//!         ...
+//!         let dx = d.unary(UnaryOp::GeluDerivative, x);
 //!         Some(d.mul(g, dx))
 //!     };
 //! ```

@@ -324,26 +324,42 @@ macro_rules! for_each_unary_op {
                 kernel "{0.5} * ({x}) * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))))",
                 cost TRANSCENDENTAL,
                 d |d, x, y, g| {
-                    // 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)
-                    let (c, k, k3) = (d.c(0.7978845608028654), d.c(0.044715), d.c(0.134145));
-                    let (one, half) = (d.c(1.0), d.c(0.5));
+                    let dx = d.unary(UnaryOp::GeluDerivative, x);
+                    Some(d.mul(g, dx))
+                };
+            /// GELU's derivative (tanh approximation): with `t = tanh(√(2/π) (x + 0.044715 x³))`,
+            /// `0.5 (1 + t) + 0.5 x (1 − t²) √(2/π) (1 + 3 · 0.044715 x²)`, its second term 0 from
+            /// |x| = 64 on (on the CPU through σ, as GELU:
+            /// [`crate::math::gelu_derivative_f32`]). GELU's backward pass is this op and a product
+            GeluDerivative (gelu_derivative) "gelu_derivative": Float, |x| x.gelu_derivative(),
+                kernel "{0.5} * ({1} + {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x})))) + {0.5} * ({fabs}({x}) < {64} ? ({x}) : {0}) * ({1} - {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x}))) * {tanh}({0.7978845608028654} * (({x}) + {0.044715} * ({x}) * ({x}) * ({x})))) * {0.7978845608028654} * ({1} + {0.134145} * ({fabs}({x}) < {64} ? ({x}) : {0}) * ({fabs}({x}) < {64} ? ({x}) : {0}))",
+                cost TRANSCENDENTAL,
+                d |d, x, y, g| {
+                    // With s = σ(v), v = 2√(2/π) (x + 0.044715 x³), w = dv/dx:
+                    // s (1 − s) (2w + x w² (1 − 2s) + 12 √(2/π) 0.044715 x²)
+                    let (c2, k, k3) = (d.c(1.5957691216057308), d.c(0.044715), d.c(0.134145));
+                    let (one, two, c12) = (d.c(1.0), d.c(2.0), d.c(0.4281288976356015));
                     let x2 = d.mul(x, x);
                     let x3 = d.mul(x2, x);
                     let kx3 = d.mul(k, x3);
                     let inner = d.add(x, kx3);
-                    let u = d.mul(c, inner);
-                    let t = d.unary(UnaryOp::Tanh, u);
-                    let one_t = d.add(one, t);
-                    let left = d.mul(half, one_t);
-                    let t2 = d.mul(t, t);
-                    let sech2 = d.sub(one, t2);
+                    let v = d.mul(c2, inner);
+                    let s = d.unary(UnaryOp::Sigmoid, v);
+                    let rest = d.sub(one, s);
+                    let ss = d.mul(s, rest);
                     let k3x2 = d.mul(k3, x2);
                     let du = d.add(one, k3x2);
-                    let cdu = d.mul(c, du);
-                    let hx = d.mul(half, x);
-                    let hxs = d.mul(hx, sech2);
-                    let right = d.mul(hxs, cdu);
-                    let dx = d.add(left, right);
+                    let w = d.mul(c2, du);
+                    let two_w = d.mul(two, w);
+                    let w2 = d.mul(w, w);
+                    let xw2 = d.mul(x, w2);
+                    let two_s = d.mul(two, s);
+                    let one_2s = d.sub(one, two_s);
+                    let curve = d.mul(xw2, one_2s);
+                    let cx2 = d.mul(c12, x2);
+                    let sum = d.add(two_w, curve);
+                    let sum = d.add(sum, cx2);
+                    let dx = d.mul(ss, sum);
                     Some(d.mul(g, dx))
                 };
             /// SiLU (swish): `x σ(x) = x / (1 + e^-x)`

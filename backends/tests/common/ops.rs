@@ -134,6 +134,7 @@ pub fn every_elementwise_op(device: &Device) {
         check!("floor", |x, p, y| x.floor());
         check!("ceil", |x, p, y| x.ceil());
         check!("gelu", |x, p, y| x.gelu());
+        check!("gelu_derivative", |x, p, y| x.gelu_derivative());
         check!("silu", |x, p, y| x.silu());
         check!("softplus", |x, p, y| x.softplus());
         check!("powi", |x, p, y| x.powi(3));

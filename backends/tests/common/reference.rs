@@ -136,6 +136,11 @@ pub fn eval(ir: &Ir, leaves: &[f64], round: fn(f64) -> f64) -> f64 {
                         let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
                         0.5 * x * (1.0 + u.tanh())
                     }
+                    UnaryOp::GeluDerivative => {
+                        let c = (2.0 / std::f64::consts::PI).sqrt();
+                        let t = (c * (x + 0.044715 * x.powi(3))).tanh();
+                        0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 0.134145 * x * x)
+                    }
                     UnaryOp::BitNot => panic!("an integer op in a float expression"),
                 }
             }
