@@ -25,6 +25,7 @@ pub mod exec;
 pub(crate) mod interp;
 pub mod leaf;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub mod plan;
 #[cfg(target_arch = "x86_64")]
 mod simd;

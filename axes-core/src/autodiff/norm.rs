@@ -2,17 +2,20 @@
 //! reductions (the mean, then the variance about it, each one pass) and one element-wise pass
 //! that writes the result; the backward is one pass for the four sums it needs (two along the
 //! axis, the gain's and the bias's across it) and one element-wise pass for the input's
-//! gradient, whose normalised input is recomputed from the statistics, never stored.
+//! gradient, whose normalised input is recomputed from the statistics, never stored. In host
+//! memory both run row by row instead ([`crate::engine::norm`]: one pass each).
 
 use super::tape::{GradBuf, Var};
 use crate::axis::Axis;
 use crate::dispatch::{Input, Output, run_output, run_outputs, unpadded};
+use crate::element::Element;
+use crate::engine::norm::{self as rows, RowsOf, rows_layout};
 use crate::error::{Error, Result};
 use crate::ir::{BinaryOp, Ir, IrNode, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 use crate::list::{AxisSet, HasAxis};
 use crate::num::Float;
-use crate::storage::Storage;
+use crate::storage::{HostVec, Storage};
 use crate::tensor::Tensor;
 
 /// A buffer and its layout.
@@ -176,7 +179,12 @@ where
             what: "combining variables of different tapes".into(),
         });
     }
-    let norm = Norm::new(x.value().lens(), <A as HasAxis<F>>::POS, centre, eps);
+    let axis = <A as HasAxis<F>>::POS;
+    let values = [gain, bias].map(|p| p.map(|p| p.value().storage()));
+    if in_rows(x.value().storage(), x.value().lens(), &values) {
+        return normalised_in_rows(x, gain, bias, rows::Norm { centre, eps });
+    }
+    let norm = Norm::new(x.value().lens(), axis, centre, eps);
     let xb = parts(x.value())?;
     let param = |p: Option<&Var<T, (F,)>>| p.map(|p| parts(p.value())).transpose();
     let (gb, bb) = (param(gain)?, param(bias)?);
@@ -269,10 +277,98 @@ where
     A: AxisSet + HasAxis<F>,
     F: Axis,
 {
-    let norm = Norm::new(x.lens(), <A as HasAxis<F>>::POS, centre, eps);
+    let axis = <A as HasAxis<F>>::POS;
+    if in_rows(
+        x.storage(),
+        x.lens(),
+        &[gain, bias].map(|p| p.map(Tensor::storage)),
+    ) {
+        let (gain, bias) = (
+            gain.map(widened).transpose()?,
+            bias.map(widened).transpose()?,
+        );
+        let x = unpadded(x)?;
+        let xr = RowsOf::new(x.storage().host()?, x.layout(), axis);
+        let norm = rows::Norm { centre, eps };
+        let (data, _) = norm.forward(&xr, gain.as_deref(), bias.as_deref())?;
+        return in_layout(data, &rows_layout(x.lens(), axis));
+    }
+    let norm = Norm::new(x.lens(), axis, centre, eps);
     let xb = parts(x)?;
     let (gb, bb) = (gain.map(parts).transpose()?, bias.map(parts).transpose()?);
     let (mean, var) = norm.statistics(&xb)?;
     let (storage, layout) = norm.forward(&xb, &mean, &var, gb.as_ref(), bb.as_ref())?;
     Ok(Tensor::from_parts(storage, layout).expect("a job's result fits its layout"))
+}
+
+/// Whether the row-by-row path runs: every tensor in host memory, and rows to run.
+fn in_rows<T: Float>(x: &Storage<T>, lens: &[usize], params: &[Option<&Storage<T>>]) -> bool {
+    let hosted = |s: &Storage<T>| s.device().is_host();
+    hosted(x) && params.iter().flatten().all(|p| hosted(p)) && lens.iter().all(|&l| l > 0)
+}
+
+/// A parameter's elements in order, widened.
+fn widened<T: Float, F: AxisSet>(p: &Tensor<T, F>) -> Result<Vec<T::Wide>> {
+    let p = unpadded(p)?;
+    let mut values = vec![T::Wide::zero(); p.lens()[0]];
+    RowsOf::new(p.storage().host()?, p.layout(), 0).read(0, &mut values);
+    Ok(values)
+}
+
+/// A tensor of `data` in `layout`.
+fn in_layout<T: Float, B: AxisSet>(data: HostVec<T>, layout: &Layout) -> Result<Tensor<T, B>> {
+    Ok(
+        Tensor::from_parts(Storage::from_host_vec(data), *layout)
+            .expect("a result fits its layout"),
+    )
+}
+
+/// [`normalised`] row by row in host memory.
+fn normalised_in_rows<T, A, F>(
+    x: &Var<T, A>,
+    gain: Option<&Var<T, (F,)>>,
+    bias: Option<&Var<T, (F,)>>,
+    norm: rows::Norm,
+) -> Result<Var<T, A>>
+where
+    T: Float,
+    A: AxisSet + HasAxis<F>,
+    F: Axis,
+{
+    let axis = <A as HasAxis<F>>::POS;
+    let input = unpadded(x.value())?;
+    let param = |p: Option<&Var<T, (F,)>>| p.map(|p| widened(p.value())).transpose();
+    let (gain_values, bias_values) = (param(gain)?, param(bias)?);
+    let (data, stats) = {
+        let xr = RowsOf::new(input.storage().host()?, input.layout(), axis);
+        norm.forward(&xr, gain_values.as_deref(), bias_values.as_deref())?
+    };
+    let value = in_layout(data, &rows_layout(input.lens(), axis))?;
+    let needs = |p: Option<&Var<T, (F,)>>| p.filter(|p| p.needs_grad()).map(|p| p.id());
+    let (x_id, gain_id, bias_id) = (x.needs_grad().then(|| x.id()), needs(gain), needs(bias));
+    let needs_grad = x_id.is_some() || gain_id.is_some() || bias_id.is_some();
+    Ok(x.tape().record(value, needs_grad, move |grads, at| {
+        let Some(dy) = grads.tensor::<A>(at) else {
+            return Ok(());
+        };
+        let dy = unpadded(&dy)?;
+        let sums = norm.backward(
+            &RowsOf::new(input.storage().host()?, input.layout(), axis),
+            &stats,
+            gain_values.as_deref(),
+            &RowsOf::new(dy.storage().host()?, dy.layout(), axis),
+            x_id.is_some(),
+        )?;
+        for (id, total) in [(gain_id, sums.gain), (bias_id, sums.bias)] {
+            if let Some(id) = id {
+                let narrowed = total.iter().map(|v| T::from_f64(v.to_f64())).collect();
+                let grad = in_layout::<T, (F,)>(narrowed, &Layout::row_major(&[total.len()]))?;
+                grads.accumulate(id, grad)?;
+            }
+        }
+        if let (Some(id), Some(dx)) = (x_id, sums.dx) {
+            grads.accumulate(id, in_layout::<T, A>(dx, &rows_layout(input.lens(), axis))?)?;
+        }
+        Ok(())
+    }))
 }
