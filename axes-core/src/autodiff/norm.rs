@@ -283,15 +283,8 @@ where
         x.lens(),
         &[gain, bias].map(|p| p.map(Tensor::storage)),
     ) {
-        let (gain, bias) = (
-            gain.map(widened).transpose()?,
-            bias.map(widened).transpose()?,
-        );
-        let x = unpadded(x)?;
-        let xr = RowsOf::new(x.storage().host()?, x.layout(), axis);
         let norm = rows::Norm { centre, eps };
-        let (data, _) = norm.forward(&xr, gain.as_deref(), bias.as_deref())?;
-        return in_layout(data, &rows_layout(x.lens(), axis));
+        return Ok(forward_in_rows(x, gain, bias, norm)?.value);
     }
     let norm = Norm::new(x.lens(), axis, centre, eps);
     let xb = parts(x)?;
@@ -323,6 +316,45 @@ fn in_layout<T: Float, B: AxisSet>(data: HostVec<T>, layout: &Layout) -> Result<
     )
 }
 
+/// What the row-by-row forward gives: the result, and what its backward reads (the input
+/// unpadded, the gain widened, the rows' statistics).
+struct RowsForward<T: Float, A: AxisSet> {
+    value: Tensor<T, A>,
+    input: Tensor<T, A>,
+    gain: Option<Vec<T::Wide>>,
+    stats: rows::Statistics<T::Wide>,
+}
+
+/// The forward of [`normalised`] and [`normalised_tensor`] row by row in host memory.
+fn forward_in_rows<T, A, F>(
+    x: &Tensor<T, A>,
+    gain: Option<&Tensor<T, (F,)>>,
+    bias: Option<&Tensor<T, (F,)>>,
+    norm: rows::Norm,
+) -> Result<RowsForward<T, A>>
+where
+    T: Float,
+    A: AxisSet + HasAxis<F>,
+    F: Axis,
+{
+    let axis = <A as HasAxis<F>>::POS;
+    let input = unpadded(x)?;
+    let (gain, bias) = (
+        gain.map(widened).transpose()?,
+        bias.map(widened).transpose()?,
+    );
+    let (data, stats) = {
+        let xr = RowsOf::new(input.storage().host()?, input.layout(), axis);
+        norm.forward(&xr, gain.as_deref(), bias.as_deref())?
+    };
+    Ok(RowsForward {
+        value: in_layout(data, &rows_layout(input.lens(), axis))?,
+        input,
+        gain,
+        stats,
+    })
+}
+
 /// [`normalised`] row by row in host memory.
 fn normalised_in_rows<T, A, F>(
     x: &Var<T, A>,
@@ -336,14 +368,13 @@ where
     F: Axis,
 {
     let axis = <A as HasAxis<F>>::POS;
-    let input = unpadded(x.value())?;
-    let param = |p: Option<&Var<T, (F,)>>| p.map(|p| widened(p.value())).transpose();
-    let (gain_values, bias_values) = (param(gain)?, param(bias)?);
-    let (data, stats) = {
-        let xr = RowsOf::new(input.storage().host()?, input.layout(), axis);
-        norm.forward(&xr, gain_values.as_deref(), bias_values.as_deref())?
-    };
-    let value = in_layout(data, &rows_layout(input.lens(), axis))?;
+    let (gain_value, bias_value) = (gain.map(Var::value), bias.map(Var::value));
+    let RowsForward {
+        value,
+        input,
+        gain: gain_values,
+        stats,
+    } = forward_in_rows(x.value(), gain_value, bias_value, norm)?;
     let needs = |p: Option<&Var<T, (F,)>>| p.filter(|p| p.needs_grad()).map(|p| p.id());
     let (x_id, gain_id, bias_id) = (x.needs_grad().then(|| x.id()), needs(gain), needs(bias));
     let needs_grad = x_id.is_some() || gain_id.is_some() || bias_id.is_some();

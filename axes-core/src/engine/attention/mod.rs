@@ -54,6 +54,12 @@ impl AttentionShape {
         (key0 < q1).then(|| end.min(q1))
     }
 
+    /// The queries of query block `block`.
+    fn query_block(&self, block: usize) -> (usize, usize) {
+        let q0 = block * BLOCK;
+        (q0, (q0 + BLOCK).min(self.queries))
+    }
+
     /// Multiply-adds of one pass (each score, and each product with a value).
     fn macs(&self) -> usize {
         let pairs = self.queries * self.keys;
@@ -236,8 +242,7 @@ pub fn forward<T: Float>(
         1,
         #[inline(always)]
         |b, block| {
-            let q0 = block * BLOCK;
-            let q1 = (q0 + BLOCK).min(shape.queries);
+            let (q0, q1) = shape.query_block(block);
             let nq = q1 - q0;
             let mut s = vec![T::Wide::zero(); BLOCK * BLOCK];
             let mut acc = vec![T::Wide::zero(); BLOCK * dv];
@@ -544,8 +549,7 @@ pub fn backward<T: Float>(
         2,
         #[inline(always)]
         |b, block| {
-            let q0 = block * BLOCK;
-            let q1 = (q0 + BLOCK).min(shape.queries);
+            let (q0, q1) = shape.query_block(block);
             let nq = q1 - q0;
             let (mut s, mut ds) = blocks();
             let mut dqb = vec![T::Wide::zero(); BLOCK * d];
