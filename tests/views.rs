@@ -413,6 +413,34 @@ fn gather_for_label_lookup_and_embedding_lookup() {
         );
         assert_matches(&g, &expected);
     }
+    // Through views: the table sliced (any step), padded and permuted, the indices transposed.
+    for round in 0..100 {
+        let r = Ref::random(&mut rng, &["I", "J"], 5);
+        if r.lens[0] == 0 {
+            continue;
+        }
+        let (start, end, step) = random_slice(&mut rng, r.lens[1]);
+        let (before, after) = (round % 2, round % 3);
+        let table = tensor_ij(&r).slice::<J>(start..end, step).unwrap();
+        let table = table.pad::<J>(before, after).unwrap();
+        let table = table.axes_with_order::<(J, I)>();
+        let table_ref = r.slice("J", start, end, step).pad("J", before, after);
+        let (k, l) = (rng.random_range(0..4), rng.random_range(0..4));
+        let id_values: Vec<i64> = (0..k * l)
+            .map(|_| rng.random_range(0..r.lens[0]) as i64)
+            .collect();
+        // Stored (L, K): element (k, l) at l·len(K) + k.
+        let ids = Tensor::<i64, (L, K)>::from_vec((L.len(l), K.len(k)), id_values.clone())
+            .unwrap()
+            .axes_with_order::<(K, L)>();
+        let g: Tensor<f64, (J, K, L)> = table.gather::<I, _, _>(&ids).unwrap();
+        let expected = Ref::build(
+            vec!["J".into(), "K".into(), "L".into()],
+            vec![table_ref.lens[1], k, l],
+            |ix| table_ref.at(&[id_values[ix[2] * k + ix[1]] as usize, ix[0]]),
+        );
+        assert_matches(&g, &expected);
+    }
     // label lookup: shared Batch-like axis J is matched, not crossed
     let logits =
         Tensor::<f64, (J, I)>::from_vec((J.len(2), I.len(3)), vec![0., 1., 2., 3., 4., 5.])

@@ -65,6 +65,34 @@ impl Layout {
         layout
     }
 
+    /// A dense layout of `lens` whose axes lie in memory in the order of `like`'s strides
+    /// (the largest outermost, ties in axis order): a fresh buffer written in that order is
+    /// read as `like` is, row by row.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Layout;
+    /// let transposed = Layout::row_major(&[3, 2]).permuted(&[1, 0]);
+    /// assert_eq!(Layout::dense_in_order_of(&[4, 5], &transposed).strides(), &[1, 4]);
+    /// ```
+    pub fn dense_in_order_of(lens: &[usize], like: &Layout) -> Layout {
+        assert_eq!(lens.len(), like.rank, "one length per axis of `like`");
+        Layout::dense_by_stride(lens, |a| like.strides[a].unsigned_abs())
+    }
+
+    /// A dense layout of `lens` whose axes lie in memory by decreasing `stride(axis)` (ties
+    /// in axis order): the axis with the largest outermost.
+    pub(crate) fn dense_by_stride(lens: &[usize], stride: impl Fn(usize) -> usize) -> Layout {
+        let mut order: Vec<usize> = (0..lens.len()).collect();
+        order.sort_by_key(|&a| std::cmp::Reverse(stride(a)));
+        let stored: Vec<usize> = order.iter().map(|&a| lens[a]).collect();
+        let mut back = vec![0; lens.len()];
+        for (at, &axis) in order.iter().enumerate() {
+            back[axis] = at;
+        }
+        Layout::row_major(&stored).permuted(&back)
+    }
+
     /// A layout from its parts, or `None` unless every element it reaches lies in
     /// `0..buffer_len`.
     ///
@@ -363,6 +391,26 @@ impl Layout {
             next,
             remaining: self.element_count().unwrap_or(0),
         }
+    }
+}
+
+impl Layout {
+    /// For a view without padding: the buffer position of each row's first element (every
+    /// index of the axes but the last, in row-major order), and the last axis's length and
+    /// stride, so that a walk over the view reads whole rows. A view of no axes is one row of
+    /// one element.
+    pub(crate) fn row_starts(&self) -> (impl Iterator<Item = usize> + use<>, usize, isize) {
+        debug_assert!(!self.is_padded());
+        let (outer, len, stride) = match self.rank {
+            0 => (*self, 1, 0),
+            rank => {
+                let mut outer = *self;
+                outer.rank = rank - 1;
+                (outer, self.lens[rank - 1], self.strides[rank - 1])
+            }
+        };
+        let rows = if len == 0 { 0 } else { usize::MAX };
+        (outer.positions().flatten().take(rows), len, stride)
     }
 }
 

@@ -7,7 +7,6 @@ use std::marker::PhantomData;
 use super::DotOverAxes;
 use crate::axis::Axis;
 use crate::dispatch::{common_device, device_storage};
-use crate::element::Element;
 use crate::engine::attention::{self as kernel, RowsOut, Saved};
 use crate::error::Result;
 use crate::layout::Layout;
@@ -314,8 +313,14 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             let lse = device_storage(backend, lse, shape.batch * shape.queries)?;
             return Ok((result, lse));
         }
-        // The result: row-major in its type's order.
-        let layout = Layout::row_major(&out_lens);
+        // The result: dense, its axes in memory in the queries' order (the value width, which
+        // the queries may lack, innermost), so that a product reading it as the queries were
+        // written (the heads' mix into the output projection) needs no copy.
+        let stride_in_q = |id: &TypeId| {
+            let at = LQ::IDS.iter().position(|q_id| q_id == id);
+            at.map_or(0, |at| q.layout().strides()[at].unsigned_abs())
+        };
+        let layout = Layout::dense_by_stride(&out_lens, |a| stride_in_q(&out_ids[a]));
         let count: usize = out_lens.iter().product();
         let mut data = storage::for_overwrite::<T>(count)?;
         let described = Described {
@@ -328,7 +333,7 @@ impl<Qx: Axis, Kx: Axis, W: Axis> Attention<Qx, Kx, W> {
             described.stride(TypeId::of::<Qx>()),
             described.offsets(&plan.value_width),
         );
-        let mut lse = storage::filled(shape.batch * shape.queries, T::Wide::zero())?;
+        let mut lse = storage::for_overwrite(shape.batch * shape.queries)?;
         {
             let lse_batch: Vec<isize> = (0..shape.batch)
                 .map(|b| (b * shape.queries) as isize)

@@ -176,6 +176,21 @@ fn scattered_on_host<T: Num, Ix: Element>(
     let stride = source.strides()[axes.axis];
     let mut out = storage::filled(source_lens.iter().product(), T::zero())?;
     let (values, ids) = (grad.0.host()?, indices.0.host()?);
+    if !grad.1.is_padded() && !indices.1.is_padded() {
+        // Row by row, in the same order: each row's elements a fixed step apart in all three.
+        let (grads, row_len, grad_step) = grad.1.row_starts();
+        let (picks, _, pick_step) = at_index.row_starts();
+        let (bases, _, base_step) = at_source.row_starts();
+        for ((g, pick), base) in grads.zip(picks).zip(bases) {
+            let (g, pick, base) = (g as isize, pick as isize, base as isize);
+            for j in 0..row_len as isize {
+                let row = ids[(pick + j * pick_step) as usize].to_i64() as isize;
+                let to = (base + j * base_step + row * stride) as usize;
+                out[to] = out[to].add(values[(g + j * grad_step) as usize]);
+            }
+        }
+        return Ok((Storage::from_host_vec(out), source));
+    }
     let positions = grad
         .1
         .positions()
@@ -334,5 +349,87 @@ pub(crate) fn unpadded<T: Element, A: AxisSet>(tensor: &Tensor<T, A>) -> Result<
         tensor.contiguous()
     } else {
         Ok(tensor.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// The gradient of a `(J, K, L)` gather from a `(vocab, J)` table by `(K, L)` indices,
+    /// the gradient and the indices laid out in every axis order, sliced and padded, against
+    /// a plain loop over the gradient in row-major order of its axes (integer values, so the
+    /// sums are exact).
+    #[test]
+    fn scattered_adds_rows_back_from_any_layout() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let axes = GatherAxes {
+            in_source: vec![Some(1), None, None],
+            in_indices: vec![None, Some(0), Some(1)],
+            axis: 0,
+        };
+        for round in 0..200 {
+            let vocab = rng.random_range(1..5);
+            let lens = [0, 1, 2].map(|_| rng.random_range(1..5usize));
+            // The gradient: stored in a random axis order, one axis sliced with step 2 or -1.
+            let (grad_storage, grad) = {
+                let order = [[0, 1, 2], [2, 0, 1], [1, 2, 0], [2, 1, 0]][round % 4];
+                let axis = rng.random_range(0..3);
+                let mut stored = lens;
+                stored[axis] = lens[axis] * 2;
+                let in_order: Vec<usize> = order.iter().map(|&a| stored[a]).collect();
+                let count: usize = stored.iter().product();
+                let data: Vec<f64> = (0..count)
+                    .map(|_| rng.random_range(-9..10) as f64)
+                    .collect();
+                let back: Vec<usize> = (0..3)
+                    .map(|a| order.iter().position(|&o| o == a).unwrap())
+                    .collect();
+                let full = Layout::row_major(&in_order).permuted(&back);
+                let view = match round % 3 {
+                    0 => full.sliced(axis, 0, stored[axis], -2),
+                    1 => full.sliced(axis, 0, stored[axis], 2),
+                    _ => full.sliced(axis, 0, lens[axis], 1),
+                };
+                let view = match round % 5 {
+                    0 => view.padded(axis, 1, 0).unwrap(),
+                    _ => view,
+                };
+                (Storage::new(data), view)
+            };
+            let glens = grad.lens().to_vec();
+            // The indices, stored transposed on odd rounds.
+            let ids: Vec<i64> = (0..glens[1] * glens[2])
+                .map(|_| rng.random_range(0..vocab) as i64)
+                .collect();
+            let index_layout = match round % 2 {
+                0 => Layout::row_major(&glens[1..]),
+                _ => Layout::row_major(&[glens[2], glens[1]]).permuted(&[1, 0]),
+            };
+            let (out, layout) = scattered(
+                (&grad_storage, &grad),
+                (&Storage::new(ids.clone()), &index_layout),
+                &axes,
+                &[vocab, glens[0]],
+            )
+            .unwrap();
+            let got = out.host().unwrap().to_vec();
+            assert_eq!(layout, Layout::row_major(&[vocab, glens[0]]));
+            let values = grad_storage.host().unwrap();
+            let mut expected = vec![0.0; vocab * glens[0]];
+            for j in 0..glens[0] {
+                for k in 0..glens[1] {
+                    for l in 0..glens[2] {
+                        let id = ids[index_layout.position(&[k, l]).unwrap()] as usize;
+                        let value = grad.position(&[j, k, l]).map_or(0.0, |p| values[p]);
+                        expected[id * glens[0] + j] += value;
+                    }
+                }
+            }
+            assert_eq!(got, expected, "round {round}: {grad:?}");
+        }
     }
 }

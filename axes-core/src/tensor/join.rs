@@ -3,6 +3,7 @@
 
 use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};
+use crate::dispatch::gather_axes;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -279,6 +280,42 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         let rank = <Gathered<A, X, I>>::RANK;
         let count = lens.iter().product();
         let (src, idx) = (self.storage.as_slice(), indices.storage.as_slice());
+        let len = self.lens()[axis];
+        let checked = |raw: i64| {
+            usize::try_from(raw)
+                .ok()
+                .filter(|&i| i < len)
+                .ok_or_else(|| Error::GatherIndex {
+                    axis: X::name().into_owned(),
+                    index: raw,
+                    len,
+                })
+        };
+        if !self.layout.is_padded() && !indices.layout.is_padded() {
+            // Row by row: both operands viewed over the result's axes (the source at index 0
+            // of `X`), each row's elements a fixed step apart.
+            let axes = gather_axes::<A, X, I>();
+            let (sources, row_len, source_step) =
+                self.layout.broadcast(&axes.in_source, lens).row_starts();
+            let (picks, _, pick_step) = indices
+                .layout
+                .broadcast(&axes.in_indices, lens)
+                .row_starts();
+            let step = self.layout.strides()[axis];
+            let mut data = crate::storage::try_vec(count)?;
+            for (source, pick) in sources.zip(picks) {
+                for j in 0..row_len as isize {
+                    let at = checked(idx[(pick as isize + j * pick_step) as usize].to_index())?;
+                    data.push(
+                        src[(source as isize + j * source_step + at as isize * step) as usize],
+                    );
+                }
+            }
+            return Ok(Tensor::new_unchecked(
+                Storage::new(data),
+                Layout::row_major(lens),
+            ));
+        }
         let mut out_index = [0usize; MAX_RANK];
         let mut data = Vec::with_capacity(count);
         for _ in 0..count {
@@ -297,15 +334,7 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
                 .position(&at_indices[..I::RANK])
                 .map_or(Ix::zero(), |p| idx[p])
                 .to_index();
-            let len = self.lens()[axis];
-            at_self[axis] = usize::try_from(raw)
-                .ok()
-                .filter(|&i| i < len)
-                .ok_or_else(|| Error::GatherIndex {
-                    axis: X::name().into_owned(),
-                    index: raw,
-                    len,
-                })?;
+            at_self[axis] = checked(raw)?;
             data.push(
                 self.layout
                     .position(&at_self[..A::RANK])

@@ -281,20 +281,21 @@ pub(super) fn describe<T: Float, A: AxisSet>(x: &Tensor<T, A>) -> Described<'_> 
     }
 }
 
-/// Where the kernel writes the gradient of an operand `x`: straight into a row-major buffer
-/// of `x`'s axes where `x` has every batch axis, else into rows of its own
+/// Where the kernel writes the gradient of an operand `x` (every row of it): straight into a
+/// dense buffer in `x`'s memory order where `x` has every batch axis, else into rows of its own
 /// `[batch][position][column]`, folded into `x`'s axes afterwards.
 pub(super) struct GradientTarget<T: Float> {
     pub(super) data: HostVec<T>,
     pub(super) batch: Vec<isize>,
     pub(super) row: isize,
     pub(super) cols: Vec<isize>,
-    /// `x`'s row-major layout, where the kernel writes into it directly.
+    /// The gradient's layout, where the kernel writes into it directly.
     pub(super) direct: Option<Layout>,
 }
 
 impl<T: Float> GradientTarget<T> {
-    /// Zeros (from the host pool: a training step asks for the same sizes every step).
+    /// A buffer from the host pool (a training step asks for the same sizes every step), not
+    /// filled: the kernel writes every row.
     pub(super) fn new<A: AxisSet>(
         plan: &Plan,
         x: &Tensor<T, A>,
@@ -302,14 +303,16 @@ impl<T: Float> GradientTarget<T> {
         cols: &[(TypeId, usize)],
     ) -> Result<Self> {
         if plan.batch.iter().all(|(id, _)| A::IDS.contains(id)) {
-            let layout = Layout::row_major(x.lens());
+            // In `x`'s own memory order, so that the gradient reaches the producer of `x` (a
+            // projection, whose product then reads it without a copy) in the order it wrote.
+            let layout = Layout::dense_in_order_of(x.lens(), x.layout());
             let d = Described {
                 ids: A::IDS,
                 names: Vec::new(),
                 layout: &layout,
             };
             return Ok(GradientTarget {
-                data: storage::filled(x.lens().iter().product(), T::zero())?,
+                data: storage::for_overwrite(x.lens().iter().product())?,
                 batch: d.offsets(&plan.batch),
                 row: d.stride(row_axis),
                 cols: d.offsets(cols),
@@ -351,7 +354,7 @@ impl<T: Float> GradientTarget<T> {
                         .expect("a fresh result fits its buffer"),
                 );
             }
-            None => Layout::row_major(x.lens()),
+            None => Layout::dense_in_order_of(x.lens(), x.layout()),
         };
         let d = Described {
             ids: A::IDS,

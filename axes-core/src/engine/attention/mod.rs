@@ -381,15 +381,7 @@ impl<'a, T: Float> Operands<'a, T> {
     ) -> Result<Self> {
         let one = T::Wide::one();
         let grad = Packed::new(&saved.grad, shape.queries, one)?;
-        let dv = shape.value_width;
-        let delta = (0..shape.batch)
-            .flat_map(|b| (0..shape.queries).map(move |i| (b, i)))
-            .map(|(b, i)| {
-                let g = grad.rows(b, (i, i + 1));
-                let o = (0..dv).map(|c| T::Wide::from_f64(saved.out.at(b, i, c).to_f64()));
-                (o.zip(g)).fold(T::Wide::zero(), |t, (x, &y)| t.add(x.mul(y)))
-            })
-            .collect();
+        let delta = saved.out.row_dots(&grad, shape.queries)?;
         Ok(Operands {
             shape,
             q: Packed::new(&q, shape.queries, T::Wide::from_f64(shape.scale))?,

@@ -41,6 +41,50 @@ impl<T: Copy> Rows<'_, T> {
         self.data[(self.batch[b] + i as isize * self.row + self.cols[c]) as usize]
     }
 
+    /// Each row's dot product with the same row of `other` (rows `0..positions` of every
+    /// batch entry, batch-major), summed in `W` in column order; on the pool where that pays.
+    pub(super) fn row_dots<W: Float>(&self, other: &Packed<W>, positions: usize) -> Result<Vec<W>>
+    where
+        T: Float<Wide = W>,
+    {
+        let mut dots = storage::try_vec(self.batch.len() * positions)?;
+        dots.resize(self.batch.len() * positions, W::zero());
+        if positions == 0 {
+            return Ok(dots);
+        }
+        let contiguous = self.has_contiguous_rows();
+        let entry = |(b, dots): (usize, &mut [W])| {
+            exec::on_widest_simd(
+                #[inline(always)]
+                || {
+                    for (i, dot) in dots.iter_mut().enumerate() {
+                        let theirs = other.rows(b, (i, i + 1));
+                        let widened = |(x, &y): (T, &W)| W::from_f64(x.to_f64()).mul(y);
+                        *dot = if contiguous {
+                            let ours = self.contiguous_row(b, i).iter().copied();
+                            ours.zip(theirs)
+                                .map(widened)
+                                .fold(W::zero(), |t, p| t.add(p))
+                        } else {
+                            let ours = (0..self.cols.len()).map(|c| self.at(b, i, c));
+                            ours.zip(theirs)
+                                .map(widened)
+                                .fold(W::zero(), |t, p| t.add(p))
+                        };
+                    }
+                },
+            )
+        };
+        let bytes = std::mem::size_of::<T>() + std::mem::size_of::<W>();
+        let work = cost::element_wise_ns(dots.len() * self.cols.len(), bytes, OpWeights::NONE);
+        if self.batch.len() > 1 && cost::COMPILED.pays(work) {
+            threads::install(|| dots.par_chunks_mut(positions).enumerate().for_each(entry));
+        } else {
+            dots.chunks_mut(positions).enumerate().for_each(entry);
+        }
+        Ok(dots)
+    }
+
     /// Whether each row's columns lie next to each other, in order.
     fn has_contiguous_rows(&self) -> bool {
         let first = self.cols.first().copied().unwrap_or(0);
@@ -132,8 +176,8 @@ impl<'a, T: Copy> RowsOut<'a, T> {
     }
 }
 
-/// A fresh result, row-major `[batch][position][column]`: zeros, and the offsets of its
-/// batch entries and columns.
+/// A fresh result, row-major `[batch][position][column]`, for the kernel to write every row
+/// of (its values unspecified until then), and the offsets of its batch entries and columns.
 pub(crate) struct RowMajorRows<T> {
     pub(crate) data: HostVec<T>,
     pub(crate) batch: Vec<isize>,
@@ -149,7 +193,7 @@ impl<T: Element> RowMajorRows<T> {
                 lengths: format!("{batch} × {positions} × {width}"),
             })?;
         Ok(RowMajorRows {
-            data: storage::filled(count, T::zero())?,
+            data: storage::for_overwrite(count)?,
             batch: (0..batch)
                 .map(|b| (b * positions * width) as isize)
                 .collect(),
