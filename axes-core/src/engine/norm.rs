@@ -105,7 +105,9 @@ pub(crate) struct Statistics<W> {
 }
 
 /// `f(chunk, rows)` for each chunk of `rows` rows of `len` elements (its part of `out`), on
-/// the pool when `work_ns` pays for it; the results in chunk order.
+/// the pool when `work_ns` pays for it; the results in chunk order. `f` runs inside the
+/// widest-SIMD wrapper only where it is inlined there: give it `#[inline(always)]` (else it is
+/// compiled, and runs, as baseline x86-64 code).
 fn chunked<T: Send, R: Send>(
     out: &mut [T],
     rows: usize,
@@ -152,35 +154,42 @@ impl Norm {
         let inverse_len = T::Wide::from_f64(1.0 / len as f64);
         let eps = T::Wide::from_f64(self.eps);
         let work = work_ns(rows * len, 2 * std::mem::size_of::<T>());
-        let parts = chunked(&mut out, rows, len, work, |c, out| {
-            let mut row = vec![T::Wide::zero(); len];
-            let mut stats = Vec::with_capacity(CHUNK);
-            for (i, y) in out.chunks_mut(len.max(1)).enumerate() {
-                x.read(c * CHUNK + i, &mut row);
-                let mean = if self.centre {
-                    dot(&row, None).mul(inverse_len)
-                } else {
-                    T::Wide::zero()
-                };
-                for v in row.iter_mut() {
-                    *v = v.sub(mean);
-                }
-                let var = dot(&row, Some(&row)).mul(inverse_len);
-                let rstd = T::Wide::one().div(var.add(eps).sqrt());
-                for (j, (o, &v)) in y.iter_mut().zip(&row).enumerate() {
-                    let mut value = v.mul(rstd);
-                    if let Some(g) = gain {
-                        value = value.mul(g[j]);
+        let parts = chunked(
+            &mut out,
+            rows,
+            len,
+            work,
+            #[inline(always)]
+            |c, out| {
+                let mut row = vec![T::Wide::zero(); len];
+                let mut stats = Vec::with_capacity(CHUNK);
+                for (i, y) in out.chunks_mut(len.max(1)).enumerate() {
+                    x.read(c * CHUNK + i, &mut row);
+                    let mean = if self.centre {
+                        dot(&row, None).mul(inverse_len)
+                    } else {
+                        T::Wide::zero()
+                    };
+                    for v in row.iter_mut() {
+                        *v = v.sub(mean);
                     }
-                    if let Some(b) = bias {
-                        value = value.add(b[j]);
+                    let var = dot(&row, Some(&row)).mul(inverse_len);
+                    let rstd = T::Wide::one().div(var.add(eps).sqrt());
+                    for (j, (o, &v)) in y.iter_mut().zip(&row).enumerate() {
+                        let mut value = v.mul(rstd);
+                        if let Some(g) = gain {
+                            value = value.mul(g[j]);
+                        }
+                        if let Some(b) = bias {
+                            value = value.add(b[j]);
+                        }
+                        *o = T::from_f64(value.to_f64());
                     }
-                    *o = T::from_f64(value.to_f64());
+                    stats.push((mean, rstd));
                 }
-                stats.push((mean, rstd));
-            }
-            stats
-        });
+                stats
+            },
+        );
         let (mean, rstd) = parts.into_iter().flatten().unzip();
         Ok((out, Statistics { mean, rstd }))
     }
@@ -200,46 +209,58 @@ impl Norm {
         let mut out = storage::for_overwrite::<T>(if dx { rows * len } else { 0 })?;
         let inverse_len = T::Wide::from_f64(1.0 / len as f64);
         let work = work_ns(rows * len, 3 * std::mem::size_of::<T>());
-        let task = |c: usize, out: &mut [T]| {
-            let (mut xr, mut gr) = (vec![T::Wide::zero(); len], vec![T::Wide::zero(); len]);
-            let (mut d_gain, mut d_bias) = (vec![T::Wide::zero(); len], vec![T::Wide::zero(); len]);
-            let first = c * CHUNK;
-            for r in first..(first + CHUNK).min(rows) {
-                x.read(r, &mut xr);
-                dy.read(r, &mut gr);
-                let (mean, rstd) = (stats.mean[r], stats.rstd[r]);
-                for j in 0..len {
-                    xr[j] = xr[j].sub(mean).mul(rstd);
-                    d_gain[j] = d_gain[j].add(gr[j].mul(xr[j]));
-                    d_bias[j] = d_bias[j].add(gr[j]);
-                }
-                if !dx {
-                    continue;
-                }
-                if let Some(gain) = gain {
-                    for (g, &k) in gr.iter_mut().zip(gain) {
-                        *g = g.mul(k);
+        // Inlined into the widest-SIMD wrapper (see `chunked`).
+        let task = {
+            #[inline(always)]
+            |c: usize, out: &mut [T]| {
+                let (mut xr, mut gr) = (vec![T::Wide::zero(); len], vec![T::Wide::zero(); len]);
+                let (mut d_gain, mut d_bias) =
+                    (vec![T::Wide::zero(); len], vec![T::Wide::zero(); len]);
+                let first = c * CHUNK;
+                for r in first..(first + CHUNK).min(rows) {
+                    x.read(r, &mut xr);
+                    dy.read(r, &mut gr);
+                    let (mean, rstd) = (stats.mean[r], stats.rstd[r]);
+                    for j in 0..len {
+                        xr[j] = xr[j].sub(mean).mul(rstd);
+                        d_gain[j] = d_gain[j].add(gr[j].mul(xr[j]));
+                        d_bias[j] = d_bias[j].add(gr[j]);
+                    }
+                    if !dx {
+                        continue;
+                    }
+                    if let Some(gain) = gain {
+                        for (g, &k) in gr.iter_mut().zip(gain) {
+                            *g = g.mul(k);
+                        }
+                    }
+                    let a = if self.centre {
+                        dot(&gr, None).mul(inverse_len)
+                    } else {
+                        T::Wide::zero()
+                    };
+                    let c = dot(&gr, Some(&xr)).mul(inverse_len);
+                    let row = &mut out[(r - first) * len..(r - first + 1) * len];
+                    for j in 0..len {
+                        row[j] = T::from_f64(gr[j].sub(a).sub(xr[j].mul(c)).mul(rstd).to_f64());
                     }
                 }
-                let a = if self.centre {
-                    dot(&gr, None).mul(inverse_len)
-                } else {
-                    T::Wide::zero()
-                };
-                let c = dot(&gr, Some(&xr)).mul(inverse_len);
-                let row = &mut out[(r - first) * len..(r - first + 1) * len];
-                for j in 0..len {
-                    row[j] = T::from_f64(gr[j].sub(a).sub(xr[j].mul(c)).mul(rstd).to_f64());
-                }
+                (d_gain, d_bias)
             }
-            (d_gain, d_bias)
         };
         let parts = if dx {
             chunked(&mut out, rows, len, work, task)
         } else {
             // A byte per row, for the chunks' count.
             let mut rows_only = vec![0u8; rows];
-            chunked(&mut rows_only, rows, 1, work, |c, _| task(c, &mut []))
+            chunked(
+                &mut rows_only,
+                rows,
+                1,
+                work,
+                #[inline(always)]
+                |c, _| task(c, &mut []),
+            )
         };
         let (mut d_gain, mut d_bias) = (vec![T::Wide::zero(); len], vec![T::Wide::zero(); len]);
         for (g, b) in parts {
