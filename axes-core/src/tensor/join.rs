@@ -3,7 +3,6 @@
 
 use super::{FlatParts, Tensor};
 use crate::axis::{At, Axis};
-use crate::dispatch::gather_axes;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -294,13 +293,14 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
         if !self.layout.is_padded() && !indices.layout.is_padded() {
             // Row by row: both operands viewed over the result's axes (the source at index 0
             // of `X`), each row's elements a fixed step apart.
-            let axes = gather_axes::<A, X, I>();
+            let from = |at: &[usize], rank: usize| -> Vec<Option<usize>> {
+                at.iter().map(|&j| (j < rank).then_some(j)).collect()
+            };
+            let in_source = from(&in_self[..rank], A::RANK);
+            let in_picks = from(&in_indices[..rank], I::RANK);
             let (sources, row_len, source_step) =
-                self.layout.broadcast(&axes.in_source, lens).row_starts();
-            let (picks, _, pick_step) = indices
-                .layout
-                .broadcast(&axes.in_indices, lens)
-                .row_starts();
+                self.layout.broadcast(&in_source, lens).row_starts();
+            let (picks, _, pick_step) = indices.layout.broadcast(&in_picks, lens).row_starts();
             let step = self.layout.strides()[axis];
             let mut data = crate::storage::try_vec(count)?;
             for (source, pick) in sources.zip(picks) {
