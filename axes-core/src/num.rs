@@ -83,6 +83,16 @@ pub trait Float: Num {
     fn mul_add(self, b: Self, c: Self) -> Self;
     /// Not a number.
     fn nan() -> Self;
+    /// `values` as [`Float::Wide`] when that is this type itself (f32, f64), so that a kernel
+    /// computing in `Wide` reads them where they are; `None` for f16 and bf16.
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Float;
+    /// assert_eq!(f32::as_wide(&[1.0, 2.0]), Some(&[1.0f32, 2.0][..]));
+    /// assert!(half::bf16::as_wide(&[half::bf16::ONE]).is_none());
+    /// ```
+    fn as_wide(values: &[Self]) -> Option<&[Self::Wide]>;
     /// Whether this is NaN.
     fn is_nan(self) -> bool;
 }
@@ -334,6 +344,10 @@ impl Float for f32 {
         f32::NAN
     }
     #[inline(always)]
+    fn as_wide(values: &[Self]) -> Option<&[Self]> {
+        Some(values)
+    }
+    #[inline(always)]
     fn is_nan(self) -> bool {
         f32::is_nan(self)
     }
@@ -422,6 +436,10 @@ impl Float for f64 {
         f64::NAN
     }
     #[inline(always)]
+    fn as_wide(values: &[Self]) -> Option<&[Self]> {
+        Some(values)
+    }
+    #[inline(always)]
     fn is_nan(self) -> bool {
         f64::is_nan(self)
     }
@@ -466,6 +484,7 @@ macro_rules! half_float {
                 <$t>::from_f32(self.to_f32() * b.to_f32() + c.to_f32())
             }
             fn nan() -> Self { <$t>::NAN }
+            fn as_wide(_: &[Self]) -> Option<&[f32]> { None }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};

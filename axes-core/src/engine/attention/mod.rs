@@ -1,15 +1,14 @@
 //! Fused attention on the CPU: `softmax(scale · q·kᵀ + mask) · v` for every batch entry,
 //! without writing the query × key probabilities anywhere.
 //!
-//! The scheme is FlashAttention-2's. Each operand is first copied once, batch entry by entry,
-//! in `T::Wide` (the queries scaled), reading it in its own memory order: the heads
-//! of a `[batch][position][head][width]` tensor interleave, and a block's rows read in place
-//! would be a short strided walk through memory per block. Queries go in blocks of [`BLOCK`]
-//! rows; keys and values stream through in blocks of [`BLOCK`] positions, and each block's
-//! products (scores, probabilities times values, and the backward's five) run on `gemm`
-//! straight from those copies; an online softmax keeps each query's running maximum and sum,
-//! rescaling its output row when the maximum grows. Only each query's log-sum-exp is kept
-//! for the backward pass, which first takes `D = rowsum(dO ∘ O)`, then recomputes the
+//! The scheme is FlashAttention-2's. Queries go in blocks of [`BLOCK`] rows; keys and values
+//! stream through in blocks of [`BLOCK`] positions, and each block's products (scores,
+//! probabilities times values, and the backward's five) run on `gemm`, reading f32 and f64
+//! operands in place (rows of `width` contiguous elements at any step; the scale applied by
+//! the products and to the gradients as they are written) and the half types from a copy in
+//! `T::Wide` made once per call. An online softmax keeps each query's running maximum and
+//! sum, rescaling its output row when the maximum grows. Only each query's log-sum-exp is
+//! kept for the backward pass, which first takes `D = rowsum(dO ∘ O)`, then recomputes the
 //! probabilities block by block from the log-sum-exp: with many batch entries, a task per
 //! entry writes all three gradients in one pass over its key blocks; with few, one pass over
 //! key blocks writes the key and value gradients and another over query blocks the query
@@ -30,7 +29,7 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::num::{Float, Num};
 use crate::protocol::AttentionShape;
-use rows::Packed;
+use rows::Operand;
 pub(crate) use rows::RowMajorRows;
 pub use rows::{MaskRows, Rows, RowsOut};
 
@@ -125,12 +124,13 @@ impl<'a, W> Block<'a, W> {
     }
 }
 
-/// `dst (rows of dst_row) = [dst +] lhs · rhs`, by `gemm` on this thread (`W` is f32 or f64).
+/// `dst (rows of dst_row) = [dst +] scale · lhs · rhs`, by `gemm` on this thread (`W` is f32
+/// or f64).
 #[inline(always)]
 fn product<W: Float>(
     dst: &mut [W],
-    dst_row: usize,
-    accumulate: bool,
+    (dst_row, accumulate): (usize, bool),
+    scale: W,
     lhs: Block<'_, W>,
     rhs: Block<'_, W>,
 ) {
@@ -164,7 +164,7 @@ fn product<W: Float>(
             rhs.col as isize,
             rhs.row as isize,
             W::one(),
-            W::one(),
+            scale,
             false,
             false,
             false,
@@ -184,9 +184,9 @@ fn seen(shape: &AttentionShape, query: usize, k0: usize, nk: usize) -> usize {
     }
 }
 
-/// Scores of queries `q0..q1` against keys `k0..k1`, into `s` (rows of [`BLOCK`]):
-/// `qs` holds the queries scaled, `kb` the keys (rows of `width`), the mask added. Scores the
-/// causal mask hides are left as they come (every reader stops at [`seen`]).
+/// Scores of queries `q0..q1` against keys `k0..k1`, into `s` (rows of [`BLOCK`]): the
+/// scaled products of the queries `qs` and the keys `kb`, the mask added. Scores the causal
+/// mask hides are left as they come (every reader stops at [`seen`]).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn scores<T: Float>(
@@ -194,19 +194,14 @@ fn scores<T: Float>(
     b: usize,
     (q0, q1): (usize, usize),
     (k0, k1): (usize, usize),
-    qs: &[T::Wide],
-    kb: &[T::Wide],
+    qs: Block<'_, T::Wide>,
+    kb: Block<'_, T::Wide>,
     mask: Option<&MaskRows<'_, T>>,
     s: &mut [T::Wide],
 ) {
-    let (d, nq, nk) = (shape.width, q1 - q0, k1 - k0);
-    product(
-        s,
-        BLOCK,
-        false,
-        Block::rows(qs, nq, d, d),
-        Block::rows(kb, nk, d, d).t(),
-    );
+    let (nq, nk) = (q1 - q0, k1 - k0);
+    let scale = T::Wide::from_f64(shape.scale);
+    product(s, (BLOCK, false), scale, qs, kb.t());
     if let Some(mask) = mask {
         for i in 0..nq {
             let row = &mut s[i * BLOCK..i * BLOCK + nk];
@@ -230,13 +225,10 @@ pub fn forward<T: Float>(
     out: &RowsOut<'_, T>,
     lse: &RowsOut<'_, T::Wide>,
 ) -> Result<()> {
-    let dv = shape.value_width;
+    let (dv, one) = (shape.value_width, T::Wide::one());
     let minus_inf = T::Wide::from_f64(f64::NEG_INFINITY);
-    let q = Packed::new(&q, shape.queries, T::Wide::from_f64(shape.scale))?;
-    let (k, v) = (
-        Packed::new(&k, shape.keys, T::Wide::one())?,
-        Packed::new(&v, shape.keys, T::Wide::one())?,
-    );
+    let q = Operand::new(&q, shape.queries)?;
+    let (k, v) = (Operand::new(&k, shape.keys)?, Operand::new(&v, shape.keys)?);
     shape.for_each_block(
         shape.queries,
         1,
@@ -248,7 +240,7 @@ pub fn forward<T: Float>(
             let mut acc = vec![T::Wide::zero(); BLOCK * dv];
             let mut max = [minus_inf; BLOCK];
             let mut sum = [T::Wide::zero(); BLOCK];
-            let qs = q.rows(b, (q0, q1));
+            let qs = q.block(b, (q0, q1));
             for k0 in (0..shape.keys).step_by(BLOCK) {
                 let Some(k1) = shape.visible_keys(q1, k0) else {
                     break;
@@ -260,7 +252,7 @@ pub fn forward<T: Float>(
                     (q0, q1),
                     (k0, k1),
                     qs,
-                    k.rows(b, (k0, k1)),
+                    k.block(b, (k0, k1)),
                     mask.as_ref(),
                     &mut s,
                 );
@@ -285,13 +277,8 @@ pub fn forward<T: Float>(
                     }
                 }
                 // acc += P · V
-                product(
-                    &mut acc,
-                    dv,
-                    true,
-                    Block::rows(&s, nq, nk, BLOCK),
-                    Block::rows(v.rows(b, (k0, k1)), nk, dv, dv),
-                );
+                let p = Block::rows(&s, nq, nk, BLOCK);
+                product(&mut acc, (dv, true), one, p, v.block(b, (k0, k1)));
             }
             for i in 0..nq {
                 let (l, o) = (sum[i], &acc[i * dv..(i + 1) * dv]);
@@ -359,14 +346,14 @@ pub struct Saved<'a, T: Float> {
     pub lse: &'a [T::Wide],
 }
 
-/// The backward's operands, packed: queries (scaled), keys, values, the result's gradient,
-/// and each query's log-sum-exp and `D = rowsum(dO ∘ O)` (batch-major).
+/// The backward's operands: queries, keys, values, the result's gradient, and each query's
+/// log-sum-exp and `D = rowsum(dO ∘ O)` (batch-major).
 struct Operands<'a, T: Float> {
     shape: &'a AttentionShape,
-    q: Packed<T::Wide>,
-    k: Packed<T::Wide>,
-    v: Packed<T::Wide>,
-    grad: Packed<T::Wide>,
+    q: Operand<'a, T::Wide>,
+    k: Operand<'a, T::Wide>,
+    v: Operand<'a, T::Wide>,
+    grad: Operand<'a, T::Wide>,
     mask: Option<MaskRows<'a, T>>,
     lse: &'a [T::Wide],
     delta: Vec<T::Wide>,
@@ -375,18 +362,17 @@ struct Operands<'a, T: Float> {
 impl<'a, T: Float> Operands<'a, T> {
     fn new(
         shape: &'a AttentionShape,
-        (q, k, v): (Rows<'_, T>, Rows<'_, T>, Rows<'_, T>),
+        (q, k, v): (Rows<'a, T>, Rows<'a, T>, Rows<'a, T>),
         mask: Option<MaskRows<'a, T>>,
         saved: &Saved<'a, T>,
     ) -> Result<Self> {
-        let one = T::Wide::one();
-        let grad = Packed::new(&saved.grad, shape.queries, one)?;
+        let grad = Operand::new(&saved.grad, shape.queries)?;
         let delta = saved.out.row_dots(&grad, shape.queries)?;
         Ok(Operands {
             shape,
-            q: Packed::new(&q, shape.queries, T::Wide::from_f64(shape.scale))?,
-            k: Packed::new(&k, shape.keys, one)?,
-            v: Packed::new(&v, shape.keys, one)?,
+            q: Operand::new(&q, shape.queries)?,
+            k: Operand::new(&k, shape.keys)?,
+            v: Operand::new(&v, shape.keys)?,
             grad,
             mask,
             lse: saved.lse,
@@ -407,17 +393,12 @@ impl<'a, T: Float> Operands<'a, T> {
         ds: &mut [T::Wide],
     ) {
         let shape = self.shape;
-        let (dv, nq, nk) = (shape.value_width, q1 - q0, k1 - k0);
-        let (qs, kb) = (self.q.rows(b, (q0, q1)), self.k.rows(b, (k0, k1)));
+        let (nq, nk) = (q1 - q0, k1 - k0);
+        let (qs, kb) = (self.q.block(b, (q0, q1)), self.k.block(b, (k0, k1)));
         scores(shape, b, (q0, q1), (k0, k1), qs, kb, self.mask.as_ref(), s);
         // dP = dO · vᵀ
-        product(
-            ds,
-            BLOCK,
-            false,
-            Block::rows(self.grad.rows(b, (q0, q1)), nq, dv, dv),
-            Block::rows(self.v.rows(b, (k0, k1)), nk, dv, dv).t(),
-        );
+        let (grad, v) = (self.grad.block(b, (q0, q1)), self.v.block(b, (k0, k1)));
+        product(ds, (BLOCK, false), T::Wide::one(), grad, v.t());
         let first = b * shape.queries + q0;
         for i in 0..nq {
             let visible = seen(shape, q0 + i, k0, nk);
@@ -436,7 +417,8 @@ impl<'a, T: Float> Operands<'a, T> {
     }
 
     /// The key block from `k0` of entry `b`: dK and dV over the query blocks that see it,
-    /// written out, and their share of dQ added into `dqa` (every query's rows) where given.
+    /// written out, and their share of dQ (unscaled) added into `dqa` (every query's rows)
+    /// where given.
     #[inline(always)]
     fn key_block(
         &self,
@@ -448,6 +430,7 @@ impl<'a, T: Float> Operands<'a, T> {
     ) {
         let shape = self.shape;
         let (d, dvw) = (shape.width, shape.value_width);
+        let (one, scale) = (T::Wide::one(), T::Wide::from_f64(shape.scale));
         let k1 = (k0 + BLOCK).min(shape.keys);
         let nk = k1 - k0;
         let mut dkb = vec![T::Wide::zero(); BLOCK * d];
@@ -457,27 +440,22 @@ impl<'a, T: Float> Operands<'a, T> {
             let q1 = (q0 + BLOCK).min(shape.queries);
             let nq = q1 - q0;
             self.recompute(b, (q0, q1), (k0, k1), s, ds);
-            // dV += Pᵀ · dO, dK += dSᵀ · (scale · q)
-            let grad = self.grad.rows(b, (q0, q1));
+            // dV += Pᵀ · dO, dK += dSᵀ · q (scaled when written)
             let pt = Block::rows(s, nq, nk, BLOCK).t();
-            product(&mut dvb, dvw, true, pt, Block::rows(grad, nq, dvw, dvw));
+            product(&mut dvb, (dvw, true), one, pt, self.grad.block(b, (q0, q1)));
             let dst = Block::rows(ds, nq, nk, BLOCK).t();
-            let qs = self.q.rows(b, (q0, q1));
-            product(&mut dkb, d, true, dst, Block::rows(qs, nq, d, d));
+            product(&mut dkb, (d, true), one, dst, self.q.block(b, (q0, q1)));
             if let Some(dqa) = dqa.as_deref_mut() {
                 // dQ += dS · k (scaled when written)
-                product(
-                    &mut dqa[q0 * d..q1 * d],
-                    d,
-                    true,
-                    Block::rows(ds, nq, nk, BLOCK),
-                    Block::rows(self.k.rows(b, (k0, k1)), nk, d, d),
-                );
+                let ds = Block::rows(ds, nq, nk, BLOCK);
+                let kb = self.k.block(b, (k0, k1));
+                product(&mut dqa[q0 * d..q1 * d], (d, true), one, ds, kb);
             }
         }
         let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
+        let scaled = |x: &T::Wide| T::from_f64(x.mul(scale).to_f64());
         for j in 0..nk {
-            dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(narrow));
+            dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(scaled));
             dv.write(b, k0 + j, dvb[j * dvw..(j + 1) * dvw].iter().map(narrow));
         }
     }
@@ -485,18 +463,18 @@ impl<'a, T: Float> Operands<'a, T> {
 
 /// The backward pass: the gradients of the queries, keys and values into `dq`, `dk`, `dv`.
 #[allow(clippy::too_many_arguments)]
-pub fn backward<T: Float>(
-    shape: &AttentionShape,
-    q: Rows<'_, T>,
-    k: Rows<'_, T>,
-    v: Rows<'_, T>,
-    mask: Option<MaskRows<'_, T>>,
-    saved: &Saved<'_, T>,
+pub fn backward<'a, T: Float>(
+    shape: &'a AttentionShape,
+    q: Rows<'a, T>,
+    k: Rows<'a, T>,
+    v: Rows<'a, T>,
+    mask: Option<MaskRows<'a, T>>,
+    saved: &Saved<'a, T>,
     dq: &RowsOut<'_, T>,
     dk: &RowsOut<'_, T>,
     dv: &RowsOut<'_, T>,
 ) -> Result<()> {
-    let d = shape.width;
+    let (d, one) = (shape.width, T::Wide::one());
     let scale = T::Wide::from_f64(shape.scale);
     let narrow = |x: &T::Wide| T::from_f64(x.mul(scale).to_f64());
     let ops = Operands::new(shape, (q, k, v), mask, saved)?;
@@ -552,13 +530,8 @@ pub fn backward<T: Float>(
                 let nk = k1 - k0;
                 ops.recompute(b, (q0, q1), (k0, k1), &mut s, &mut ds);
                 // dQ += dS · k (scaled when written)
-                product(
-                    &mut dqb,
-                    d,
-                    true,
-                    Block::rows(&ds, nq, nk, BLOCK),
-                    Block::rows(ops.k.rows(b, (k0, k1)), nk, d, d),
-                );
+                let dsb = Block::rows(&ds, nq, nk, BLOCK);
+                product(&mut dqb, (d, true), one, dsb, ops.k.block(b, (k0, k1)));
             }
             for i in 0..nq {
                 dq.write(b, q0 + i, dqb[i * d..(i + 1) * d].iter().map(narrow));

@@ -1,6 +1,6 @@
 //! How the attention kernel reads and writes its operands: rows described by offsets into a
-//! buffer ([`Rows`], [`MaskRows`], [`RowsOut`]), and each operand copied once per call,
-//! entry-major and widened ([`Packed`]), so that every block product reads contiguous rows.
+//! buffer ([`Rows`], [`MaskRows`], [`RowsOut`]), and each operand as the block products read
+//! it ([`Operand`]): in place, or copied once per call where its rows are not `W` in a row.
 
 use rayon::prelude::*;
 
@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::ir::OpWeights;
 use crate::num::Float;
 use crate::storage::{self, HostVec};
+
+use super::Block;
 
 /// Where an operand's elements are: `data[batch[b] + i·row + cols[c]]` is row `i` (a query or
 /// key position), column `c` (a width position) of batch entry `b`.
@@ -43,7 +45,11 @@ impl<T: Copy> Rows<'_, T> {
 
     /// Each row's dot product with the same row of `other` (rows `0..positions` of every
     /// batch entry, batch-major), summed in `W` in column order; on the pool where that pays.
-    pub(super) fn row_dots<W: Float>(&self, other: &Packed<W>, positions: usize) -> Result<Vec<W>>
+    pub(super) fn row_dots<W: Float>(
+        &self,
+        other: &Operand<'_, W>,
+        positions: usize,
+    ) -> Result<Vec<W>>
     where
         T: Float<Wide = W>,
     {
@@ -58,7 +64,7 @@ impl<T: Copy> Rows<'_, T> {
                 #[inline(always)]
                 || {
                     for (i, dot) in dots.iter_mut().enumerate() {
-                        let theirs = other.rows(b, (i, i + 1));
+                        let theirs = other.row(b, i);
                         let widened = |(x, &y): (T, &W)| W::from_f64(x.to_f64()).mul(y);
                         *dot = if contiguous {
                             let ours = self.contiguous_row(b, i).iter().copied();
@@ -132,6 +138,8 @@ pub struct RowsOut<'a, T> {
     cols: &'a [isize],
     /// The least and the greatest column offset.
     span: (isize, isize),
+    /// Whether each row's columns lie next to each other, in order.
+    contiguous: bool,
 }
 
 // SAFETY: tasks on other threads write through the pointer only at the offsets of their own
@@ -145,6 +153,7 @@ impl<'a, T: Copy> RowsOut<'a, T> {
     /// to be distinct for distinct (batch entry, row, column).
     pub fn new(data: &'a mut [T], batch: &'a [isize], row: isize, cols: &'a [isize]) -> Self {
         let span = (cols.iter().copied().min(), cols.iter().copied().max());
+        let first = cols.first().copied().unwrap_or(0);
         RowsOut {
             ptr: data.as_mut_ptr(),
             len: data.len(),
@@ -152,6 +161,7 @@ impl<'a, T: Copy> RowsOut<'a, T> {
             row,
             cols,
             span: (span.0.unwrap_or(0), span.1.unwrap_or(0)),
+            contiguous: (cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize),
         }
     }
 
@@ -166,6 +176,18 @@ impl<'a, T: Copy> RowsOut<'a, T> {
             self.cols.is_empty() || (first >= 0 && (last as usize) < self.len),
             "a result's offsets stay inside its buffer"
         );
+        if self.contiguous && !self.cols.is_empty() {
+            // SAFETY: the row's elements are `first..=last` (its columns lie next to each
+            // other, in order), inside the buffer (checked above); the buffer is borrowed
+            // mutably for `'a`, and only the calling task writes this row, so for as long as
+            // the slice lives nothing else reads or writes its elements.
+            let row =
+                unsafe { std::slice::from_raw_parts_mut(self.ptr.offset(first), self.cols.len()) };
+            for (element, value) in row.iter_mut().zip(values) {
+                *element = value;
+            }
+            return;
+        }
         for (&col, value) in self.cols.iter().zip(values) {
             // SAFETY: `start + col` lies between the row's least and greatest offsets, inside
             // the buffer (checked above); the buffer is borrowed mutably for `'a`, and the
@@ -213,79 +235,128 @@ impl<T: Element> RowMajorRows<T> {
     }
 }
 
-/// An operand's rows copied once, batch entry by entry, widened and scaled: row `i` of entry
-/// `b` is `data[(b·positions + i)·width..][..width]`. The copy reads the operand in its own
-/// memory order (the entries whose rows interleave, row by row) on the pool where that pays.
-pub(super) struct Packed<W> {
-    data: HostVec<W>,
-    positions: usize,
+/// An operand as the block products read it: row `i` of batch entry `b` is `width` contiguous
+/// elements from `starts[b] + i·row`. Read in place where its elements are already `W` and each
+/// row's columns lie next to each other at a non-negative row step (f32 and f64 operands as
+/// the projections make them); otherwise copied once, entry-major and widened, reading the
+/// operand in its own memory order (the entries whose rows interleave, row by row) on the pool
+/// where that pays.
+pub(super) struct Operand<'a, W> {
+    data: Source<'a, W>,
+    starts: Vec<usize>,
+    row: usize,
     width: usize,
 }
 
-impl<W: Float> Packed<W> {
-    /// `positions` rows of each batch entry of `x`, times `scale`.
-    pub(super) fn new<T: Float<Wide = W>>(
-        x: &Rows<'_, T>,
-        positions: usize,
-        scale: W,
-    ) -> Result<Self> {
+/// Where an [`Operand`]'s elements are.
+enum Source<'a, W> {
+    InPlace(&'a [W]),
+    Copied(HostVec<W>),
+}
+
+impl<'a, W: Float> Operand<'a, W> {
+    /// `positions` rows of each batch entry of `x`.
+    pub(super) fn new<T: Float<Wide = W>>(x: &Rows<'a, T>, positions: usize) -> Result<Self> {
+        let width = x.cols.len();
+        if let Some(data) = T::as_wide(x.data)
+            && x.has_contiguous_rows()
+            && x.row >= 0
+        {
+            let first = x.cols.first().copied().unwrap_or(0);
+            // Row 0, column 0 of an entry with rows lies inside the buffer (the caller
+            // checked every offset), so it is not negative; an entry of no rows is not read.
+            let start = |&b: &isize| usize::try_from(b + first).unwrap_or(0);
+            return Ok(Operand {
+                data: Source::InPlace(data),
+                starts: x.batch.iter().map(start).collect(),
+                row: x.row as usize,
+                width,
+            });
+        }
+        let per_entry = positions * width;
+        Ok(Operand {
+            data: Source::Copied(Self::copy(x, positions)?),
+            starts: (0..x.batch.len()).map(|b| b * per_entry).collect(),
+            row: width,
+            width,
+        })
+    }
+
+    /// `positions` rows of each batch entry of `x`, widened, entry after entry.
+    fn copy<T: Float<Wide = W>>(x: &Rows<'_, T>, positions: usize) -> Result<HostVec<W>> {
         let width = x.cols.len();
         let per_entry = positions * width;
         let count = x.batch.len() * per_entry;
         // Every element is written below: each batch entry is in one group.
         let mut data = storage::for_overwrite(count)?;
-        if per_entry > 0 {
-            let contiguous = x.has_contiguous_rows();
-            let widen = |v: T| W::from_f64(v.to_f64()).mul(scale);
-            let mut entries: Vec<Option<&mut [W]>> = data.chunks_mut(per_entry).map(Some).collect();
-            let groups: Vec<Vec<(usize, &mut [W])>> = (x.interleaved_groups().into_iter())
-                .map(|group| {
-                    let rows = group.into_iter().map(|b| (b, entries[b].take()));
-                    rows.map(|(b, dst)| (b, dst.expect("each entry is in one group")))
-                        .collect()
-                })
-                .collect();
-            let copy = |mut group: Vec<(usize, &mut [W])>| {
-                exec::on_widest_simd(
-                    #[inline(always)]
-                    || {
-                        for i in 0..positions {
-                            for (b, dst) in group.iter_mut() {
-                                let dst = &mut dst[i * width..(i + 1) * width];
-                                if contiguous {
-                                    let src = x.contiguous_row(*b, i);
-                                    for (o, &v) in dst.iter_mut().zip(src) {
-                                        *o = widen(v);
-                                    }
-                                } else {
-                                    for (c, o) in dst.iter_mut().enumerate() {
-                                        *o = widen(x.at(*b, i, c));
-                                    }
+        if per_entry == 0 {
+            return Ok(data);
+        }
+        let contiguous = x.has_contiguous_rows();
+        let widen = |v: T| W::from_f64(v.to_f64());
+        let mut entries: Vec<Option<&mut [W]>> = data.chunks_mut(per_entry).map(Some).collect();
+        let groups: Vec<Vec<(usize, &mut [W])>> = (x.interleaved_groups().into_iter())
+            .map(|group| {
+                let rows = group.into_iter().map(|b| (b, entries[b].take()));
+                rows.map(|(b, dst)| (b, dst.expect("each entry is in one group")))
+                    .collect()
+            })
+            .collect();
+        let copy = |mut group: Vec<(usize, &mut [W])>| {
+            exec::on_widest_simd(
+                #[inline(always)]
+                || {
+                    for i in 0..positions {
+                        for (b, dst) in group.iter_mut() {
+                            let dst = &mut dst[i * width..(i + 1) * width];
+                            if contiguous {
+                                let src = x.contiguous_row(*b, i);
+                                for (o, &v) in dst.iter_mut().zip(src) {
+                                    *o = widen(v);
+                                }
+                            } else {
+                                for (c, o) in dst.iter_mut().enumerate() {
+                                    *o = widen(x.at(*b, i, c));
                                 }
                             }
                         }
-                    },
-                )
-            };
-            let bytes = std::mem::size_of::<T>() + std::mem::size_of::<W>();
-            let work = cost::element_wise_ns(count, bytes, OpWeights::NONE);
-            if groups.len() > 1 && cost::COMPILED.pays(work) {
-                threads::install(|| groups.into_par_iter().for_each(copy));
-            } else {
-                groups.into_iter().for_each(copy);
-            }
+                    }
+                },
+            )
+        };
+        let bytes = std::mem::size_of::<T>() + std::mem::size_of::<W>();
+        let work = cost::element_wise_ns(count, bytes, OpWeights::NONE);
+        if groups.len() > 1 && cost::COMPILED.pays(work) {
+            threads::install(|| groups.into_par_iter().for_each(copy));
+        } else {
+            groups.into_iter().for_each(copy);
         }
-        Ok(Packed {
-            data,
-            positions,
-            width,
-        })
+        Ok(data)
     }
 
-    /// Rows `r0..r1` of batch entry `b`, one after another.
+    fn data(&self) -> &[W] {
+        match &self.data {
+            Source::InPlace(data) => data,
+            Source::Copied(data) => data,
+        }
+    }
+
+    /// Rows `r0..r1` of batch entry `b`, as a matrix of `r1 - r0` rows and `width` columns.
     #[inline(always)]
-    pub(super) fn rows(&self, b: usize, (r0, r1): (usize, usize)) -> &[W] {
-        let start = (b * self.positions + r0) * self.width;
-        &self.data[start..start + (r1 - r0) * self.width]
+    pub(super) fn block(&self, b: usize, (r0, r1): (usize, usize)) -> Block<'_, W> {
+        let rows = r1 - r0;
+        if rows == 0 {
+            return Block::rows(&[], 0, self.width, self.row);
+        }
+        let start = self.starts[b] + r0 * self.row;
+        let end = start + (rows - 1) * self.row + self.width;
+        Block::rows(&self.data()[start..end], rows, self.width, self.row)
+    }
+
+    /// Row `i` of batch entry `b`.
+    #[inline(always)]
+    pub(super) fn row(&self, b: usize, i: usize) -> &[W] {
+        let start = self.starts[b] + i * self.row;
+        &self.data()[start..start + self.width]
     }
 }
