@@ -175,16 +175,7 @@ impl Norm {
                     }
                     let var = dot(&row, Some(&row)).mul(inverse_len);
                     let rstd = T::Wide::one().div(var.add(eps).sqrt());
-                    for (j, (o, &v)) in y.iter_mut().zip(&row).enumerate() {
-                        let mut value = v.mul(rstd);
-                        if let Some(g) = gain {
-                            value = value.mul(g[j]);
-                        }
-                        if let Some(b) = bias {
-                            value = value.add(b[j]);
-                        }
-                        *o = T::from_f64(value.to_f64());
-                    }
+                    scale_and_shift(y, &row, rstd, gain, bias);
                     stats.push((mean, rstd));
                 }
                 stats
@@ -221,10 +212,11 @@ impl Norm {
                     x.read(r, &mut xr);
                     dy.read(r, &mut gr);
                     let (mean, rstd) = (stats.mean[r], stats.rstd[r]);
-                    for j in 0..len {
-                        xr[j] = xr[j].sub(mean).mul(rstd);
-                        d_gain[j] = d_gain[j].add(gr[j].mul(xr[j]));
-                        d_bias[j] = d_bias[j].add(gr[j]);
+                    let sums = d_gain.iter_mut().zip(d_bias.iter_mut());
+                    for ((x, &g), (d_gain, d_bias)) in xr.iter_mut().zip(&gr).zip(sums) {
+                        *x = x.sub(mean).mul(rstd);
+                        *d_gain = d_gain.add(g.mul(*x));
+                        *d_bias = d_bias.add(g);
                     }
                     if !dx {
                         continue;
@@ -241,8 +233,8 @@ impl Norm {
                     };
                     let c = dot(&gr, Some(&xr)).mul(inverse_len);
                     let row = &mut out[(r - first) * len..(r - first + 1) * len];
-                    for j in 0..len {
-                        row[j] = T::from_f64(gr[j].sub(a).sub(xr[j].mul(c)).mul(rstd).to_f64());
+                    for (o, (&g, &x)) in row.iter_mut().zip(gr.iter().zip(&xr)) {
+                        *o = T::from_f64(g.sub(a).sub(x.mul(c)).mul(rstd).to_f64());
                     }
                 }
                 (d_gain, d_bias)
@@ -276,23 +268,69 @@ impl Norm {
     }
 }
 
+/// `y = row · rstd · gain + bias` (each factor where given), narrowed to `T`: a loop per
+/// combination, so that none tests an `Option` per element and each vectorises.
+#[inline(always)]
+fn scale_and_shift<T: Float>(
+    y: &mut [T],
+    row: &[T::Wide],
+    rstd: T::Wide,
+    gain: Option<&[T::Wide]>,
+    bias: Option<&[T::Wide]>,
+) {
+    let narrow = |v: T::Wide| T::from_f64(v.to_f64());
+    let normalised = y.iter_mut().zip(row);
+    match (gain, bias) {
+        (Some(gain), Some(bias)) => {
+            for ((o, &v), (&g, &b)) in normalised.zip(gain.iter().zip(bias)) {
+                *o = narrow(v.mul(rstd).mul(g).add(b));
+            }
+        }
+        (Some(gain), None) => {
+            for ((o, &v), &g) in normalised.zip(gain) {
+                *o = narrow(v.mul(rstd).mul(g));
+            }
+        }
+        (None, Some(bias)) => {
+            for ((o, &v), &b) in normalised.zip(bias) {
+                *o = narrow(v.mul(rstd).add(b));
+            }
+        }
+        (None, None) => {
+            for (o, &v) in normalised {
+                *o = narrow(v.mul(rstd));
+            }
+        }
+    }
+}
+
 /// `Σ a_j b_j` (`Σ a_j` without `b`) in eight interleaved partial sums combined in a fixed
-/// order: a loop the compiler vectorises, the same bits on every run.
+/// order: loops the compiler vectorises, the same bits on every run.
 #[inline(always)]
 fn dot<W: Float>(a: &[W], b: Option<&[W]>) -> W {
     let mut lanes = [W::zero(); 8];
-    let term = |j: usize| match b {
-        Some(b) => a[j].mul(b[j]),
-        None => a[j],
-    };
     let whole = a.len() / 8 * 8;
-    for j in (0..whole).step_by(8) {
-        for (k, lane) in lanes.iter_mut().enumerate() {
-            *lane = lane.add(term(j + k));
+    match b {
+        Some(b) => {
+            for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+                for ((lane, &x), &y) in lanes.iter_mut().zip(x).zip(y) {
+                    *lane = lane.add(x.mul(y));
+                }
+            }
+            for ((lane, &x), &y) in lanes.iter_mut().zip(&a[whole..]).zip(&b[whole..]) {
+                *lane = lane.add(x.mul(y));
+            }
         }
-    }
-    for (k, lane) in lanes.iter_mut().enumerate().take(a.len() - whole) {
-        *lane = lane.add(term(whole + k));
+        None => {
+            for x in a.chunks_exact(8) {
+                for (lane, &x) in lanes.iter_mut().zip(x) {
+                    *lane = lane.add(x);
+                }
+            }
+            for (lane, &x) in lanes.iter_mut().zip(&a[whole..]) {
+                *lane = lane.add(x);
+            }
+        }
     }
     let [a, b, c, d, e, f, g, h] = lanes;
     a.add(e).add(c.add(g)).add(b.add(f).add(d.add(h)))
