@@ -167,9 +167,12 @@ fn split_pays(macs: usize) -> bool {
     cost::PRODUCTS.pays(cost::products_ns(macs))
 }
 
-/// From this many multiply-adds `gemm`'s own threads (which share the packed operands) beat
-/// our split by rows: 1024³ was 7% faster on them, on 2 cores.
-const SPLIT_MAX_MACS: usize = 1 << 24;
+/// From this many multiply-adds on, `gemm`'s own threads (which share the packed operands)
+/// take the product; below, our split by rows. On 2 cores the rows were as fast or faster
+/// below 2^30 (0.98–1.0 of the time for squares of 512 and 768 and the GPT step's products;
+/// 0.62 for a 128 × 73 result summed over 4,096, where `gemm` finds few blocks to share),
+/// and 1024³ ran alike on both.
+const SPLIT_MAX_MACS: usize = 1 << 30;
 
 /// Rows per part start at multiples of this, a multiple of `gemm`'s register tile for f32
 /// and f64, so every part is tiled as the whole product would be.
