@@ -1,6 +1,7 @@
 //! How the attention kernel reads and writes its operands: rows described by offsets into a
 //! buffer ([`Rows`], [`MaskRows`], [`RowsOut`]), and each operand as the block products read
-//! it ([`Operand`]): in place, or copied once per call where its rows are not `W` in a row.
+//! it ([`Operand`]): in place, or copied once per call where its elements are not `W` or a
+//! row's columns are not next to each other.
 
 use rayon::prelude::*;
 
