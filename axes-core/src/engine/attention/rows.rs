@@ -94,8 +94,7 @@ impl<T: Copy> Rows<'_, T> {
 
     /// Whether each row's columns lie next to each other, in order.
     fn has_contiguous_rows(&self) -> bool {
-        let first = self.cols.first().copied().unwrap_or(0);
-        (self.cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize)
+        next_to_each_other(self.cols)
     }
 
     /// The batch entries in groups whose rows interleave in the buffer (entries sorted by
@@ -113,6 +112,12 @@ impl<T: Copy> Rows<'_, T> {
         }
         groups
     }
+}
+
+/// Whether the column offsets `cols` are consecutive, in order.
+fn next_to_each_other(cols: &[isize]) -> bool {
+    let first = cols.first().copied().unwrap_or(0);
+    (cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize)
 }
 
 /// An additive mask over the scores: `data[batch[b] + i·query + j·key]` is added to the score
@@ -154,7 +159,6 @@ impl<'a, T: Copy> RowsOut<'a, T> {
     /// to be distinct for distinct (batch entry, row, column).
     pub fn new(data: &'a mut [T], batch: &'a [isize], row: isize, cols: &'a [isize]) -> Self {
         let span = (cols.iter().copied().min(), cols.iter().copied().max());
-        let first = cols.first().copied().unwrap_or(0);
         RowsOut {
             ptr: data.as_mut_ptr(),
             len: data.len(),
@@ -162,7 +166,7 @@ impl<'a, T: Copy> RowsOut<'a, T> {
             row,
             cols,
             span: (span.0.unwrap_or(0), span.1.unwrap_or(0)),
-            contiguous: (cols.iter().enumerate()).all(|(c, &o)| o == first + c as isize),
+            contiguous: next_to_each_other(cols),
         }
     }
 
