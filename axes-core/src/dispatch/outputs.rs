@@ -452,7 +452,7 @@ fn on_host<T: Element>(
             InputData::Host(data) => Ok(StridedSource {
                 data,
                 offset: input.offset,
-                strides: input.strides.clone(),
+                strides: input.strides.as_slice().into(),
             }),
             InputData::Device(device, ..) => Err(mismatch(device, Device::Cpu)),
         })
@@ -462,7 +462,7 @@ fn on_host<T: Element>(
             Ok(StridedSink {
                 offset: layout.offset(),
                 data: T::elements_mut(storage.try_make_mut()?),
-                strides,
+                strides: strides.into(),
                 combine,
             })
         })

@@ -13,6 +13,7 @@ use crate::element::{narrow_from_f32, widen_to_f32};
 use crate::error::{Error, Result};
 use crate::layout::within;
 use crate::num::Num;
+use smallvec::SmallVec;
 
 /// One operand of a batched matrix product in host memory: element (0, 0) of the first
 /// matrix at `offset`, a stride per batch axis, and the strides of rows and columns.
@@ -28,8 +29,8 @@ impl<T> HostMatrix<'_, T> {
     /// Whether every position of the `rows`×`cols` matrices of a batch `batch_lens` long
     /// lies in the buffer.
     fn fits(&self, batch_lens: &[usize], rows: usize, cols: usize) -> bool {
-        let lens: Vec<usize> = batch_lens.iter().copied().chain([rows, cols]).collect();
-        let strides: Vec<isize> = (self.batch_strides.iter().copied())
+        let lens: SmallVec<[usize; 4]> = batch_lens.iter().copied().chain([rows, cols]).collect();
+        let strides: SmallVec<[isize; 4]> = (self.batch_strides.iter().copied())
             .chain([self.row_stride, self.col_stride])
             .collect();
         within(self.offset, &lens, &strides, self.data.len())
@@ -135,7 +136,7 @@ fn matmul_batches<T: Num>(
     rhs: &HostMatrix<'_, T>,
     threads: usize,
 ) {
-    let mut index = vec![0usize; batch_lens.len()];
+    let mut index: SmallVec<[usize; 4]> = smallvec::smallvec![0; batch_lens.len()];
     let mut at = batches.start;
     for axis in (0..index.len()).rev() {
         index[axis] = at % batch_lens[axis];

@@ -1,18 +1,19 @@
-//! Recording what the CPU backend runs during a step, and running it again: each op keeps
-//! its job with the buffers it named (shared, so they stay allocated while the recording
-//! lives) and the buffers it made, which a replay overwrites. A recording keeps what its own
-//! thread runs.
+//! Recording what the CPU backend runs during a step, and running it again: each job and
+//! product keeps what it ran — its compiled program or product shape, and the buffers it read
+//! and wrote (shared, so they stay allocated while the recording lives) — and a replay runs
+//! it again on them, writing the same buffers in place; an attention keeps its operands'
+//! layouts and overwrites the buffers it made. A recording keeps what its own thread runs.
 
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::thread::ThreadId;
 
-use super::{CpuBackend, HostBytes, compiled, compiled_multi, write_into};
-use crate::engine::interp::Program;
+use super::buffers::{Buffer, buffer_of, lock, memory_of_buffer};
+use super::launch::Launch;
+use super::{CpuBackend, Product};
 use crate::error::{Error, Result};
 use crate::protocol::{
-    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, DeviceMemory, Job, JobLeaf,
-    JobOutput, JobTarget, MatmulJob, MatrixSide, OutputJob, Recording,
+    AttentionJob, AttentionMask, AttentionOperand, AttentionSaved, DeviceMemory, Recording,
 };
 
 /// One recorded op: runs it again on the recorded buffers.
@@ -43,117 +44,32 @@ struct Commands(Ops);
 
 /// A buffer of this backend, held by a recording: its bytes and its length.
 #[derive(Clone)]
-struct Shared(Arc<Mutex<Vec<u8>>>, usize);
+struct Shared(Buffer, usize);
 
 impl Shared {
     fn of(memory: &DeviceMemory) -> Result<Shared> {
-        let HostBytes(bytes) = memory
-            .buffer::<HostBytes>()
-            .ok_or_else(|| Error::Unsupported {
-                what: "a buffer of another device in a job on the CPU backend".into(),
-            })?;
-        Ok(Shared(Arc::clone(bytes), memory.bytes()))
+        Ok(Shared(Arc::clone(buffer_of(memory)?), memory.bytes()))
     }
 
     /// A handle on the same bytes, for a job.
     fn memory(&self) -> DeviceMemory {
-        DeviceMemory::new(HostBytes(Arc::clone(&self.0)), self.1)
+        memory_of_buffer(Arc::clone(&self.0), self.1)
     }
 
     /// Puts `fresh`'s bytes (a result just made, which nothing else holds) in place of
     /// these, without copying them.
     fn overwrite(&self, fresh: &DeviceMemory) -> Result<()> {
-        let bytes = std::mem::take(&mut *super::bytes_of(fresh)?);
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = bytes;
+        let bytes = std::mem::take(&mut *lock(buffer_of(fresh)?));
+        *lock(&self.0) = bytes;
         Ok(())
     }
 }
 
-/// What a recorded job's memory references point at until a replay binds the recorded
+/// What a recorded op's memory references point at until a replay binds the recorded
 /// buffers.
-fn placeholder() -> &'static DeviceMemory {
+pub(super) fn placeholder() -> &'static DeviceMemory {
     static PLACEHOLDER: LazyLock<DeviceMemory> = LazyLock::new(|| DeviceMemory::new((), 0));
     &PLACEHOLDER
-}
-
-/// `leaves` with their buffers shared, and as leaves of no buffer yet.
-fn unbound(leaves: &[JobLeaf<'_>]) -> Result<(Vec<Shared>, Vec<JobLeaf<'static>>)> {
-    let shared = leaves
-        .iter()
-        .map(|l| Shared::of(l.memory))
-        .collect::<Result<_>>()?;
-    let unbound = (leaves.iter())
-        .map(|l| JobLeaf {
-            dtype: l.dtype,
-            memory: placeholder(),
-            offset: l.offset,
-            strides: l.strides.clone(),
-        })
-        .collect();
-    Ok((shared, unbound))
-}
-
-/// `leaves` reading `memories`, in order.
-fn bound<'m>(leaves: &[JobLeaf<'static>], memories: &'m [DeviceMemory]) -> Vec<JobLeaf<'m>> {
-    (leaves.iter().zip(memories))
-        .map(|(leaf, memory)| JobLeaf {
-            memory,
-            ..leaf.clone()
-        })
-        .collect()
-}
-
-/// A job kept: the buffers of its leaves, the job with leaves of no buffer yet, and the same
-/// over merged axes with its interpreter program, which a replay runs.
-struct KeptJob {
-    shared: Vec<Shared>,
-    template: OutputJob<'static>,
-    merged: OutputJob<'static>,
-    program: Program,
-}
-
-impl KeptJob {
-    fn of(job: &OutputJob<'_>) -> Result<KeptJob> {
-        let (shared, leaves) = unbound(&job.leaves)?;
-        let template = OutputJob {
-            ir: job.ir.clone(),
-            leaves,
-            kept: job.kept.clone(),
-            reduced: job.reduced.clone(),
-            reduce: job.reduce,
-            out: job.out,
-        };
-        let (merged, _) = template.merged(None);
-        let program = compiled(&merged)?;
-        Ok(KeptJob {
-            shared,
-            template,
-            merged,
-            program,
-        })
-    }
-
-    /// The buffers to bind.
-    fn memories(&self) -> Vec<DeviceMemory> {
-        self.shared.iter().map(Shared::memory).collect()
-    }
-
-    /// The job reading `memories` (from [`KeptJob::memories`]).
-    fn bind<'m>(&self, memories: &'m [DeviceMemory]) -> OutputJob<'m> {
-        OutputJob {
-            leaves: bound(&self.template.leaves, memories),
-            ..self.template.clone()
-        }
-    }
-
-    /// Runs the job, over merged axes, on `memories`: its result.
-    fn run(&self, memories: &[DeviceMemory]) -> Result<DeviceMemory> {
-        let job = OutputJob {
-            leaves: bound(&self.merged.leaves, memories),
-            ..self.merged.clone()
-        };
-        super::CPU_BACKEND.run_compiled(&job, &self.program)
-    }
 }
 
 /// An attention operand's layout, kept.
@@ -295,135 +211,30 @@ impl CpuBackend {
         self.record(false, || {
             let (buffer, bytes) = (Shared::of(memory)?, bytes.to_vec());
             Ok(Box::new(move || {
-                *buffer.0.lock().unwrap_or_else(PoisonError::into_inner) = bytes.clone();
+                let mut target = lock(&buffer.0);
+                if target.len() != bytes.len() {
+                    return Err(Error::RecordedStep {
+                        what: format!(
+                            "an upload of {} bytes replayed into a buffer of {}",
+                            bytes.len(),
+                            target.len()
+                        ),
+                    });
+                }
+                target.copy_from_slice(&bytes);
                 Ok(())
             }))
         })
     }
 
-    pub(super) fn record_run(&self, job: &OutputJob<'_>, result: &DeviceMemory) -> Result<()> {
-        self.record(true, || {
-            let (kept, result) = (KeptJob::of(job)?, Shared::of(result)?);
-            Ok(Box::new(move || {
-                result.overwrite(&kept.run(&kept.memories())?)
-            }))
-        })
+    /// Records a job (which already ran): a replay runs it again on the same buffers.
+    pub(super) fn record_launch(&self, launch: Launch) -> Result<()> {
+        self.record(true, || Ok(Box::new(move || launch.run())))
     }
 
-    pub(super) fn record_run_into(
-        &self,
-        job: &OutputJob<'_>,
-        target: &JobTarget<'_>,
-    ) -> Result<()> {
-        self.record(true, || {
-            let kept = KeptJob::of(job)?;
-            let (into, offset) = (Shared::of(target.memory)?, target.offset);
-            let strides = target.strides.clone();
-            Ok(Box::new(move || {
-                let memories = kept.memories();
-                let mut memory = into.memory();
-                let target = JobTarget {
-                    memory: &mut memory,
-                    offset,
-                    strides: strides.clone(),
-                };
-                write_into(&kept.bind(&memories), &kept.run(&memories)?, target)
-            }))
-        })
-    }
-
-    /// Records `job`, whose results are `results` (fresh buffers) or, with `over`, written
-    /// over its leaves.
-    pub(super) fn record_multi(
-        &self,
-        job: &Job<'_>,
-        results: &[DeviceMemory],
-        over: Option<&[usize]>,
-    ) -> Result<()> {
-        self.record(true, || {
-            let (mut shared, leaves) = unbound(&job.leaves)?;
-            let mut outputs = Vec::with_capacity(job.outputs.len());
-            for output in &job.outputs {
-                let start = match &output.start {
-                    Some(start) => {
-                        shared.push(Shared::of(start.memory)?);
-                        Some(JobLeaf {
-                            memory: placeholder(),
-                            ..start.clone()
-                        })
-                    }
-                    None => None,
-                };
-                outputs.push(JobOutput {
-                    start,
-                    ..output.clone()
-                });
-            }
-            let template = Job {
-                ir: job.ir.clone(),
-                leaves,
-                lens: job.lens.clone(),
-                out: job.out,
-                outputs,
-            };
-            let results: Vec<Shared> = results.iter().map(Shared::of).collect::<Result<_>>()?;
-            let over = over.map(<[usize]>::to_vec);
-            let program = compiled_multi(&template)?;
-            Ok(Box::new(move || {
-                let memories: Vec<DeviceMemory> = shared.iter().map(Shared::memory).collect();
-                let (leaf_memories, start_memories) = memories.split_at(template.leaves.len());
-                let mut starts = start_memories.iter();
-                let job = Job {
-                    leaves: bound(&template.leaves, leaf_memories),
-                    outputs: (template.outputs.iter())
-                        .map(|output| JobOutput {
-                            start: (output.start.as_ref()).map(|start| JobLeaf {
-                                memory: starts.next().expect("one buffer per start"),
-                                ..start.clone()
-                            }),
-                            ..output.clone()
-                        })
-                        .collect(),
-                    ..template.clone()
-                };
-                if let Some(over) = &over {
-                    return super::CPU_BACKEND.run_in_place_compiled(&job, over, &program);
-                }
-                let fresh = super::CPU_BACKEND.run_multi_compiled(&job, &program)?;
-                (results.iter().zip(&fresh)).try_for_each(|(r, f)| r.overwrite(f))
-            }))
-        })
-    }
-
-    pub(super) fn record_matmul(&self, job: &MatmulJob<'_>, result: &DeviceMemory) -> Result<()> {
-        self.record(true, || {
-            let sides = [Shared::of(job.lhs.memory)?, Shared::of(job.rhs.memory)?];
-            let unbound = |side: &MatrixSide<'_>| MatrixSide {
-                memory: placeholder(),
-                ..*side
-            };
-            let template = MatmulJob {
-                lhs: unbound(&job.lhs),
-                rhs: unbound(&job.rhs),
-                ..*job
-            };
-            let result = Shared::of(result)?;
-            Ok(Box::new(move || {
-                let [lhs, rhs] = [sides[0].memory(), sides[1].memory()];
-                let job = MatmulJob {
-                    lhs: MatrixSide {
-                        memory: &lhs,
-                        ..template.lhs
-                    },
-                    rhs: MatrixSide {
-                        memory: &rhs,
-                        ..template.rhs
-                    },
-                    ..template
-                };
-                result.overwrite(&super::CPU_BACKEND.matmul_now(&job)?)
-            }))
-        })
+    /// Records a product (which already ran): a replay runs it again on the same buffers.
+    pub(super) fn record_product(&self, product: Product) -> Result<()> {
+        self.record(true, || Ok(Box::new(move || product.run())))
     }
 
     pub(super) fn record_attention(

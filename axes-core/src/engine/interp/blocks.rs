@@ -5,13 +5,14 @@ use super::kernels::{binary, cast, compare, fill, gather, scatter, select, unary
 use super::program::Inst;
 use super::{BLOCK, Program, StridedSink, StridedSource, Values, with_values};
 use crate::element::{DType, Elements};
+use smallvec::{SmallVec, smallvec};
 
 /// The blocks of one run, taken from this thread's spare blocks and given back after it:
 /// a training step runs the interpreter dozens of times, and allocating its registers each
 /// time (many small buffers between the large ones) made the allocator return and re-fault
 /// pages on every step.
 pub(super) struct Registers {
-    blocks: Vec<Values>,
+    blocks: SmallVec<[Values; 16]>,
 }
 
 /// Spare blocks kept per thread, at most this many.
@@ -97,11 +98,11 @@ impl Isa {
 struct Run<'r, 's, 'd> {
     program: &'r Program,
     sources: &'r [StridedSource<'s>],
-    source_base: Vec<isize>,
-    source_rows: Vec<isize>,
+    source_base: SmallVec<[isize; 8]>,
+    source_rows: SmallVec<[isize; 8]>,
     sinks: &'r mut [StridedSink<'d>],
-    sink_base: Vec<isize>,
-    sink_rows: Vec<isize>,
+    sink_base: SmallVec<[isize; 4]>,
+    sink_rows: SmallVec<[isize; 4]>,
 }
 
 /// The elements one pass over the program computes: `cols` elements from `col` of the
@@ -272,14 +273,14 @@ pub(super) fn run_checked(
             with_values!(block, o => fill(o, v));
         }
     }
-    let mut index = vec![0usize; outer_lens.len()];
+    let mut index: SmallVec<[usize; 6]> = smallvec![0; outer_lens.len()];
     let outer_count: usize = outer_lens.iter().product();
     let mut run = Run {
         program,
         sources,
-        source_base: vec![0isize; sources.len()],
+        source_base: smallvec![0; sources.len()],
         source_rows: sources.iter().map(|s| row_stride(&s.strides)).collect(),
-        sink_base: vec![0isize; sinks.len()],
+        sink_base: smallvec![0; sinks.len()],
         sink_rows: sinks.iter().map(|s| row_stride(&s.strides)).collect(),
         sinks,
     };

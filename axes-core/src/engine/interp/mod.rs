@@ -19,6 +19,7 @@ mod split;
 mod tests;
 
 use half::{bf16, f16};
+use smallvec::SmallVec;
 
 use crate::element::{
     DType, Element, Elements, ElementsMut, dtype_of, narrow_from_f32, widen_to_f32, with_dtype,
@@ -40,19 +41,26 @@ use split::run_split;
 /// four times as often did (`benches/NOTES.md`).
 pub(crate) const BLOCK: usize = 1024;
 
+/// One stride per iteration axis, in elements (inline up to six axes: a run's operands are
+/// described without allocating).
+pub(crate) type Strides = SmallVec<[isize; 6]>;
+
 /// One operand read by the interpreter: a buffer and, for each iteration axis, a stride
 /// (0 where the operand is broadcast).
 pub(crate) struct StridedSource<'a> {
     pub(crate) data: Elements<'a>,
     pub(crate) offset: usize,
-    pub(crate) strides: Vec<isize>,
+    pub(crate) strides: Strides,
 }
+
+/// The results of one run, as [`split::run_split`] takes them.
+type Sinks<'a> = SmallVec<[StridedSink<'a>; 4]>;
 
 /// One result written by the interpreter.
 pub(crate) struct StridedSink<'a> {
     pub(crate) data: ElementsMut<'a>,
     pub(crate) offset: usize,
-    pub(crate) strides: Vec<isize>,
+    pub(crate) strides: Strides,
     /// `None`: write each value over the element (no stride 0 on an axis longer than 1).
     /// `Some(op)`: combine each value into the element with `op`, so stride 0 reduces.
     pub(crate) combine: Option<ReduceOp>,
@@ -94,15 +102,32 @@ macro_rules! values_from {
 }
 values_from!(f32 => F32, f64 => F64, f16 => F16, bf16 => BF16, i32 => I32, i64 => I64, u8 => U8, bool => Bool);
 
+/// What an element of a result starts as: the identity of `reduce` when given, else 0.
+fn start_value<T: Num>(reduce: Option<ReduceOp>) -> T {
+    reduce.map_or(T::zero(), |op| identity_of(op.identity()))
+}
+
+/// Sets every element of `data` to what a result's elements start as: the identity of
+/// `reduce` when given, else 0 (`false` for bool), as [`Values::filled`] makes them.
+pub(crate) fn fill(data: ElementsMut<'_>, reduce: Option<ReduceOp>) {
+    match data {
+        ElementsMut::F32(d) => d.fill(start_value(reduce)),
+        ElementsMut::F64(d) => d.fill(start_value(reduce)),
+        ElementsMut::F16(d) => d.fill(start_value(reduce)),
+        ElementsMut::BF16(d) => d.fill(start_value(reduce)),
+        ElementsMut::I32(d) => d.fill(start_value(reduce)),
+        ElementsMut::I64(d) => d.fill(start_value(reduce)),
+        ElementsMut::U8(d) => d.fill(start_value(reduce)),
+        ElementsMut::Bool(d) => d.fill(false),
+    }
+}
+
 impl Values {
     /// `count` elements of type `dtype`, each the identity of `reduce` when given, else 0.
     /// An error when the host has no room for them.
     pub(crate) fn filled(dtype: DType, count: usize, reduce: Option<ReduceOp>) -> Result<Values> {
         fn typed<T: Num>(count: usize, reduce: Option<ReduceOp>) -> Result<HostVec<T>> {
-            storage::filled(
-                count,
-                reduce.map_or(T::zero(), |op| identity_of(op.identity())),
-            )
+            storage::filled(count, start_value(reduce))
         }
         Ok(match dtype {
             DType::F32 => Values::F32(typed(count, reduce)?),
@@ -220,23 +245,39 @@ pub(crate) fn run(
     if sinks.iter().any(|sink| sums_in_half(sink, lens)) {
         return run_widened(program, lens, sources, sinks);
     }
-    let space = CanonicalSpace::canonical(lens, sources, sinks);
-    let sources: Vec<StridedSource<'_>> = (sources.iter().zip(space.source_strides))
-        .map(|(s, strides)| StridedSource {
+    // The iteration space in canonical form ([`canonical_axes`]), each operand's strides over
+    // it; built in place (a training step runs this for every small job).
+    let mut axes: SmallVec<[CanonicalAxis; 6]> =
+        smallvec::smallvec![CanonicalAxis::default(); lens.len()];
+    let all_strides =
+        (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
+    let rank = canonical_axes(lens, all_strides, |_| false, &mut axes);
+    axes.truncate(rank);
+    let pick = |s: &[isize]| -> Strides { axes.iter().map(|c| s[c.axis]).collect() };
+    let canonical_lens: SmallVec<[usize; 6]> = axes.iter().map(|c| c.len).collect();
+    let mut canonical_sources: SmallVec<[StridedSource<'_>; 8]> = SmallVec::new();
+    for s in sources {
+        canonical_sources.push(StridedSource {
             data: s.data,
             offset: s.offset,
-            strides,
-        })
-        .collect();
-    let sinks: Vec<StridedSink<'_>> = (sinks.iter_mut().zip(space.sink_strides))
-        .map(|(s, strides)| StridedSink {
+            strides: pick(&s.strides),
+        });
+    }
+    let mut canonical_sinks: Sinks<'_> = SmallVec::new();
+    for s in sinks.iter_mut() {
+        canonical_sinks.push(StridedSink {
             data: s.data.reborrow(),
             offset: s.offset,
-            strides,
+            strides: pick(&s.strides),
             combine: s.combine,
-        })
-        .collect();
-    if run_split(program, &space.lens, &sources, sinks)? {
+        });
+    }
+    if run_split(
+        program,
+        &canonical_lens,
+        &canonical_sources,
+        canonical_sinks,
+    )? {
         return Err(Error::DivisionByZero);
     }
     Ok(())
@@ -310,33 +351,6 @@ fn run_widened(
         }
     }
     Ok(())
-}
-
-/// An iteration space in canonical form ([`canonical_axes`]), each operand's strides over it.
-struct CanonicalSpace {
-    lens: Vec<usize>,
-    source_strides: Vec<Vec<isize>>,
-    sink_strides: Vec<Vec<isize>>,
-}
-
-impl CanonicalSpace {
-    fn canonical(
-        lens: &[usize],
-        sources: &[StridedSource<'_>],
-        sinks: &[StridedSink<'_>],
-    ) -> CanonicalSpace {
-        let strides =
-            (sources.iter().map(|s| &s.strides[..])).chain(sinks.iter().map(|s| &s.strides[..]));
-        let mut axes = vec![CanonicalAxis::default(); lens.len()];
-        let rank = canonical_axes(lens, strides, |_| false, &mut axes);
-        axes.truncate(rank);
-        let pick = |s: &[isize]| -> Vec<isize> { axes.iter().map(|c| s[c.axis]).collect() };
-        CanonicalSpace {
-            lens: axes.iter().map(|c| c.len).collect(),
-            source_strides: sources.iter().map(|s| pick(&s.strides)).collect(),
-            sink_strides: sinks.iter().map(|s| pick(&s.strides)).collect(),
-        }
-    }
 }
 
 /// The lowest and highest position, relative to the first, that `strides` reach over `lens`.

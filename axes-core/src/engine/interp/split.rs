@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::blocks::{Isa, run_checked};
-use super::{Program, StridedSink, StridedSource, Values, reach};
+use super::{Program, Sinks, StridedSink, StridedSource, Strides, Values, reach};
 use crate::element::ElementsMut;
 use crate::engine::{cost, threads};
 use crate::error::Result;
@@ -38,11 +38,18 @@ pub(super) fn run_split(
     program: &Program,
     lens: &[usize],
     sources: &[StridedSource<'_>],
-    sinks: Vec<StridedSink<'_>>,
+    sinks: Sinks<'_>,
 ) -> Result<bool> {
     let count = lens.iter().fold(1usize, |n, &l| n.saturating_mul(l));
     let pays = cost::INTERPRETED.pays(cost::interpreted_ns(count, program.insts.len()));
     let threads = if pays { threads::threads() } else { 1 };
+    // One part whatever the sinks: one thread, and too few elements for partial results.
+    if threads < 2 && count < 2 * PART_MIN_ELEMENTS {
+        let mut sinks = sinks;
+        take_division_by_zero();
+        run_checked(Isa::detect(), program, lens, sources, &mut sinks);
+        return Ok(take_division_by_zero());
+    }
     let splits: Option<Vec<SinkSplit>> = (!lens.is_empty())
         .then(|| {
             (sinks.iter())
@@ -103,11 +110,11 @@ pub(super) fn run_split(
     let mut part_partials: Vec<_> = partials.iter_mut().map(|p| p.iter_mut()).collect();
     let mut part_sinks: Vec<Vec<StridedSink<'_>>> = (0..parts).map(|_| Vec::new()).collect();
     // The sinks combined from partials, each with the strides of its partials.
-    let mut combined: Vec<(StridedSink<'_>, Vec<isize>)> = Vec::new();
+    let mut combined: Vec<(StridedSink<'_>, Strides)> = Vec::new();
     for (sink, split) in sinks.into_iter().zip(&splits) {
         if let SinkSplit::Partials = split {
             let strides = partial_strides(&lens[1..], &sink.strides[1..]);
-            let part_strides: Vec<isize> = [0].into_iter().chain(strides.clone()).collect();
+            let part_strides: Strides = [0].into_iter().chain(strides.iter().copied()).collect();
             for (sinks, blocks) in part_sinks.iter_mut().zip(&mut part_partials) {
                 let block = blocks.next().expect("a partial result per part");
                 sinks.push(StridedSink {
@@ -196,7 +203,7 @@ pub(super) fn run_split(
             let mut target = [StridedSink {
                 data: sink.data.reborrow(),
                 offset: sink.offset,
-                strides: sink.strides[1..].to_vec(),
+                strides: Strides::from_slice(&sink.strides[1..]),
                 combine: sink.combine,
             }];
             run_checked(
@@ -221,8 +228,8 @@ fn partial_len(lens: &[usize], strides: &[isize]) -> usize {
 }
 
 /// The strides of a partial result (row-major over the axes the sink keeps, 0 elsewhere).
-fn partial_strides(lens: &[usize], strides: &[isize]) -> Vec<isize> {
-    let mut out = vec![0isize; lens.len()];
+fn partial_strides(lens: &[usize], strides: &[isize]) -> Strides {
+    let mut out: Strides = smallvec::smallvec![0; lens.len()];
     let mut step = 1isize;
     for a in (0..lens.len()).rev() {
         if strides[a] != 0 {

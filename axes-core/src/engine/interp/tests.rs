@@ -22,14 +22,14 @@ fn mixed_types_and_reductions() {
         [Elements::I32(&xs), Elements::I64(&ys)].map(|data| StridedSource {
             data,
             offset: 0,
-            strides: vec![1],
+            strides: smallvec::smallvec![1],
         })
     };
     let mut out = [0i64; 3];
     let sink = StridedSink {
         data: ElementsMut::I64(&mut out),
         offset: 0,
-        strides: vec![1],
+        strides: smallvec::smallvec![1],
         combine: None,
     };
     run(&program, &[3], &sources(), &mut [sink]).unwrap();
@@ -39,7 +39,7 @@ fn mixed_types_and_reductions() {
     let sink = StridedSink {
         data: ElementsMut::I64(&mut best),
         offset: 0,
-        strides: vec![0],
+        strides: smallvec::smallvec![0],
         combine: Some(ReduceOp::Max),
     };
     run(&program, &[3], &sources(), &mut [sink]).unwrap();
@@ -146,7 +146,7 @@ fn canonical_and_split_runs_match_a_plain_loop() {
                 .map(|(values, offset, strides)| StridedSource {
                     data: Elements::F64(values),
                     offset: *offset,
-                    strides: strides.clone(),
+                    strides: strides.as_slice().into(),
                 })
                 .collect();
             let mut written = vec![f64::NAN; written_len];
@@ -155,13 +155,13 @@ fn canonical_and_split_runs_match_a_plain_loop() {
                 StridedSink {
                     data: ElementsMut::F64(&mut written),
                     offset: written_offset,
-                    strides: written_strides.clone(),
+                    strides: written_strides.as_slice().into(),
                     combine: None,
                 },
                 StridedSink {
                     data: ElementsMut::F64(&mut sum),
                     offset: 0,
-                    strides: sum_strides.clone(),
+                    strides: sum_strides.as_slice().into(),
                     combine: Some(ReduceOp::Sum),
                 },
             ];
@@ -196,15 +196,18 @@ fn rows_in_one_block_sum_as_rows_one_at_a_time() {
         let source = |offset: usize, strides: Vec<isize>| StridedSource {
             data: Elements::F32(&values),
             offset,
-            strides,
+            strides: strides.into(),
         };
         let last = 2 * (rows * cols - 1);
         let whole = [source(last, vec![-2 * cols as isize, -2])];
-        let sum = |lens: &[usize], sources: &[StridedSource<'_>], out: &mut [f32], strides| {
+        let sum = |lens: &[usize],
+                   sources: &[StridedSource<'_>],
+                   out: &mut [f32],
+                   strides: Vec<isize>| {
             let sink = StridedSink {
                 data: ElementsMut::F32(out),
                 offset: 0,
-                strides,
+                strides: strides.into(),
                 combine: Some(ReduceOp::Sum),
             };
             run(&program, lens, sources, &mut [sink]).unwrap();
@@ -291,7 +294,7 @@ fn half_sums_into_a_strided_view_combine_in_f32() {
     let mut sinks = [StridedSink {
         data: ElementsMut::BF16(&mut data),
         offset: 6,
-        strides: vec![0, -2],
+        strides: smallvec::smallvec![0, -2],
         combine: Some(ReduceOp::Sum),
     }];
     run(&program, &[rows, cols], &[source], &mut sinks).unwrap();
@@ -322,7 +325,7 @@ fn outer_sums_do_not_depend_on_the_cost_of_their_program() {
         let mut sinks = [StridedSink {
             data: ElementsMut::F32(&mut sums),
             offset: 0,
-            strides: vec![0, 1],
+            strides: smallvec::smallvec![0, 1],
             combine: Some(ReduceOp::Sum),
         }];
         let source = row_major_source(Elements::F32(&xs), cols);
@@ -372,7 +375,7 @@ fn outer_reductions_combine_partials_in_a_fixed_order() {
         let over_rows = |data, combine| StridedSink {
             data,
             offset: 0,
-            strides: vec![0, 1],
+            strides: smallvec::smallvec![0, 1],
             combine: Some(combine),
         };
         let mut sinks = [
@@ -423,7 +426,7 @@ fn every_vector_path_gives_the_same_bits() {
             StridedSink {
                 data: ElementsMut::F32(&mut sums),
                 offset: 0,
-                strides: vec![1, 0],
+                strides: smallvec::smallvec![1, 0],
                 combine: Some(ReduceOp::Sum),
             },
         ];
@@ -447,7 +450,7 @@ fn row_major_source(data: Elements<'_>, cols: usize) -> StridedSource<'_> {
     StridedSource {
         data,
         offset: 0,
-        strides: vec![cols as isize, 1],
+        strides: smallvec::smallvec![cols as isize, 1],
     }
 }
 
@@ -456,7 +459,7 @@ fn row_major_sink(data: ElementsMut<'_>, cols: usize) -> StridedSink<'_> {
     StridedSink {
         data,
         offset: 0,
-        strides: vec![cols as isize, 1],
+        strides: smallvec::smallvec![cols as isize, 1],
         combine: None,
     }
 }
@@ -483,12 +486,12 @@ fn float_only_ops_on_integers_and_mismatched_buffers_are_errors() {
         let source = StridedSource {
             data: source,
             offset: 0,
-            strides: vec![1],
+            strides: smallvec::smallvec![1],
         };
         let sink = StridedSink {
             data: ElementsMut::F32(&mut out),
             offset: 0,
-            strides: vec![1],
+            strides: smallvec::smallvec![1],
             combine: None,
         };
         run(&program, &[len], &[source], &mut [sink]).map(|()| out)
