@@ -35,6 +35,8 @@ pub static CPU_BACKEND: CpuBackend = CpuBackend {
 mod buffers;
 mod launch;
 mod record;
+#[cfg(test)]
+mod tests;
 
 /// The CPU as a backend: see the [module docs](self).
 #[derive(Debug)]
