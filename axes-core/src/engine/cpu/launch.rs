@@ -162,6 +162,11 @@ impl Builder {
         })
     }
 
+    /// The places of `leaves`, in order.
+    fn places(&mut self, leaves: &[JobLeaf<'_>]) -> Result<Vec<Place>> {
+        leaves.iter().map(|leaf| self.place(leaf)).collect()
+    }
+
     /// The launch: buffers ordered by address, leaves of buffers written straight into read
     /// from copies, results sharing a buffer staged.
     fn finish(
@@ -230,11 +235,7 @@ impl Launch {
         let (job, _) = job.merged(None);
         let program = compiled(&job)?;
         let mut b = Builder::new();
-        let leaves = job
-            .leaves
-            .iter()
-            .map(|l| b.place(l))
-            .collect::<Result<_>>()?;
+        let leaves = b.places(&job.leaves)?;
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let fresh = new_buffer(job.out, count_of(&job.kept)?)?;
         let mut strides: Strides = row_major_strides(&job.kept).into();
@@ -259,11 +260,7 @@ impl Launch {
         let program = compiled_multi(job)?;
         let counts = job.output_counts()?;
         let mut b = Builder::new();
-        let leaves = job
-            .leaves
-            .iter()
-            .map(|l| b.place(l))
-            .collect::<Result<_>>()?;
+        let leaves = b.places(&job.leaves)?;
         let rank = job.lens.len();
         let mut outputs = Vec::with_capacity(counts.len());
         for (output, &count) in job.outputs.iter().zip(&counts) {
@@ -300,11 +297,7 @@ impl Launch {
     pub(super) fn over(job: &Job<'_>, over: &[usize]) -> Result<Launch> {
         let program = compiled_multi(job)?;
         let mut b = Builder::new();
-        let leaves: Vec<Place> = job
-            .leaves
-            .iter()
-            .map(|l| b.place(l))
-            .collect::<Result<_>>()?;
+        let leaves = b.places(&job.leaves)?;
         let outputs = (over.iter())
             .map(|&k| Output {
                 place: leaves[k].clone(),
@@ -319,14 +312,10 @@ impl Launch {
     /// `job` (one result, over merged axes) into `target` (checked by the caller).
     pub(super) fn into_target(job: &OutputJob<'_>, target: &JobTarget<'_>) -> Result<Launch> {
         let (job, to) = job.merged(Some(&target.strides));
-        let to = to.expect("strides for the target");
+        let to = to.ok_or_else(|| bug("no strides for its target"))?;
         let program = compiled(&job)?;
         let mut b = Builder::new();
-        let leaves = job
-            .leaves
-            .iter()
-            .map(|l| b.place(l))
-            .collect::<Result<_>>()?;
+        let leaves = b.places(&job.leaves)?;
         let lens: Vec<usize> = job.kept.iter().chain(&job.reduced).copied().collect();
         let mut strides: Strides = to.as_slice().into();
         strides.resize(lens.len(), 0);

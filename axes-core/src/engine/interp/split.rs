@@ -45,10 +45,7 @@ pub(super) fn run_split(
     let threads = if pays { threads::threads() } else { 1 };
     // One part whatever the sinks: one thread, and too few elements for partial results.
     if threads < 2 && count < 2 * PART_MIN_ELEMENTS {
-        let mut sinks = sinks;
-        take_division_by_zero();
-        run_checked(Isa::detect(), program, lens, sources, &mut sinks);
-        return Ok(take_division_by_zero());
+        return Ok(run_whole(program, lens, sources, sinks));
     }
     let splits: Option<Vec<SinkSplit>> = (!lens.is_empty())
         .then(|| {
@@ -88,10 +85,7 @@ pub(super) fn run_split(
         }
     };
     let Some(splits) = splits.filter(|_| parts >= 2) else {
-        let mut sinks = sinks;
-        take_division_by_zero();
-        run_checked(Isa::detect(), program, lens, sources, &mut sinks);
-        return Ok(take_division_by_zero());
+        return Ok(run_whole(program, lens, sources, sinks));
     };
     // Part `p` runs positions `bounds[p]..bounds[p + 1]` of the outermost axis.
     let bounds: Vec<usize> = (0..=parts).map(|p| lens[0] * p / parts).collect();
@@ -216,6 +210,18 @@ pub(super) fn run_split(
         }
     }
     Ok(divided.into_inner())
+}
+
+/// Runs the whole space as one part, on this thread: whether an integer was divided by zero.
+fn run_whole(
+    program: &Program,
+    lens: &[usize],
+    sources: &[StridedSource<'_>],
+    mut sinks: Sinks<'_>,
+) -> bool {
+    take_division_by_zero();
+    run_checked(Isa::detect(), program, lens, sources, &mut sinks);
+    take_division_by_zero()
 }
 
 /// The elements of a partial result over `lens` of a sink with `strides` there: one per
