@@ -134,9 +134,9 @@ fn bytes_that_are_no_bools_are_an_error() {
 #[test]
 fn two_threads_writing_each_others_operands_finish() {
     // Each job writes one buffer and reads the other: locked in one order, neither waits
-    // for the other forever.
+    // for the other forever (locked in the order named, this test fails: checked).
     let (x, y) = (upload(&[1.; 64]), upload(&[2.; 64]));
-    let step = |written: &DeviceMemory, read: &DeviceMemory| {
+    fn steps(written: &DeviceMemory, read: &DeviceMemory) {
         let mut ir = Ir::default();
         let (a, b) = (ir.leaf(), ir.leaf());
         // b − (a − a): the other buffer's first element, through both leaves.
@@ -152,11 +152,20 @@ fn two_threads_writing_each_others_operands_finish() {
         for _ in 0..500 {
             CPU_BACKEND.run(&job, WriteTo::Over(&[0])).unwrap();
         }
-    };
-    std::thread::scope(|s| {
-        s.spawn(|| step(&x, &y));
-        s.spawn(|| step(&y, &x));
-    });
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    for (written, read) in [(alias(&x), alias(&y)), (alias(&y), alias(&x))] {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            steps(&written, &read);
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        // A deadlock fails the test instead of hanging it.
+        let waited = finished.recv_timeout(std::time::Duration::from_secs(60));
+        assert!(waited.is_ok(), "two threads' jobs waited on each other");
+    }
     for buffer in [&x, &y] {
         assert!(values(buffer).iter().all(|&v| v == 1. || v == 2.));
     }
