@@ -173,7 +173,7 @@ impl Builder {
         self,
         program: Program,
         lens: Vec<usize>,
-        leaves: Vec<Place>,
+        mut leaves: Vec<Place>,
         mut outputs: Vec<Output>,
     ) -> Launch {
         let mut order: Vec<usize> = (0..self.buffers.len()).collect();
@@ -186,7 +186,6 @@ impl Builder {
             .iter()
             .map(|&b| Arc::clone(&self.buffers[b]))
             .collect();
-        let mut leaves = leaves;
         for place in leaves.iter_mut() {
             place.buffer = position[place.buffer];
         }
@@ -196,6 +195,8 @@ impl Builder {
                 from.buffer = position[from.buffer];
             }
         }
+        // Only results written over leaves share a buffer (new results and targets have one
+        // each), and those keep every iteration axis.
         for k in 0..outputs.len() {
             let shared = (outputs.iter().enumerate())
                 .any(|(j, other)| j != k && other.place.buffer == outputs[k].place.buffer);
