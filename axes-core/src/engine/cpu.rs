@@ -21,7 +21,7 @@ use crate::protocol::{
 };
 use crate::storage;
 use buffers::{
-    Buffer, Guards, buffer_of, bytes_of, lock, memory_of_buffer, memory_of_bytes, typed, typed_mut,
+    Buffer, Guards, buffer_of, bytes_of, handle, memory_of_bytes, new_buffer, typed, typed_mut,
 };
 use launch::{Launch, count_of};
 
@@ -176,7 +176,7 @@ struct Product {
 impl Product {
     /// `job` into a new buffer.
     fn new(job: &MatmulJob<'_>) -> Result<Product> {
-        let count = count_of(&[job.batch, job.m, job.n, job.dtype.size()])?;
+        let count = count_of(&[job.batch, job.m, job.n])?;
         let unbound = |side: &MatrixSide<'_>| MatrixSide {
             memory: record::placeholder(),
             ..*side
@@ -189,14 +189,13 @@ impl Product {
             },
             lhs: Arc::clone(buffer_of(job.lhs.memory)?),
             rhs: Arc::clone(buffer_of(job.rhs.memory)?),
-            out: Arc::new(std::sync::Mutex::new(buffers::new_bytes(count)?)),
+            out: new_buffer(job.dtype, count)?,
         })
     }
 
     /// A handle on the result's buffer.
     fn result(&self) -> DeviceMemory {
-        let bytes = lock(&self.out).len();
-        memory_of_buffer(Arc::clone(&self.out), bytes)
+        handle(&self.out)
     }
 
     fn run(&self) -> Result<()> {

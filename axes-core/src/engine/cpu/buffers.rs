@@ -43,10 +43,21 @@ pub(super) fn bytes_of(memory: &DeviceMemory) -> Result<MutexGuard<'_, HostVec<u
     Ok(lock(buffer_of(memory)?))
 }
 
-/// Room for `bytes` bytes of unspecified values, on the boundary (an error when the host has
-/// none).
-pub(super) fn new_bytes(bytes: usize) -> Result<HostVec<u8>> {
-    storage::for_overwrite(bytes)
+/// A new buffer for `count` elements of `dtype`, of unspecified values (an error when their
+/// size overflows or the host has no room).
+pub(super) fn new_buffer(dtype: DType, count: usize) -> Result<Buffer> {
+    let bytes = count
+        .checked_mul(dtype.size())
+        .ok_or_else(|| Error::SizeOverflow {
+            lengths: format!("{count} elements of {}", dtype.name()),
+        })?;
+    Ok(Arc::new(Mutex::new(storage::for_overwrite(bytes)?)))
+}
+
+/// A handle on `buffer`, of the bytes it holds now.
+pub(super) fn handle(buffer: &Buffer) -> DeviceMemory {
+    let bytes = lock(buffer).len();
+    memory_of_buffer(Arc::clone(buffer), bytes)
 }
 
 /// A buffer of this backend holding `bytes`.

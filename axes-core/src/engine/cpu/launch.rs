@@ -4,11 +4,11 @@
 //! results written in place; only leaves of a buffer the job writes in place are read from a
 //! copy.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::buffers::{Buffer, Guards, buffer_of, elements, elements_mut, new_bytes};
+use super::buffers::{Buffer, Guards, buffer_of, elements, elements_mut, handle, new_buffer};
 use crate::element::DType;
 use crate::engine::interp::{self, Program, StridedSink, StridedSource, Strides, Values};
 use crate::error::{Error, Result};
@@ -110,12 +110,6 @@ pub(super) fn count_of(lens: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::SizeOverflow {
             lengths: format!("{lens:?}"),
         })
-}
-
-/// A new buffer for `count` elements of `dtype` (unspecified values).
-fn new_buffer(dtype: DType, count: usize) -> Result<Buffer> {
-    let bytes = count_of(&[count, dtype.size()])?;
-    Ok(Arc::new(Mutex::new(new_bytes(bytes)?)))
 }
 
 /// Row-major strides over the `kept` axes of an iteration space of `rank` axes, 0 on the
@@ -347,9 +341,7 @@ impl Launch {
 
     /// A handle on result `k`'s buffer.
     pub(super) fn result(&self, k: usize) -> DeviceMemory {
-        let buffer = Arc::clone(&self.buffers[self.outputs[k].place.buffer]);
-        let bytes = super::buffers::lock(&buffer).len();
-        super::buffers::memory_of_buffer(buffer, bytes)
+        handle(&self.buffers[self.outputs[k].place.buffer])
     }
 
     /// The number of results.

@@ -64,50 +64,46 @@ fn two_results_over_two_halves_of_one_buffer_read_the_old_values() {
     assert_eq!(values(&buffer), [11., 22., 33., 44., 10., 40., 90., 160.]);
 }
 
-#[test]
-fn a_sum_into_a_region_of_the_buffer_it_reads_starts_from_zero() {
-    // Elements 2..6 read as a 2 × 2 matrix, its rows summed into elements 0..2.
-    let mut target = upload(&[7., 7., 1., 2., 3., 4.]);
+/// `buffer`'s elements from `from` (at `strides` over `lens`) copied into its region at
+/// `to` (a row-major stride 1 over the first axis), summed over the others: its values after.
+fn copied_into_itself(
+    values_before: &[f32],
+    (from, strides): (usize, Vec<isize>),
+    lens: Vec<usize>,
+    to: usize,
+) -> Vec<f32> {
+    let mut target = upload(values_before);
     let read = alias(&target);
     let mut ir = Ir::default();
     let x = ir.leaf();
     let job = Job {
         ir,
-        leaves: vec![leaf(&read, 2, vec![2, 1])],
-        lens: vec![2, 2],
+        leaves: vec![leaf(&read, from, strides)],
+        lens,
         out: DType::F32,
         outputs: vec![output(x, vec![0])],
     };
     let into = JobTarget {
         memory: &mut target,
-        offset: 0,
+        offset: to,
         strides: vec![1],
     };
     CPU_BACKEND.run(&job, WriteTo::Into(vec![into])).unwrap();
-    assert_eq!(values(&target), [3., 7., 1., 2., 3., 4.]);
+    values(&target)
+}
+
+#[test]
+fn a_sum_into_a_region_of_the_buffer_it_reads_starts_from_zero() {
+    // Elements 2..6 read as a 2 × 2 matrix, its rows summed into elements 0..2.
+    let after = copied_into_itself(&[7., 7., 1., 2., 3., 4.], (2, vec![2, 1]), vec![2, 2], 0);
+    assert_eq!(after, [3., 7., 1., 2., 3., 4.]);
 }
 
 #[test]
 fn an_element_wise_result_into_the_buffer_it_reads_reads_the_old_values() {
     // Elements 0..3 reversed into elements 1..4: each reads a value the job overwrites.
-    let mut target = upload(&[1., 2., 3., 4.]);
-    let read = alias(&target);
-    let mut ir = Ir::default();
-    let x = ir.leaf();
-    let job = Job {
-        ir,
-        leaves: vec![leaf(&read, 2, vec![-1])],
-        lens: vec![3],
-        out: DType::F32,
-        outputs: vec![output(x, vec![0])],
-    };
-    let into = JobTarget {
-        memory: &mut target,
-        offset: 1,
-        strides: vec![1],
-    };
-    CPU_BACKEND.run(&job, WriteTo::Into(vec![into])).unwrap();
-    assert_eq!(values(&target), [1., 3., 2., 1.]);
+    let after = copied_into_itself(&[1., 2., 3., 4.], (2, vec![-1]), vec![3], 1);
+    assert_eq!(after, [1., 3., 2., 1.]);
 }
 
 #[test]
