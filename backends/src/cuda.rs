@@ -30,6 +30,7 @@ use cudarc::driver::{
 
 use crate::disk_cache::DiskCache;
 use crate::launch::{KernelDevice, LaunchArg};
+use crate::tuning::Tuning;
 use crate::{Index, JobPlan, Slot};
 
 mod blas;
@@ -102,6 +103,8 @@ pub struct Cuda {
     /// Whether cuBLAS's f32 products may round their operands to TF32
     /// ([`Backend::allow_tf32`]).
     tf32: AtomicBool,
+    /// How this device's kernels are cut.
+    tuning: Tuning,
 }
 
 /// An argument of a launch.
@@ -124,11 +127,27 @@ impl Cuda {
     /// Device `ordinal`; an error (not a panic) when there is no driver, no NVRTC or no such
     /// device.
     pub fn new(ordinal: usize) -> Result<Cuda> {
-        Cuda::with_cache(ordinal, DiskCache::from_env())
+        Cuda::new_tuned(ordinal, |_| ())
     }
 
-    /// [`Cuda::new`], its cubins kept in `disk`.
-    pub(crate) fn with_cache(ordinal: usize, disk: DiskCache) -> Result<Cuda> {
+    /// [`Cuda::new`], its kernels cut as `tune` changes the device's own choice (made from
+    /// the device and the environment: [`crate::tuning`]). A setting the device cannot run
+    /// is an error.
+    pub fn new_tuned(ordinal: usize, tune: impl FnOnce(&mut Tuning)) -> Result<Cuda> {
+        Cuda::with_cache(ordinal, DiskCache::from_env(), tune)
+    }
+
+    /// How this device's kernels are cut.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
+    /// [`Cuda::new_tuned`], its cubins kept in `disk`.
+    pub(crate) fn with_cache(
+        ordinal: usize,
+        disk: DiskCache,
+        tune: impl FnOnce(&mut Tuning),
+    ) -> Result<Cuda> {
         driver_available()?;
         nvrtc_available()?;
         let context =
@@ -141,6 +160,7 @@ impl Cuda {
             keep_freed_memory(&context)?;
         }
         let arch = arch_of(major, minor);
+        let tuning = cuda_tuning(&context, tune)?;
         Ok(Cuda {
             ordinal,
             context,
@@ -156,6 +176,7 @@ impl Cuda {
             capture: Mutex::new(None),
             graph_error: Mutex::new(None),
             tf32: AtomicBool::new(false),
+            tuning,
         })
     }
 
@@ -414,6 +435,22 @@ impl Cuda {
     }
 }
 
+/// The CUDA defaults of the device of `context` ([`Tuning::device`]), with the
+/// environment's overrides and then `tune`'s changes: tiles; as many reduction blocks as the multiprocessors hold at
+/// once; at most 65,535 blocks a launch; 48 KiB of static shared memory.
+fn cuda_tuning(context: &CudaContext, tune: impl FnOnce(&mut Tuning)) -> Result<Tuning> {
+    use cudarc::driver::sys::CUdevice_attribute as Attribute;
+    let attribute = |a| {
+        (context.attribute(a))
+            .map(|v| v.max(0) as usize)
+            .map_err(|e| cuda_error("device attributes", e))
+    };
+    let multiprocessors = attribute(Attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let threads = attribute(Attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+    let resident = multiprocessors * (threads / REDUCE_GROUP).max(1);
+    Tuning::device(true, resident, 65_535, 48 << 10, 1024).resolve(tune)
+}
+
 /// The error for a buffer that another backend made.
 pub(crate) fn foreign() -> Error {
     Error::Unsupported {
@@ -477,18 +514,22 @@ impl KernelDevice for Cuda {
         Ok(self.metered_memory(buffer, bytes))
     }
 
+    fn tuning(&self) -> &Tuning {
+        Cuda::tuning(self)
+    }
+
     unsafe fn launch_job(
         &self,
         kernel: &Kernel,
         wide: bool,
         args: &[LaunchArg<'_, CudaSlice<u8>>],
         items: usize,
-        reduction: bool,
+        group: Option<usize>,
     ) -> Result<()> {
-        let (blocks, threads) = if reduction {
-            (items.clamp(1, 65_535), REDUCE_GROUP)
-        } else {
-            (items.div_ceil(256).clamp(1, 65_535), 256)
+        let cap = self.tuning.max_groups;
+        let (blocks, threads) = match group {
+            Some(threads) => (items.clamp(1, cap), threads),
+            None => (items.div_ceil(256).clamp(1, cap), 256),
         };
         // SAFETY: the caller upholds `KernelDevice::launch_job`'s contract, which is
         // `enqueue`'s.

@@ -10,7 +10,8 @@ use axes_core::protocol::{
 use axes_kernels::{Dialect, Kernel};
 
 use crate::Index;
-use crate::plan::{Destination, JobPlan, Slot};
+use crate::plan::{Destination, JobPlan, Slot, plain_copy};
+use crate::tuning::Tuning;
 
 /// What the shared launchers need of a backend of generated kernels besides [`Backend`]'s
 /// uploads: its buffers, new ones, and its two kinds of launch.
@@ -25,8 +26,10 @@ pub(crate) trait KernelDevice: Backend {
     fn buffer_mut<'m>(&self, memory: &'m mut DeviceMemory) -> Result<&'m Self::Buffer>;
     /// A new buffer of `bytes` bytes (none for 0), not initialised.
     fn fresh(&self, bytes: usize) -> Result<DeviceMemory>;
-    /// Queues a job's kernel: elementwise over `items` work items, or, for a reduction,
-    /// over `items` groups of the reduction's group size.
+    /// How the device's kernels are cut.
+    fn tuning(&self) -> &Tuning;
+    /// Queues a job's kernel: elementwise over `items` work items (`group` `None`), or over
+    /// `items` work-groups of `group` threads (reductions, tiles).
     ///
     /// # Safety
     /// `args` must be the kernel's arguments in its generator's order and keep every element
@@ -38,7 +41,7 @@ pub(crate) trait KernelDevice: Backend {
         wide: bool,
         args: &[LaunchArg<'_, Self::Buffer>],
         items: usize,
-        reduction: bool,
+        group: Option<usize>,
     ) -> Result<()>;
     /// Queues an attention kernel over `groups` groups of
     /// [`ATTENTION_GROUP`](axes_kernels::ATTENTION_GROUP) threads (fewer where the device caps
@@ -85,7 +88,7 @@ pub(crate) fn run<D: KernelDevice>(
             Ok(Vec::new())
         }
         WriteTo::Over(over) => {
-            if let Some(plan) = JobPlan::in_place(job, over, D::DIALECT)? {
+            if let Some(plan) = JobPlan::in_place(job, over, D::DIALECT, device.tuning())? {
                 launch_plan(device, &plan, &job.leaves, &[])?;
             }
             Ok(Vec::new())
@@ -93,9 +96,14 @@ pub(crate) fn run<D: KernelDevice>(
     }
 }
 
-/// `job`'s result in a new buffer.
+/// `job`'s result in a new buffer (the driver's copy where it copies consecutive elements).
 fn new_result<D: KernelDevice>(device: &D, job: &OutputJob<'_>) -> Result<DeviceMemory> {
-    let Some(plan) = JobPlan::new(job, D::DIALECT, Destination::Fresh)? else {
+    if let Some((bytes, from)) = plain_copy(job, None)
+        && let Some(copy) = device.copied_bytes(job.leaves[0].memory, from, bytes)?
+    {
+        return Ok(copy);
+    }
+    let Some(plan) = JobPlan::new(job, D::DIALECT, device.tuning(), Destination::Fresh)? else {
         return device.fresh(0);
     };
     let out = device.fresh(plan.out_bytes)?;
@@ -106,13 +114,22 @@ fn new_result<D: KernelDevice>(device: &D, job: &OutputJob<'_>) -> Result<Device
     Ok(out)
 }
 
-/// `job`'s result written into `target`.
+/// `job`'s result written into `target` (by the driver's copy where it copies consecutive
+/// elements into consecutive elements).
 fn into_target<D: KernelDevice>(
     device: &D,
     job: &OutputJob<'_>,
     target: JobTarget<'_>,
 ) -> Result<()> {
-    let Some(plan) = JobPlan::new(job, D::DIALECT, Destination::Into(&target))? else {
+    target.check(job.out, &job.kept)?;
+    if let Some((bytes, from)) = plain_copy(job, Some(&target.strides)) {
+        let to = target.offset * job.out.size();
+        if device.copy_bytes(job.leaves[0].memory, from, target.memory, to, bytes)? {
+            return Ok(());
+        }
+    }
+    let Some(plan) = JobPlan::new(job, D::DIALECT, device.tuning(), Destination::Into(&target))?
+    else {
         return Ok(());
     };
     if plan.splits > 1 {
@@ -142,7 +159,7 @@ fn into_targets<D: KernelDevice>(
         let mut written: Vec<JobTarget<'_>> = (whole.iter())
             .map(|&k| targets[k].take().expect("one target per result"))
             .collect();
-        if let Some(plan) = JobPlan::outputs(&together, &written, D::DIALECT)? {
+        if let Some(plan) = JobPlan::outputs(&together, &written, D::DIALECT, device.tuning())? {
             let outs = (written.iter_mut())
                 .map(|target| device.buffer_mut(target.memory))
                 .collect::<Result<Vec<_>>>()?;
@@ -198,5 +215,5 @@ fn launch_plan<D: KernelDevice>(
     // plan checked, held mutably, so no leaf reads it; a plan that writes over leaves
     // (`JobPlan::in_place`) checked that no other leaf reads the positions written, and its
     // kernel reads each before writing it.
-    unsafe { device.launch_job(&plan.kernel, plan.wide, &args, plan.items, plan.reduction) }
+    unsafe { device.launch_job(&plan.kernel, plan.wide, &args, plan.items, plan.group) }
 }

@@ -97,6 +97,8 @@ mod plan;
 #[path = "../tests/common/reference.rs"]
 mod reference;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
+pub mod tuning;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) use plan::{JobPlan, Slot};
 
 /// Element types device buffers hold: plain numbers, for which every bit pattern a kernel may

@@ -20,7 +20,7 @@ use axes_core::protocol::{
 use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
-use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
+use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU, Device, get_all_devices};
 use opencl3::kernel::Kernel as ClKernel;
 use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
@@ -28,6 +28,7 @@ use opencl3::types::{CL_BLOCKING, cl_int, cl_long, cl_mem};
 
 use crate::disk_cache::DiskCache;
 use crate::launch::{KernelDevice, LaunchArg};
+use crate::tuning::Tuning;
 use crate::{Index, JobPlan, Plain, Slot};
 use pool::{Held, Pool, Private, STAGED_UPLOAD_MAX};
 
@@ -61,6 +62,8 @@ pub struct OpenCl {
     pool: Arc<Pool>,
     /// The commands of each recording under way, by the thread that records it.
     recorded: Mutex<HashMap<std::thread::ThreadId, Vec<record::Command>>>,
+    /// How this device's kernels are cut.
+    tuning: Tuning,
 }
 
 // SAFETY: OpenCL contexts, queues and programs are thread-safe handles (OpenCL 1.2 §A.2: all
@@ -102,11 +105,23 @@ impl OpenCl {
     /// The first OpenCL device of any type. One per process is enough (and PoCL prefers it):
     /// [`OpenCl::shared`] keeps one.
     pub fn first() -> Result<OpenCl> {
-        OpenCl::first_with(DiskCache::from_env())
+        OpenCl::first_tuned(|_| ())
     }
 
-    /// [`OpenCl::first`], its program binaries kept in `disk`.
-    pub(crate) fn first_with(disk: DiskCache) -> Result<OpenCl> {
+    /// [`OpenCl::first`], its kernels cut as `tune` changes the device's own choice (made
+    /// from the device and the environment: [`crate::tuning`]) — e.g. tiles on a CPU
+    /// runtime, which has none by default. A setting the device cannot run is an error.
+    pub fn first_tuned(tune: impl FnOnce(&mut Tuning)) -> Result<OpenCl> {
+        OpenCl::first_with(DiskCache::from_env(), tune)
+    }
+
+    /// How this device's kernels are cut.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
+    /// [`OpenCl::first_tuned`], its program binaries kept in `disk`.
+    pub(crate) fn first_with(disk: DiskCache, tune: impl FnOnce(&mut Tuning)) -> Result<OpenCl> {
         if !cl3::is_opencl_runtime_available() {
             return Err(Error::Unsupported {
                 what: "OpenCL: no OpenCL runtime (libOpenCL.so with an ICD) on this machine".into(),
@@ -126,6 +141,7 @@ impl OpenCl {
             .map_err(|e| cl_error("creating a queue", e))?;
         let meter = Arc::<Meter>::default();
         let binary_key = program::binary_key(&device);
+        let tuning = opencl_tuning(&device, tune)?;
         Ok(OpenCl {
             device,
             context,
@@ -146,6 +162,7 @@ impl OpenCl {
             }),
             meter,
             recorded: Mutex::new(HashMap::new()),
+            tuning,
         })
     }
 
@@ -410,22 +427,27 @@ impl KernelDevice for OpenCl {
         self.result_buffer(bytes)
     }
 
+    fn tuning(&self) -> &Tuning {
+        OpenCl::tuning(self)
+    }
+
     unsafe fn launch_job(
         &self,
         kernel: &Kernel,
         wide: bool,
         args: &[LaunchArg<'_, DeviceBuffer<u8>>],
         items: usize,
-        reduction: bool,
+        group: Option<usize>,
     ) -> Result<()> {
-        let (global, local) = if reduction {
-            self.check_reduction_group()?;
-            (
-                crate::global_size(items, 1, 4096) * REDUCE_GROUP,
-                REDUCE_GROUP,
-            )
-        } else {
-            (crate::global_size(items, 64, 4096), 64)
+        let cap = self.tuning.max_groups;
+        let (global, local) = match group {
+            Some(threads) => {
+                if threads == REDUCE_GROUP {
+                    self.check_reduction_group()?;
+                }
+                (crate::global_size(items, 1, cap) * threads, threads)
+            }
+            None => (crate::global_size(items, 64, cap), 64),
         };
         // SAFETY: the caller upholds `KernelDevice::launch_job`'s contract, which is this
         // one's.
@@ -439,11 +461,24 @@ impl KernelDevice for OpenCl {
         args: &[LaunchArg<'_, DeviceBuffer<u8>>],
         groups: usize,
     ) -> Result<()> {
-        let global = crate::global_size(groups, 1, 4096) * ATTENTION_GROUP;
+        let global = crate::global_size(groups, 1, self.tuning.max_groups) * ATTENTION_GROUP;
         // SAFETY: the caller upholds `KernelDevice::launch_attention`'s contract, which is
         // this one's.
         unsafe { OpenCl::launch(self, kernel, wide, &cl_args(args), global, ATTENTION_GROUP) }
     }
+}
+
+/// The OpenCL defaults of `device` ([`Tuning::device`]), with the environment's overrides and
+/// then `tune`'s changes:
+/// tiles on GPUs (on a CPU runtime such as PoCL local memory is ordinary memory and the
+/// caches already serve a strided read), 1,024 reduction groups (a GPU's compute units
+/// several times over), at most 4,096 groups a launch.
+fn opencl_tuning(device: &Device, tune: impl FnOnce(&mut Tuning)) -> Result<Tuning> {
+    let limits = |e| cl_error("device limits", e);
+    let gpu = device.dev_type().map_err(limits)? & CL_DEVICE_TYPE_GPU != 0;
+    let local = device.local_mem_size().map_err(limits)?;
+    let threads = device.max_work_group_size().map_err(limits)?;
+    Tuning::device(gpu, 1024, 4096, local as usize, threads).resolve(tune)
 }
 
 /// Launch arguments as OpenCL kernel arguments.
@@ -612,7 +647,7 @@ impl Backend for OpenCl {
                 &plan.kernel,
                 plan.wide,
                 &args,
-                crate::global_size(plan.items, 1, 4096) * group,
+                crate::global_size(plan.items, 1, self.tuning.max_groups) * group,
                 group,
             )?
         };

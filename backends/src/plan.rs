@@ -5,7 +5,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use axes_core::ir::ReduceOp;
+use axes_kernels::{Tile, Tiling};
+
 use crate::Index;
+use crate::tuning::{MAX_STAGED, Tuning};
 
 /// One argument of a planned launch: an index, output `j`'s buffer, or leaf `k`'s buffer.
 #[derive(Clone, Copy, Debug)]
@@ -20,9 +24,11 @@ pub(crate) struct JobPlan {
     pub(crate) kernel: Arc<axes_kernels::Kernel>,
     pub(crate) wide: bool,
     pub(crate) args: Vec<Slot>,
-    /// Work items (elementwise) or work-groups (reduction) wanted.
+    /// Work items (elementwise) or work-groups (reductions, tiles, products) wanted.
     pub(crate) items: usize,
-    pub(crate) reduction: bool,
+    /// The threads of one work-group, for kernels cut into groups; `None` for flat
+    /// elementwise kernels (`items` work items in groups of the backend's choice).
+    pub(crate) group: Option<usize>,
     pub(crate) out_bytes: usize,
     /// The parts each result's elements are cut into (1: the kernel writes the results;
     /// more: partial results, which [`JobPlan::combine`] reduces).
@@ -38,6 +44,27 @@ pub(crate) enum Destination<'a> {
     Into(&'a axes_core::protocol::JobTarget<'a>),
 }
 
+/// What kind of kernel a job takes, with everything its source depends on besides the
+/// expression and its types.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum KernelKind {
+    /// Elementwise over `rank` axes, writing the nodes `roots` (none: the last node), over
+    /// the leaves `over` when given, in tiles staging the leaves `tiles.0` when given.
+    Elementwise {
+        rank: usize,
+        roots: Vec<usize>,
+        over: Option<Vec<usize>>,
+        tiles: Option<(Vec<usize>, Tile)>,
+    },
+    /// A reduction over `reduced` axes keeping `kept`, `unroll` elements a thread and round.
+    Reduction {
+        kept: usize,
+        reduced: usize,
+        op: ReduceOp,
+        unroll: usize,
+    },
+}
+
 /// Everything a generated elementwise or reduction kernel depends on.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct KernelKey {
@@ -45,27 +72,16 @@ struct KernelKey {
     leaves: Vec<axes_kernels::CType>,
     out: axes_kernels::CType,
     wide: bool,
-    kept: usize,
-    reduced: usize,
-    op: Option<axes_core::ir::ReduceOp>,
-    /// The nodes written, for a kernel of several results (else the last node).
-    roots: Vec<usize>,
-    /// The leaves the results are written over, for a kernel that writes in place.
-    over: Option<Vec<usize>>,
+    kind: KernelKind,
     dialect: axes_kernels::Dialect,
 }
 
-/// The elementwise kernel (`op` `None`; writing the nodes `roots` when given, over the
-/// leaves `over` when given) or reduction kernel for `spec`, generated once per process and then looked up: generating one takes
-/// about 10 µs, as long as a small kernel runs, and a training step asks for the same few
-/// kernels every time.
+/// The kernel of `kind` for `spec`, generated once per process and then looked up:
+/// generating one takes about 10 µs, as long as a small kernel runs, and a training step
+/// asks for the same few kernels every time.
 fn generated(
     spec: &axes_kernels::Spec<'_>,
-    kept: usize,
-    reduced: usize,
-    op: Option<axes_core::ir::ReduceOp>,
-    roots: &[usize],
-    over: Option<&[usize]>,
+    kind: KernelKind,
     dialect: axes_kernels::Dialect,
 ) -> axes_core::Result<Arc<axes_kernels::Kernel>> {
     static KERNELS: LazyLock<Mutex<HashMap<KernelKey, Arc<axes_kernels::Kernel>>>> =
@@ -75,48 +91,148 @@ fn generated(
         leaves: spec.leaves.to_vec(),
         out: spec.out,
         wide: spec.wide,
-        kept,
-        reduced,
-        op,
-        roots: roots.to_vec(),
-        over: over.map(<[usize]>::to_vec),
+        kind,
         dialect,
     };
     if let Some(kernel) = KERNELS.lock().expect("never poisoned").get(&key) {
         return Ok(Arc::clone(kernel));
     }
-    let kernel = Arc::new(match (op, over) {
-        (_, Some(over)) => axes_kernels::elementwise_in_place(spec, roots, over, kept, dialect)?,
-        (Some(op), None) => axes_kernels::reduction(spec, kept, reduced, op, dialect)?,
-        (None, None) if roots.is_empty() => axes_kernels::elementwise(spec, kept, dialect)?,
-        (None, None) => axes_kernels::elementwise_outputs(spec, roots, kept, dialect)?,
+    let kernel = Arc::new(match &key.kind {
+        KernelKind::Reduction {
+            kept,
+            reduced,
+            op,
+            unroll,
+        } => axes_kernels::reduction(spec, *kept, *reduced, *op, *unroll, dialect)?,
+        KernelKind::Elementwise {
+            rank,
+            roots,
+            over,
+            tiles: Some((staged, tile)),
+        } => {
+            let tiling = Tiling {
+                staged,
+                tile: *tile,
+            };
+            axes_kernels::elementwise_tiled(spec, roots, over.as_deref(), *rank, &tiling, dialect)?
+        }
+        KernelKind::Elementwise {
+            rank,
+            roots,
+            over: Some(over),
+            tiles: None,
+        } => axes_kernels::elementwise_in_place(spec, roots, over, *rank, dialect)?,
+        KernelKind::Elementwise {
+            rank,
+            roots,
+            over: None,
+            tiles: None,
+        } if roots.is_empty() => axes_kernels::elementwise(spec, *rank, dialect)?,
+        KernelKind::Elementwise { rank, roots, .. } => {
+            axes_kernels::elementwise_outputs(spec, roots, *rank, dialect)?
+        }
     });
     let mut kernels = KERNELS.lock().expect("never poisoned");
     Ok(Arc::clone(kernels.entry(key).or_insert(kernel)))
 }
 
-/// Work-groups a reduction wants at least (a device's cores are filled several times over).
-const REDUCTION_GROUPS: usize = 1024;
+/// The iteration axes of a tiled elementwise launch and what it stages: `order` lists the
+/// axes as the tiled kernel takes them (the results' fastest axis last, the fastest axis of
+/// the leaves that disagree with it second-to-last, the others before them in their order),
+/// `staged` the leaves read through local memory.
+#[derive(Debug, PartialEq)]
+struct Transpose {
+    order: Vec<usize>,
+    staged: Vec<usize>,
+}
+
+/// Whether operands over `lens` disagree on their fastest axis enough for tiles to pay,
+/// given the results' strides `out` and each leaf's strides and element size in a kernel
+/// (`None` for leaves that may not be staged: those written in place); how, if so.
+///
+/// The results' fastest axis `a` is the one of least nonzero stride; a leaf that runs along
+/// another axis `b` (a smaller nonzero stride there than along `a`, which it does not
+/// broadcast) would be read with a stride of its own. The `b` most such leaves share is
+/// tiled with `a`; each leaf faster along `b` than along `a` is staged. Not tiled: rank
+/// below 2, an axis shorter than half a tile, more than [`MAX_STAGED`] leaves to stage, or
+/// more local memory than the device gives a tiled kernel.
+fn transpose(
+    lens: &[usize],
+    out: &[isize],
+    leaves: &[Option<(&[isize], usize)>],
+    tuning: &Tuning,
+) -> Option<Transpose> {
+    let tile = tuning.tile?;
+    let rank = lens.len();
+    if rank < 2 {
+        return None;
+    }
+    let fastest = |strides: &[isize]| {
+        (0..rank)
+            .filter(|&x| strides[x] != 0)
+            .min_by_key(|&x| (strides[x].unsigned_abs(), std::cmp::Reverse(x)))
+    };
+    let a = fastest(out)?;
+    let faster_than_a = |strides: &[isize], x: usize| {
+        strides[a] != 0 && strides[x] != 0 && strides[x].unsigned_abs() < strides[a].unsigned_abs()
+    };
+    let mut votes = vec![0usize; rank];
+    for (strides, _) in leaves.iter().flatten() {
+        if let Some(f) = fastest(strides)
+            && f != a
+            && faster_than_a(strides, f)
+        {
+            votes[f] += 1;
+        }
+    }
+    let b = (0..rank)
+        .filter(|&x| votes[x] > 0)
+        .max_by_key(|&x| (votes[x], std::cmp::Reverse(x)))?;
+    let short = tile.side.div_ceil(2);
+    if lens[a] < short || lens[b] < short {
+        return None;
+    }
+    let staged: Vec<usize> = (leaves.iter().enumerate())
+        .filter(|(_, leaf)| leaf.is_some_and(|(strides, _)| faster_than_a(strides, b)))
+        .map(|(k, _)| k)
+        .collect();
+    let sizes = staged
+        .iter()
+        .filter_map(|&k| leaves[k].map(|(_, size)| size));
+    if staged.len() > MAX_STAGED || tile.local_bytes(sizes) > tuning.local_bytes {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..rank).filter(|&x| x != a && x != b).collect();
+    order.extend([b, a]);
+    Some(Transpose { order, staged })
+}
+
+/// `values` (one per iteration axis) in the axis order `order`.
+fn permuted<T: Copy>(values: &[T], order: &[usize]) -> Vec<T> {
+    order.iter().map(|&x| values[x]).collect()
+}
+
 /// Elements a part of a split reduction reduces at least.
 const ELEMENTS_PER_PART: usize = 4096;
 
 /// The parts to cut each of `count` results' `reduced` elements into, so that few results
-/// over many elements still fill the device.
-fn splits(count: usize, reduced: usize) -> usize {
-    (REDUCTION_GROUPS / count.max(1))
+/// over many elements still fill the device with `groups` work-groups.
+fn splits(count: usize, reduced: usize, groups: usize) -> usize {
+    (groups / count.max(1))
         .min(reduced / ELEMENTS_PER_PART)
         .max(1)
 }
 
 impl JobPlan {
     /// The plan for `job` in `dialect` over its merged axes
-    /// ([`axes_core::protocol::OutputJob::merged`]), writing to
+    /// ([`axes_core::protocol::OutputJob::merged`]), cut as `tuning` says, writing to
     /// `destination` (a region of an existing buffer only when the job is not split: see
     /// [`JobPlan::splits`]); `None` when the result is empty. An error when a leaf or the
     /// destination reaches outside its buffer.
     pub(crate) fn new(
         job: &axes_core::protocol::OutputJob<'_>,
         dialect: axes_kernels::Dialect,
+        tuning: &Tuning,
         destination: Destination<'_>,
     ) -> axes_core::Result<Option<JobPlan>> {
         use axes_kernels::{CType, Spec};
@@ -152,7 +268,11 @@ impl JobPlan {
             .max()
             .unwrap_or(0);
         let reduction = !job.reduced.is_empty();
-        let splits = if reduction { splits(count, reduced) } else { 1 };
+        let splits = if reduction {
+            splits(count, reduced, tuning.reduce_groups)
+        } else {
+            1
+        };
         let (out, partial) = if splits > 1 && out.is_half() {
             (CType::F32, axes_core::DType::F32)
         } else {
@@ -164,55 +284,79 @@ impl JobPlan {
             out,
             wide: Spec::needs_wide(largest),
         };
+        // Where the result goes: a target's region, or a new buffer, row-major over the kept
+        // axes, each result's parts side by side.
+        let (out_offset, out_strides): (usize, Vec<isize>) = match destination {
+            Destination::Into(target) if splits == 1 => (
+                target.offset,
+                target_strides.expect("merged with the target"),
+            ),
+            _ => (
+                0,
+                (partial_strides(&job.kept, splits).into_iter())
+                    .map(|s| s as isize)
+                    .collect(),
+            ),
+        };
+        let mut leaf_strides: Vec<Vec<isize>> =
+            job.leaves.iter().map(|leaf| leaf.strides.clone()).collect();
+        let mut lens = job.kept.clone();
+        let mut out_strides = out_strides;
+        let (kind, items, group) = if reduction {
+            lens.extend(&job.reduced);
+            let kind = KernelKind::Reduction {
+                kept: job.kept.len(),
+                reduced: job.reduced.len(),
+                op: job.reduce,
+                unroll: tuning.reduce_unroll,
+            };
+            (kind, count * splits, Some(axes_kernels::REDUCE_GROUP))
+        } else {
+            let candidates: Vec<Option<(&[isize], usize)>> = (leaf_strides.iter())
+                .zip(&types)
+                .map(|(strides, ty)| Some((&strides[..], ty.compute().size())))
+                .collect();
+            let tiles = transpose(&lens, &out_strides, &candidates, tuning);
+            let (items, group) = match (&tiles, tuning.tile) {
+                (Some(t), Some(tile)) => {
+                    lens = permuted(&lens, &t.order);
+                    out_strides = permuted(&out_strides, &t.order);
+                    for strides in &mut leaf_strides {
+                        *strides = permuted(strides, &t.order);
+                    }
+                    (tile.groups(&lens), Some(tile.threads()))
+                }
+                _ => (count, None),
+            };
+            let kind = KernelKind::Elementwise {
+                rank: lens.len(),
+                roots: Vec::new(),
+                over: None,
+                tiles: tiles.zip(tuning.tile).map(|(t, tile)| (t.staged, tile)),
+            };
+            (kind, items, group)
+        };
+        let kernel = generated(&spec, kind, dialect)?;
         let mut args = vec![Slot::Index(count as Index)];
-        let op = reduction.then_some(job.reduce);
         if reduction {
             args.extend([Slot::Index(reduced as Index), Slot::Index(splits as Index)]);
         }
-        let kernel = generated(
-            &spec,
-            job.kept.len(),
-            job.reduced.len(),
-            op,
-            &[],
-            None,
-            dialect,
-        )?;
-        args.extend(
-            job.kept
-                .iter()
-                .chain(&job.reduced)
-                .map(|&l| Slot::Index(l as Index)),
-        );
-        match destination {
-            Destination::Into(target) if splits == 1 => {
-                args.extend([Slot::Out(0), Slot::Index(target.offset as Index)]);
-                let strides = target_strides.expect("merged with the target");
-                args.extend(strides.iter().map(|&s| Slot::Index(s as Index)));
-            }
-            _ => {
-                // A new buffer, row-major over the kept axes, each result's parts side by side.
-                args.extend([Slot::Out(0), Slot::Index(0)]);
-                args.extend(
-                    partial_strides(&job.kept, splits)
-                        .into_iter()
-                        .map(Slot::Index),
-                );
-            }
-        }
+        args.extend(lens.iter().map(|&l| Slot::Index(l as Index)));
+        args.extend([Slot::Out(0), Slot::Index(out_offset as Index)]);
+        args.extend(out_strides.iter().map(|&s| Slot::Index(s as Index)));
         if reduction {
             args.push(Slot::Index(if splits > 1 { 1 } else { 0 }));
         }
-        for (k, leaf) in job.leaves.iter().enumerate() {
+        for (k, (leaf, strides)) in job.leaves.iter().zip(&leaf_strides).enumerate() {
             args.extend([Slot::Leaf(k), Slot::Index(leaf.offset as Index)]);
-            args.extend(leaf.strides.iter().map(|&s| Slot::Index(s as Index)));
+            args.extend(strides.iter().map(|&s| Slot::Index(s as Index)));
         }
         Ok(Some(JobPlan {
             kernel,
             wide: spec.wide,
             args,
-            items: count * splits,
-            reduction,
+            items,
+            group,
             out_bytes: count * splits * out.size(),
             splits,
             partial,
@@ -222,7 +366,7 @@ impl JobPlan {
 
 impl JobPlan {
     /// The plan for `job` written into `targets` (one region per result) by one elementwise
-    /// kernel over the merged axes, or `None` when the results are empty. Every result must
+    /// kernel over the merged axes (in tiles where `tuning` has them and they pay), or `None` when the results are empty. Every result must
     /// keep every iteration axis and start from nothing (how an optimizer writes the next
     /// parameters and moments); an error otherwise, or when a leaf or a target reaches
     /// outside its buffer.
@@ -230,6 +374,7 @@ impl JobPlan {
         job: &axes_core::protocol::Job<'_>,
         targets: &[axes_core::protocol::JobTarget<'_>],
         dialect: axes_kernels::Dialect,
+        tuning: &Tuning,
     ) -> axes_core::Result<Option<JobPlan>> {
         use axes_core::protocol::JobLeaf;
         let rank = job.lens.len();
@@ -265,7 +410,7 @@ impl JobPlan {
                 strides,
             });
         }
-        elementwise_plan(job, leaves, None, dialect)
+        elementwise_plan(job, leaves, None, dialect, tuning)
     }
 }
 
@@ -278,28 +423,31 @@ impl JobPlan {
         job: &axes_core::protocol::Job<'_>,
         over: &[usize],
         dialect: axes_kernels::Dialect,
+        tuning: &Tuning,
     ) -> axes_core::Result<Option<JobPlan>> {
         job.check_in_place(over)?;
-        elementwise_plan(job, job.leaves.clone(), Some(over), dialect)
+        elementwise_plan(job, job.leaves.clone(), Some(over), dialect, tuning)
     }
 }
 
 /// The plan of one elementwise launch computing `job`'s results over `leaves`: the job's
 /// own leaves, then one per result written into a target (none where the results are
-/// written `over` leaves), all merged over as few axes as their strides allow; `None` when
-/// the results are empty.
+/// written `over` leaves), all merged over as few axes as their strides allow, in tiles
+/// where `tuning` has them and the operands disagree on their fastest axis; `None` when the
+/// results are empty.
 fn elementwise_plan(
     job: &axes_core::protocol::Job<'_>,
     leaves: Vec<axes_core::protocol::JobLeaf<'_>>,
     over: Option<&[usize]>,
     dialect: axes_kernels::Dialect,
+    tuning: &Tuning,
 ) -> axes_core::Result<Option<JobPlan>> {
     use axes_kernels::{CType, Spec};
     let out = CType::of(job.out)?;
     let types = (job.leaves.iter())
         .map(|leaf| CType::of(leaf.dtype))
         .collect::<axes_core::Result<Vec<_>>>()?;
-    let (merged, _) = axes_core::protocol::OutputJob {
+    let (mut merged, _) = axes_core::protocol::OutputJob {
         ir: axes_core::ir::Ir::default(),
         leaves,
         kept: job.lens.clone(),
@@ -323,11 +471,40 @@ fn elementwise_plan(
         out,
         wide: Spec::needs_wide(largest),
     };
-    let roots: Vec<usize> = job.outputs.iter().map(|o| o.root).collect();
-    let kernel = generated(&spec, merged.kept.len(), 0, None, &roots, over, dialect)?;
+    let sources = job.leaves.len();
+    // The results' layout: the first target's, or the first leaf written over.
+    let first_written = over.map_or(sources, |over| over[0]);
+    let candidates: Vec<Option<(&[isize], usize)>> = (merged.leaves[..sources].iter())
+        .zip(&types)
+        .enumerate()
+        .map(|(k, (leaf, ty))| {
+            let written = over.is_some_and(|over| over.contains(&k));
+            (!written).then_some((&leaf.strides[..], ty.compute().size()))
+        })
+        .collect();
+    let tiles = (merged.leaves.get(first_written))
+        .and_then(|written| transpose(&merged.kept, &written.strides, &candidates, tuning))
+        .zip(tuning.tile);
+    let (items, group) = match &tiles {
+        Some((t, tile)) => {
+            merged.kept = permuted(&merged.kept, &t.order);
+            for leaf in &mut merged.leaves {
+                leaf.strides = permuted(&leaf.strides, &t.order);
+            }
+            (tile.groups(&merged.kept), Some(tile.threads()))
+        }
+        None => (count, None),
+    };
+    let kind = KernelKind::Elementwise {
+        rank: merged.kept.len(),
+        roots: job.outputs.iter().map(|o| o.root).collect(),
+        over: over.map(<[usize]>::to_vec),
+        tiles: tiles.map(|(t, tile)| (t.staged, tile)),
+    };
+    let kernel = generated(&spec, kind, dialect)?;
     let mut args = vec![Slot::Index(count as Index)];
     args.extend(merged.kept.iter().map(|&l| Slot::Index(l as Index)));
-    let (sources, written) = merged.leaves.split_at(job.leaves.len());
+    let (sources, written) = merged.leaves.split_at(sources);
     for (j, target) in written.iter().enumerate() {
         args.extend([Slot::Out(j), Slot::Index(target.offset as Index)]);
         args.extend(target.strides.iter().map(|&s| Slot::Index(s as Index)));
@@ -340,12 +517,41 @@ fn elementwise_plan(
         kernel,
         wide: spec.wide,
         args,
-        items: count,
-        reduction: false,
+        items,
+        group,
         out_bytes: 0,
         splits: 1,
         partial: job.out,
     }))
+}
+
+/// Where `job` copies its one leaf's consecutive elements unchanged into consecutive
+/// elements (a new buffer, or a target of `target` strides): the bytes to copy and the
+/// byte where they start in the leaf's buffer, so that the driver's copy can do it.
+pub(crate) fn plain_copy(
+    job: &axes_core::protocol::OutputJob<'_>,
+    target: Option<&[isize]>,
+) -> Option<(usize, usize)> {
+    let [leaf] = &job.leaves[..] else {
+        return None;
+    };
+    use axes_core::ir::IrNode;
+    // The leaf's value, cast to its own type at most (an assignment's cast to the target's).
+    let copies = match job.ir.nodes[..] {
+        [IrNode::Leaf(0)] => true,
+        [IrNode::Leaf(0), IrNode::Cast(to, 0)] => to == leaf.dtype,
+        _ => false,
+    };
+    if !copies || !job.reduced.is_empty() || leaf.dtype != job.out {
+        return None;
+    }
+    let count: usize = job.kept.iter().product();
+    let (merged, target) = job.merged(target);
+    let consecutive = |strides: &[isize]| matches!(strides, [] | [1]);
+    (count > 0
+        && consecutive(&merged.leaves[0].strides)
+        && target.as_deref().is_none_or(consecutive))
+    .then(|| (count * leaf.dtype.size(), leaf.offset * leaf.dtype.size()))
 }
 
 /// Row-major strides over `kept` lengths, each result holding `splits` parts.
@@ -420,10 +626,72 @@ impl JobPlan {
             wide,
             args,
             items: job.batch * job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
-            reduction: true,
+            group: Some(MATMUL_TILE * MATMUL_TILE),
             out_bytes: out_count * ty.size(),
             splits: 1,
             partial: job.dtype,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiled() -> Tuning {
+        Tuning::device(true, 1024, 4096, 64 << 10, 1024)
+    }
+
+    /// `leaves` as the planner sees them (f32 elements, none written in place).
+    fn candidates(leaves: &[&'static [isize]]) -> Vec<Option<(&'static [isize], usize)>> {
+        leaves.iter().map(|&s| Some((s, 4))).collect()
+    }
+
+    #[test]
+    fn a_transposed_leaf_is_staged_and_the_axes_ordered_for_the_tiles() {
+        // x + yᵀ over (row, col) of 64 × 48 into a row-major result.
+        let leaves = candidates(&[&[48, 1], &[1, 64]]);
+        let found = transpose(&[64, 48], &[48, 1], &leaves, &tiled());
+        let expected = Transpose {
+            order: vec![0, 1],
+            staged: vec![1],
+        };
+        assert_eq!(found, Some(expected));
+        // The result written in the other order: both leaves run along its slower axis.
+        let leaves = candidates(&[&[48, 1], &[48, 1]]);
+        let found = transpose(&[64, 48], &[1, 64], &leaves, &tiled());
+        let expected = Transpose {
+            order: vec![1, 0],
+            staged: vec![0, 1],
+        };
+        assert_eq!(found, Some(expected));
+        // A third, outer axis stays first.
+        let leaves = candidates(&[&[1, 3, 3 * 40]]);
+        let found = transpose(&[40, 3, 40], &[3 * 40, 40, 1], &leaves, &tiled());
+        assert_eq!(found.map(|t| t.order), Some(vec![1, 0, 2]));
+    }
+
+    #[test]
+    fn tiles_are_left_out_where_they_do_not_pay() {
+        let tuning = tiled();
+        // Operands that agree, or broadcast along the results' fastest axis.
+        let same = candidates(&[&[48, 1], &[0, 1], &[1, 0]]);
+        assert_eq!(transpose(&[64, 48], &[48, 1], &same, &tuning), None);
+        // An axis shorter than half a tile.
+        let short = candidates(&[&[1, 64]]);
+        assert_eq!(transpose(&[64, 15], &[15, 1], &short, &tuning), None);
+        // More leaves to stage than a kernel takes.
+        let transposed: &[isize] = &[1, 64];
+        let many = candidates(&[transposed; MAX_STAGED + 1]);
+        assert_eq!(transpose(&[64, 48], &[48, 1], &many, &tuning), None);
+        // A leaf written in place is never staged; nor tiles where the device has none.
+        let written = vec![None];
+        assert_eq!(transpose(&[64, 48], &[48, 1], &written, &tuning), None);
+        let untiled = Tuning {
+            tile: None,
+            ..tuning
+        };
+        let leaves = candidates(&[&[1, 64]]);
+        assert_eq!(transpose(&[64, 48], &[48, 1], &leaves, &untiled), None);
     }
 }

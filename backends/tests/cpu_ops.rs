@@ -3,6 +3,7 @@
 //! the typed CPU engine, and the results stay on that device. Runs on every `cargo test`.
 
 mod common;
+use common::jobs::Sizes;
 
 use axes::Device;
 use axes::backends::cpu::CPU_BACKEND;
@@ -109,7 +110,7 @@ fn malformed_jobs_are_errors() {
 
 #[test]
 fn random_jobs_match_the_reference() {
-    let ran = common::jobs::random_jobs(&CPU_BACKEND, 96);
+    let ran = common::jobs::random_jobs(&CPU_BACKEND, 96, Sizes::Small);
     println!("{ran} random jobs matched on {}", device());
 }
 
@@ -162,7 +163,7 @@ impl axes::protocol::Backend for ResultByResult {
 
 #[test]
 fn random_multi_into_jobs_match_the_reference() {
-    let ran = common::jobs::random_multi_into_jobs(&CPU_BACKEND, 48);
+    let ran = common::jobs::random_multi_into_jobs(&CPU_BACKEND, 48, Sizes::Small);
     println!(
         "{ran} random jobs written into buffers matched on {}",
         device()
@@ -177,7 +178,7 @@ fn random_byte_copies_match_the_host() {
 
 #[test]
 fn random_in_place_jobs_match_the_reference() {
-    let ran = common::jobs::random_in_place_jobs(&CPU_BACKEND, 48);
+    let ran = common::jobs::random_in_place_jobs(&CPU_BACKEND, 48, Sizes::Small);
     println!("{ran} random jobs written in place matched on {}", device());
 }
 
@@ -341,4 +342,19 @@ fn a_gru_learns_what_one_step_cannot_tell() {
             "one step tells {feed_forward:.3} on {device}"
         );
     }
+}
+
+/// The shared suite's random jobs with the last two axes at and around tile sides (where
+/// operands that disagree on their fastest axis take tiled kernels), and reductions at
+/// lengths around the multiples of a group's reads.
+#[test]
+fn jobs_around_tile_and_group_sizes_match_the_reference() {
+    let ran = common::jobs::random_jobs(&CPU_BACKEND, 24, Sizes::AroundTiles)
+        + common::jobs::random_multi_into_jobs(&CPU_BACKEND, 12, Sizes::AroundTiles)
+        + common::jobs::random_in_place_jobs(&CPU_BACKEND, 12, Sizes::AroundTiles)
+        + common::jobs::reductions_around_group_sizes(&CPU_BACKEND);
+    println!(
+        "{ran} jobs around tile and group sizes matched on {}",
+        device()
+    );
 }

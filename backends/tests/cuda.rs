@@ -6,6 +6,7 @@
 #![cfg(feature = "cuda")]
 
 mod common;
+use common::jobs::Sizes;
 
 use axes_backends::cuda::Cuda;
 
@@ -157,7 +158,7 @@ fn gpu_mixed_precision_steps_follow_f32() {
 #[test]
 fn gpu_random_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
-    let ran = common::jobs::random_jobs(cuda, 96);
+    let ran = common::jobs::random_jobs(cuda, 96, Sizes::Small);
     println!(
         "{ran} random jobs matched on {}",
         axes::Device::Backend(cuda)
@@ -184,7 +185,7 @@ fn gpu_random_byte_copies_match_the_host() {
 #[test]
 fn gpu_random_in_place_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
-    let ran = common::jobs::random_in_place_jobs(cuda, 48);
+    let ran = common::jobs::random_in_place_jobs(cuda, 48, Sizes::Small);
     println!(
         "{ran} random jobs written in place matched on {}",
         axes::Device::Backend(cuda)
@@ -194,7 +195,7 @@ fn gpu_random_in_place_jobs_match_the_reference() {
 #[test]
 fn gpu_random_multi_into_jobs_match_the_reference() {
     let Some(cuda) = device() else { return };
-    let ran = common::jobs::random_multi_into_jobs(cuda, 48);
+    let ran = common::jobs::random_multi_into_jobs(cuda, 48, Sizes::Small);
     println!(
         "{ran} random jobs written into buffers in one launch matched on {}",
         axes::Device::Backend(cuda)
@@ -362,4 +363,20 @@ fn gpu_tf32_products_stay_within_their_bound() {
         }
     }
     assert!(differs, "TF32 gave f32's results everywhere");
+}
+
+/// The shared suite's random jobs with the last two axes at and around tile sides (where
+/// operands that disagree on their fastest axis take tiled kernels), and reductions at
+/// lengths around the multiples of a group's reads.
+#[test]
+fn gpu_jobs_around_tile_and_group_sizes_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let ran = common::jobs::random_jobs(cuda, 48, Sizes::AroundTiles)
+        + common::jobs::random_multi_into_jobs(cuda, 24, Sizes::AroundTiles)
+        + common::jobs::random_in_place_jobs(cuda, 24, Sizes::AroundTiles)
+        + common::jobs::reductions_around_group_sizes(cuda);
+    println!(
+        "{ran} jobs around tile and group sizes matched on {}",
+        axes::Device::Backend(cuda)
+    );
 }

@@ -3,6 +3,7 @@
 #![cfg(feature = "opencl")]
 
 mod common;
+use common::jobs::Sizes;
 
 use axes::Device;
 
@@ -100,7 +101,7 @@ fn random_jobs_match_the_reference() {
         return;
     };
     // Fewer than on the CPU backend: PoCL compiles a kernel per expression.
-    let ran = common::jobs::random_jobs(cl, 16);
+    let ran = common::jobs::random_jobs(cl, 16, Sizes::Small);
     println!("{ran} random jobs matched on {}", Device::Backend(cl));
 }
 
@@ -132,7 +133,7 @@ fn random_multi_into_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;
     };
-    let ran = common::jobs::random_multi_into_jobs(cl, 12);
+    let ran = common::jobs::random_multi_into_jobs(cl, 12, Sizes::Small);
     println!(
         "{ran} random jobs written into buffers in one launch matched on {}",
         Device::Backend(cl)
@@ -153,7 +154,7 @@ fn random_in_place_jobs_match_the_reference() {
     let Some(cl) = common::opencl_device() else {
         return;
     };
-    let ran = common::jobs::random_in_place_jobs(cl, 12);
+    let ran = common::jobs::random_in_place_jobs(cl, 12, Sizes::Small);
     println!(
         "{ran} random jobs written in place matched on {}",
         Device::Backend(cl)
@@ -272,5 +273,25 @@ fn a_gru_learns_what_one_step_cannot_tell() {
     assert!(
         feed_forward <= 0.65,
         "one step tells {feed_forward:.3} on {device}"
+    );
+}
+
+/// The shared suite's random jobs with the last two axes at and around tile sides (where
+/// operands that disagree on their fastest axis take tiled kernels), and reductions at
+/// lengths around the multiples of a group's reads.
+#[test]
+fn jobs_around_tile_and_group_sizes_match_the_reference() {
+    // On a device with tiles (PoCL has none by default), so that they run here.
+    let Some(cl) = common::opencl_tiled_device() else {
+        return;
+    };
+    assert!(cl.tuning().tile.is_some());
+    let ran = common::jobs::random_jobs(cl, 24, Sizes::AroundTiles)
+        + common::jobs::random_multi_into_jobs(cl, 16, Sizes::AroundTiles)
+        + common::jobs::random_in_place_jobs(cl, 16, Sizes::AroundTiles)
+        + common::jobs::reductions_around_group_sizes(cl);
+    println!(
+        "{ran} jobs around tile and group sizes matched on {}",
+        Device::Backend(cl)
     );
 }

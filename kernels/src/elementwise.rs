@@ -6,6 +6,7 @@ use axes_core::error::Result;
 
 use crate::dialect::{coordinate, finish, index_type, pointer};
 use crate::emit;
+use crate::tiled::{self, Tiling};
 use crate::{Dialect, Kernel, Spec};
 
 /// An elementwise kernel of rank `rank` computing `spec` (see [`Kernel`] for its arguments).
@@ -42,7 +43,7 @@ pub fn elementwise_outputs(
     rank: usize,
     dialect: Dialect,
 ) -> Result<Kernel> {
-    outputs_kernel(spec, roots, None, rank, dialect)
+    outputs_kernel(spec, roots, None, rank, None, dialect)
 }
 
 /// An elementwise kernel of rank `rank` writing the value of each of the IR nodes `roots`
@@ -74,6 +75,51 @@ pub fn elementwise_in_place(
     rank: usize,
     dialect: Dialect,
 ) -> Result<Kernel> {
+    check_over(spec, roots, over)?;
+    outputs_kernel(spec, roots, Some(over), rank, None, dialect)
+}
+
+/// An elementwise kernel of rank `rank` ≥ 2 that writes the results of [`elementwise`]
+/// (`roots` empty), [`elementwise_outputs`] (the nodes `roots`) or, with `over`,
+/// [`elementwise_in_place`], with the same arguments, in tiles of the last two axes
+/// ([`Tile`](crate::Tile)): the leaves `tiling.staged` — those whose fastest axis is the second-to-last
+/// while the results' is the last — are read through local memory along their own fastest
+/// axis, so that no global read or write strides. Launch it over
+/// [`Tile::groups`](crate::Tile::groups) work-groups (or fewer: groups loop over the tiles)
+/// of [`Tile::threads`](crate::Tile::threads) threads.
+///
+/// ```
+/// use axes_core::ir::{BinaryOp, Ir, IrNode};
+/// use axes_kernels::{CType, Dialect, Spec, Tile, Tiling, elementwise_tiled};
+///
+/// // x + yᵀ: leaf 1 runs along the second-to-last axis
+/// let mut ir = Ir::default();
+/// let (x, y) = (ir.leaf(), ir.leaf());
+/// ir.push(IrNode::Binary(BinaryOp::Add, x, y));
+/// let spec = Spec { ir: &ir, leaves: &[CType::F32; 2], out: CType::F32, wide: false };
+/// let tiling = Tiling { staged: &[1], tile: Tile::DEFAULT };
+/// let kernel = elementwise_tiled(&spec, &[], None, 2, &tiling, Dialect::OpenCl)?;
+/// assert!(kernel.source.contains("__local float tile_1[32][33];"));
+/// # Ok::<(), axes_core::Error>(())
+/// ```
+pub fn elementwise_tiled(
+    spec: &Spec<'_>,
+    roots: &[usize],
+    over: Option<&[usize]>,
+    rank: usize,
+    tiling: &Tiling<'_>,
+    dialect: Dialect,
+) -> Result<Kernel> {
+    let root = [spec.ir.nodes.len().saturating_sub(1)];
+    let roots = if roots.is_empty() { &root[..] } else { roots };
+    if let Some(over) = over {
+        check_over(spec, roots, over)?;
+    }
+    outputs_kernel(spec, roots, over, rank, Some(tiling), dialect)
+}
+
+/// Why results cannot be written over the leaves `over`, if they cannot.
+fn check_over(spec: &Spec<'_>, roots: &[usize], over: &[usize]) -> Result<()> {
     if over.len() != roots.len() || over.iter().any(|&k| k >= spec.leaves.len()) {
         return Err(axes_core::Error::Unsupported {
             what: format!(
@@ -88,15 +134,16 @@ pub fn elementwise_in_place(
             what: "a result written in place over a leaf of another element type".into(),
         });
     }
-    outputs_kernel(spec, roots, Some(over), rank, dialect)
+    Ok(())
 }
 
-/// [`elementwise_outputs`], or with `over` [`elementwise_in_place`].
+/// [`elementwise_outputs`], or with `over` [`elementwise_in_place`]; in tiles with `tiling`.
 fn outputs_kernel(
     spec: &Spec<'_>,
     roots: &[usize],
     over: Option<&[usize]>,
     rank: usize,
+    tiling: Option<&Tiling<'_>>,
     dialect: Dialect,
 ) -> Result<Kernel> {
     let idx = index_type(spec.wide, dialect);
@@ -114,6 +161,34 @@ fn outputs_kernel(
         params.push(format!("{idx} in_{k}_off"));
         params.extend((0..rank).map(|a| format!("{idx} in_{k}_s_{a}")));
     }
+    let kind = match (over, roots.len()) {
+        (Some(_), outputs) => format!("ew{rank}i{outputs}"),
+        (None, 1) => format!("ew{rank}"),
+        (None, outputs) => format!("ew{rank}x{outputs}"),
+    };
+    let body = match tiling {
+        Some(tiling) => tiled::body(spec, roots, over, rank, tiling, idx, dialect)?,
+        None => flat_body(spec, roots, over, rank, idx, dialect)?,
+    };
+    let kind = if tiling.is_some() {
+        format!("{kind}t")
+    } else {
+        kind
+    };
+    Ok(finish(spec, dialect, &kind, &params, &body))
+}
+
+/// The body of an elementwise kernel that is not tiled: a loop over the flat index, each
+/// work item computing the elements a grid's stride apart.
+fn flat_body(
+    spec: &Spec<'_>,
+    roots: &[usize],
+    over: Option<&[usize]>,
+    rank: usize,
+    idx: &str,
+    dialect: Dialect,
+) -> Result<String> {
+    let outputs = if over.is_some() { 0 } else { roots.len() };
     let (gid, gsize) = match dialect {
         Dialect::Cuda => (
             format!("({idx})blockIdx.x * blockDim.x + threadIdx.x"),
@@ -159,10 +234,5 @@ fn outputs_kernel(
         writeln!(body, "    {store}").unwrap();
     }
     body.push_str("  }\n");
-    let kind = match (over, roots.len()) {
-        (Some(_), outputs) => format!("ew{rank}i{outputs}"),
-        (None, 1) => format!("ew{rank}"),
-        (None, outputs) => format!("ew{rank}x{outputs}"),
-    };
-    Ok(finish(spec, dialect, &kind, &params, &body))
+    Ok(body)
 }

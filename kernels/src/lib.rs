@@ -47,14 +47,16 @@ mod elementwise;
 mod emit;
 mod matmul;
 mod reduction;
+mod tiled;
 
 pub use attention::{
     ATTENTION_GROUP, ATTENTION_MAX_WIDTH, AttentionArg, AttentionInput, AttentionPass,
     AttentionSpec, attention,
 };
-pub use elementwise::{elementwise, elementwise_in_place, elementwise_outputs};
+pub use elementwise::{elementwise, elementwise_in_place, elementwise_outputs, elementwise_tiled};
 pub use matmul::{MATMUL_TILE, matmul};
-pub use reduction::{REDUCE_GROUP, reduction};
+pub use reduction::{REDUCE_GROUP, REDUCE_UNROLL, reduction};
+pub use tiled::{Tile, Tiling};
 
 use axes_core::element::DType;
 use axes_core::error::Result;

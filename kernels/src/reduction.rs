@@ -13,15 +13,36 @@ use crate::{Dialect, Kernel, Spec};
 /// The threads of one reduction work-group (block); launch reductions with this local size.
 pub const REDUCE_GROUP: usize = 256;
 
+/// The elements each thread of a reduction reads per round, by default
+/// ([`reduction`]'s `unroll`).
+pub const REDUCE_UNROLL: usize = 4;
+
 /// A reduction kernel over `reduced` axes keeping `kept` axes (see [`Kernel`] for its
-/// arguments); launch it with a local size of [`REDUCE_GROUP`].
+/// arguments); launch it with a local size of [`REDUCE_GROUP`]. Each thread reads `unroll`
+/// elements a round, [`REDUCE_GROUP`] apart (so that a group's reads stay consecutive), into
+/// as many accumulators, which it combines in order at the end: independent loads in flight
+/// instead of one chain.
+///
+/// ```
+/// use axes_core::ir::{Ir, ReduceOp};
+/// use axes_kernels::{CType, Dialect, Spec, reduction};
+///
+/// let mut ir = Ir::default();
+/// ir.leaf();
+/// let spec = Spec { ir: &ir, leaves: &[CType::F32], out: CType::F32, wide: false };
+/// let kernel = reduction(&spec, 1, 1, ReduceOp::Sum, 4, Dialect::Cuda)?;
+/// assert!(kernel.source.contains("acc_3"));
+/// # Ok::<(), axes_core::Error>(())
+/// ```
 pub fn reduction(
     spec: &Spec<'_>,
     kept: usize,
     reduced: usize,
     op: ReduceOp,
+    unroll: usize,
     dialect: Dialect,
 ) -> Result<Kernel> {
+    let unroll = unroll.max(1);
     let idx = index_type(spec.wide, dialect);
     let acc_type = spec.out.compute();
     let acc = acc_type.c_name(dialect);
@@ -76,37 +97,55 @@ pub fn reduction(
         }
         writeln!(body, "    }}").unwrap();
     }
-    writeln!(body, "    {acc} acc = {init};").unwrap();
+    for u in 0..unroll {
+        writeln!(body, "    {acc} acc_{u} = {init};").unwrap();
+    }
     writeln!(
         body,
-        "    for ({idx} t = lo + tid; t < hi; t += {REDUCE_GROUP}) {{"
+        "    for ({idx} t = lo + tid; t < hi; t += {}) {{",
+        REDUCE_GROUP * unroll
     )
     .unwrap();
-    writeln!(body, "      {idx} rr = t;").unwrap();
-    for k in 0..leaves {
-        writeln!(body, "      {idx} p_{k} = b_{k};").unwrap();
-    }
-    for a in (0..reduced).rev() {
-        let c = coordinate(idx, a, "rr", &format!("rlen_{a}"));
-        writeln!(body, "      {{ {c}").unwrap();
+    for u in 0..unroll {
+        // The first element of a round is below `hi` by the loop's test.
+        let guard = if u == 0 {
+            String::new()
+        } else {
+            format!("if (t + {} < hi) ", u * REDUCE_GROUP)
+        };
+        writeln!(body, "      {guard}{{").unwrap();
+        writeln!(body, "        {idx} rr = t + {};", u * REDUCE_GROUP).unwrap();
         for k in 0..leaves {
-            writeln!(body, "        p_{k} += c * in_{k}_rs_{a};").unwrap();
+            writeln!(body, "        {idx} p_{k} = b_{k};").unwrap();
         }
+        for a in (0..reduced).rev() {
+            let c = coordinate(idx, a, "rr", &format!("rlen_{a}"));
+            writeln!(body, "        {{ {c}").unwrap();
+            for k in 0..leaves {
+                writeln!(body, "          p_{k} += c * in_{k}_rs_{a};").unwrap();
+            }
+            writeln!(body, "        }}").unwrap();
+        }
+        let loads: Vec<String> = (spec.leaves.iter().enumerate())
+            .map(|(k, &ty)| emit::load(&format!("in_{k}"), &format!("p_{k}"), ty, dialect))
+            .collect();
+        let value = emit::expression(spec, dialect, &loads, &mut body, "        ")?;
+        let value = emit::convert(&value, acc_type, dialect);
+        let accumulator = format!("acc_{u}");
+        writeln!(
+            body,
+            "        {accumulator} = {};",
+            emit::combine(op, &accumulator, &value, acc_type, dialect)
+        )
+        .unwrap();
         writeln!(body, "      }}").unwrap();
     }
-    let loads: Vec<String> = (spec.leaves.iter().enumerate())
-        .map(|(k, &ty)| emit::load(&format!("in_{k}"), &format!("p_{k}"), ty, dialect))
-        .collect();
-    let value = emit::expression(spec, dialect, &loads, &mut body, "      ")?;
-    let value = emit::convert(&value, acc_type, dialect);
-    writeln!(
-        body,
-        "      acc = {};",
-        emit::combine(op, "acc", &value, acc_type, dialect)
-    )
-    .unwrap();
     body.push_str("    }\n");
-    writeln!(body, "    scratch[tid] = acc;").unwrap();
+    for u in 1..unroll {
+        let combined = emit::combine(op, "acc_0", &format!("acc_{u}"), acc_type, dialect);
+        writeln!(body, "    acc_0 = {combined};").unwrap();
+    }
+    writeln!(body, "    scratch[tid] = acc_0;").unwrap();
     writeln!(body, "    {sync}").unwrap();
     writeln!(
         body,
@@ -129,7 +168,7 @@ pub fn reduction(
     Ok(finish(
         spec,
         dialect,
-        &format!("red{kept}x{reduced}{}", op.name()),
+        &format!("red{kept}x{reduced}{}u{unroll}", op.name()),
         &params,
         &body,
     ))

@@ -10,6 +10,7 @@ use crate::expr::{Cast, Expr, IntoExpr, Reduced, Reducible};
 use crate::layout::Layout;
 use crate::list::{AxisSet, SameAxes};
 use crate::num::Num;
+use crate::protocol::Device;
 use crate::tensor::Tensor;
 
 impl<T: Element, A: AxisSet> Tensor<T, A> {
@@ -68,13 +69,18 @@ impl<T: Element, A: AxisSet> Tensor<T, A> {
     }
 
     /// Sets this tensor to `expr` summed over the axes `Over`, in one pass over the
-    /// expression (see [`Tensor::add_sum`]).
+    /// expression (see [`Tensor::add_sum`]); on a device, one job that writes the sums into
+    /// this tensor's buffer.
     pub fn assign_sum<Over: AxisSet, E: IntoExpr>(&mut self, expr: E) -> Result<()>
     where
         T: Num,
         <E::Expr as Expr>::Axes: Reducible<Over>,
         Reduced<E::Expr, Over>: SameAxes<A>,
     {
+        if self.device() != Device::Cpu {
+            let expr: Cast<E::Expr, T> = Cast::new(expr.into_expr());
+            return dispatch::evaluate_into(&expr, self, Over::IDS, Assign);
+        }
         self.fill(T::zero())?;
         self.add_sum::<Over, E>(expr)
     }

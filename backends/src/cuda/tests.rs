@@ -20,12 +20,13 @@ use crate::plan::JobPlan;
 use crate::reference::{
     close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
+use crate::tuning::Tuning;
 use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
 use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, WriteTo};
 use axes_kernels::{
-    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, Spec, attention,
-    elementwise, matmul, reduction,
+    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, REDUCE_UNROLL, Spec, Tile,
+    Tiling, attention, elementwise, elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -82,7 +83,32 @@ fn kernels() -> Vec<Kernel> {
         let kept = rng.random_range(0..=3);
         let reduced = rng.random_range(1..=3);
         let op = ops[(case / 4) % 4];
-        out.push(reduction(&spec, kept, reduced, op, Dialect::Cuda).unwrap());
+        out.push(reduction(&spec, kept, reduced, op, 1 + case % 4, Dialect::Cuda).unwrap());
+        // Every other case, a tiled kernel staging some of the leaves, in the tile shapes a
+        // tuning run sweeps.
+        if case % 2 == 1 {
+            continue;
+        }
+        let tile = [
+            Tile::DEFAULT,
+            Tile { side: 16, rows: 16 },
+            Tile { side: 64, rows: 4 },
+        ][case / 2 % 3];
+        // As many as fit the 32 KiB a device gives a tiled kernel at most.
+        let size = ty.compute().size();
+        let staged: Vec<usize> = (0..leaves)
+            .filter(|_| rng.random_bool(0.5))
+            .scan(0, |bytes, k| {
+                *bytes += tile.local_bytes([size]);
+                (*bytes <= 32 << 10).then_some(k)
+            })
+            .collect();
+        let tiling = Tiling {
+            staged: &staged,
+            tile,
+        };
+        let rank = rng.random_range(2..=5);
+        out.push(elementwise_tiled(&spec, &[], None, rank, &tiling, Dialect::Cuda).unwrap());
     }
     // Every op of the table in every element type it accepts, summed in one kernel per type.
     for ty in [
@@ -150,7 +176,7 @@ fn kernels() -> Vec<Kernel> {
             wide: true,
         };
         out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
-        out.push(reduction(&spec, 1, 1, ReduceOp::Max, Dialect::Cuda).unwrap());
+        out.push(reduction(&spec, 1, 1, ReduceOp::Max, REDUCE_UNROLL, Dialect::Cuda).unwrap());
     }
     // Casts between the halves and f32, stored as a half.
     let mut ir = Ir::default();
@@ -271,6 +297,8 @@ fn generated_kernels_compile_with_nvrtc_and_assemble_with_ptxas() {
 /// each kernel: what a training step launches on a GPU, found without one.
 struct Recording {
     kernels: Mutex<Vec<Kernel>>,
+    /// An H100's (132 multiprocessors), tiles included.
+    tuning: Tuning,
 }
 
 impl Recording {
@@ -300,13 +328,17 @@ impl KernelDevice for Recording {
         Ok(DeviceMemory::new((), bytes))
     }
 
+    fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
     unsafe fn launch_job(
         &self,
         kernel: &Kernel,
         _: bool,
         _: &[LaunchArg<'_, ()>],
         _: usize,
-        _: bool,
+        _: Option<usize>,
     ) -> axes_core::Result<()> {
         self.keep(kernel);
         Ok(())
@@ -390,6 +422,7 @@ fn every_kernel_of_a_training_step_compiles_for_cuda() {
 
     static RECORDING: Recording = Recording {
         kernels: Mutex::new(Vec::new()),
+        tuning: Tuning::device(true, 1056, 65_535, 48 << 10, 1024),
     };
     let device = axes_core::Device::Backend(&RECORDING);
     let (b, p, h, c) = (Batch.len(32), Pixel.len(64), Hidden.len(48), Class.len(10));
@@ -499,7 +532,7 @@ fn cubins_are_kept_on_disk() {
         assert_eq!(gpu.download(&out).unwrap(), [2.625, 5.25, 10.5]);
     };
     let dir = std::env::temp_dir().join(format!("axes-cubins-{}", std::process::id()));
-    let fresh = |cache| Cuda::with_cache(0, cache).unwrap();
+    let fresh = |cache| Cuda::with_cache(0, cache, |_| ()).unwrap();
     crate::disk_cache::check_kept_on_disk(&dir, fresh, run, Cuda::built_from_source);
 }
 
@@ -629,7 +662,7 @@ fn random_kernels_run_on_the_gpu() {
         out: CType::F32,
         wide: false,
     };
-    let kernel = reduction(&spec, 1, 1, ReduceOp::Sum, Dialect::Cuda).unwrap();
+    let kernel = reduction(&spec, 1, 1, ReduceOp::Sum, REDUCE_UNROLL, Dialect::Cuda).unwrap();
     let (xb, out) = (
         cuda.upload(&x).unwrap(),
         cuda.upload(&vec![0f32; m]).unwrap(),

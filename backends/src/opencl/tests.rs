@@ -12,7 +12,8 @@ use crate::reference::{
 use crate::{Index, global_size};
 use axes_core::ir::ReduceOp;
 use axes_kernels::{
-    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, Spec, elementwise, matmul, reduction,
+    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, Spec, Tile, Tiling, elementwise,
+    elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -147,6 +148,99 @@ fn random_elementwise_kernels_match_the_reference() {
     println!("{ran} random elementwise kernels matched on {}", cl.name());
 }
 
+/// Lengths at and around the tile sides a tuning run may choose (8 to 64), and short ones.
+const AROUND_TILES: [usize; 12] = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65];
+
+#[test]
+fn random_tiled_kernels_match_the_reference() {
+    let Some(cl) = device() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let tiles = [
+        Tile::DEFAULT,
+        Tile { side: 16, rows: 4 },
+        Tile { side: 8, rows: 8 },
+        Tile { side: 64, rows: 4 },
+    ];
+    let mut ran = 0;
+    for case in 0..32 {
+        let ty = if case % 2 == 0 {
+            CType::F32
+        } else {
+            CType::F64
+        };
+        let (round, tolerance) = precision(ty);
+        let tile = tiles[case % tiles.len()];
+        // The two tiled axes last, at lengths around the tile's side; up to two more before.
+        let rank = 2 + case % 3;
+        let lens: Vec<usize> = (0..rank)
+            .map(|a| {
+                if a + 2 >= rank {
+                    AROUND_TILES[rng.random_range(0..AROUND_TILES.len())]
+                } else {
+                    rng.random_range(1..=3)
+                }
+            })
+            .collect();
+        let leaves = rng.random_range(1..=3);
+        let ir = random_ir(&mut rng, leaves, 4);
+        let operands: Vec<_> = (0..leaves)
+            .map(|_| random_operand(&mut rng, &lens))
+            .collect();
+        // Any leaves may be staged (the kernel is right for any choice; the planner stages
+        // those that run along the second-to-last axis), and the result in any layout.
+        let staged: Vec<usize> = (0..leaves).filter(|_| rng.random_bool(0.6)).collect();
+        let out_strides = random_dense(&mut rng, &lens);
+        let types = vec![ty; leaves];
+        let spec = Spec {
+            ir: &ir,
+            leaves: &types,
+            out: ty,
+            wide: case % 3 == 0,
+        };
+        let tiling = Tiling {
+            staged: &staged,
+            tile,
+        };
+        let kernel = elementwise_tiled(&spec, &[], None, rank, &tiling, Dialect::OpenCl).unwrap();
+        let n: usize = lens.iter().product();
+        let out = Buf::new(cl, ty, &vec![0.0; n]);
+        let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
+        let mut args = vec![Arg::Index(n as i64)];
+        args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
+        args.push(out.arg());
+        args.push(Arg::Index(0));
+        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+        for (o, b) in operands.iter().zip(&inputs) {
+            args.push(b.arg());
+            args.push(Arg::Index(o.offset));
+            args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
+        }
+        // Fewer groups than tiles now and then, so that groups loop over tiles.
+        let groups = tile
+            .groups(&lens)
+            .min(if case % 4 == 1 { 3 } else { usize::MAX });
+        let threads = tile.threads();
+        launch(cl, &kernel, spec.wide, &args, groups * threads, threads).unwrap();
+        let got = out.read(cl);
+        for index in indices(&lens) {
+            let values: Vec<f64> = operands.iter().map(|o| round(o.at(&index))).collect();
+            let expected = eval(&ir, &values, round);
+            let p: i64 = (index.iter().zip(&out_strides))
+                .map(|(&i, &s)| i as i64 * s)
+                .sum();
+            let g = got[p as usize];
+            assert!(
+                close(g, expected, tolerance),
+                "case {case} ({ty:?}, {lens:?}, tiles {tile:?}, staged {staged:?}) at {index:?}: \
+                 {g} vs {expected}\nexpression {ir}\n{}",
+                kernel.source
+            );
+        }
+        ran += 1;
+    }
+    println!("{ran} random tiled kernels matched on {}", cl.name());
+}
+
 #[test]
 fn random_reduction_kernels_match_the_reference() {
     let Some(cl) = device() else { return };
@@ -206,7 +300,8 @@ fn random_reduction_kernels_match_the_reference() {
             out: ty,
             wide: case % 3 == 1,
         };
-        let kernel = reduction(&spec, kept, reduced, op, Dialect::OpenCl).unwrap();
+        let unroll = 1 + case % 4;
+        let kernel = reduction(&spec, kept, reduced, op, unroll, Dialect::OpenCl).unwrap();
         let m: usize = lens[..kept].iter().product();
         let r: usize = lens[kept..].iter().product();
         // Now and then cut each output's elements into parts (partial results, then a second
@@ -259,7 +354,7 @@ fn random_reduction_kernels_match_the_reference() {
                 out: ty,
                 wide: false,
             };
-            let combine = reduction(&spec, kept, 1, op, Dialect::OpenCl).unwrap();
+            let combine = reduction(&spec, kept, 1, op, unroll, Dialect::OpenCl).unwrap();
             let mut args = vec![
                 Arg::Index(m as i64),
                 Arg::Index(splits as i64),
@@ -436,7 +531,7 @@ fn program_binaries_are_kept_on_disk() {
         assert_eq!(cl.download(&out).unwrap(), [2.75, 5.5, 11.0]);
     };
     let dir = std::env::temp_dir().join(format!("axes-opencl-binaries-{}", std::process::id()));
-    let fresh = |cache| OpenCl::first_with(cache).unwrap();
+    let fresh = |cache| OpenCl::first_with(cache, |_| ()).unwrap();
     crate::disk_cache::check_kept_on_disk(&dir, fresh, run, OpenCl::built_from_source);
 }
 

@@ -14,6 +14,46 @@ use super::{
     Operand, close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
 
+/// The lengths of random jobs' axes.
+#[derive(Clone, Copy, Debug)]
+pub enum Sizes {
+    /// 1 to 5: every layout of a few elements.
+    Small,
+    /// At least two axes, two of them (at random places) at and around the tile sides a
+    /// device may choose, the others 1 to 3: the edges of the tiled kernels that operands
+    /// disagreeing on their fastest axis take.
+    AroundTiles,
+}
+
+/// Lengths at and around the tile sides (15: just short of half the default tile).
+const AROUND_TILES: [usize; 8] = [15, 16, 17, 31, 32, 33, 47, 65];
+
+impl Sizes {
+    /// Random lengths of a random rank from `ranks` (at least 2 for [`Sizes::AroundTiles`]).
+    fn draw(self, rng: &mut ChaCha8Rng, ranks: std::ops::RangeInclusive<usize>) -> Vec<usize> {
+        match self {
+            Sizes::Small => {
+                let rank = rng.random_range(ranks);
+                (0..rank).map(|_| rng.random_range(1..=5)).collect()
+            }
+            Sizes::AroundTiles => {
+                let rank = rng.random_range(2.max(*ranks.start())..=2.max(*ranks.end()));
+                let first = rng.random_range(0..rank);
+                let second = (first + rng.random_range(1..rank)) % rank;
+                (0..rank)
+                    .map(|a| {
+                        if a == first || a == second {
+                            AROUND_TILES[rng.random_range(0..AROUND_TILES.len())]
+                        } else {
+                            rng.random_range(1..=3)
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
 /// The bytes of `values` as `dtype` (f32 or f64).
 fn bytes_of(values: &[f64], dtype: DType) -> Vec<u8> {
     match dtype {
@@ -140,13 +180,19 @@ fn round_to(v: f64, dtype: DType) -> f64 {
 /// `cases` random jobs on `backend`, element-wise and reducing (sum, max, min), in f32 and
 /// f64, a third of them written into a region of an existing buffer, each result checked
 /// element by element; then [`split_reduction_into`]. Returns how many random jobs ran.
-pub fn random_jobs(backend: &dyn Backend, cases: usize) -> usize {
+pub fn random_jobs(backend: &dyn Backend, cases: usize, sizes: Sizes) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for case in 0..cases {
         let (dtype, round, tolerance) = case_type(case);
-        let rank = rng.random_range(0..=4);
-        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
-        let split = if case % 4 == 0 {
+        let lens = sizes.draw(&mut rng, 0..=4);
+        let rank = lens.len();
+        // Element-wise every fourth case (three in four around tile sizes, where the tiled
+        // kernels are the point), the others reducing a random number of axes.
+        let elementwise = match sizes {
+            Sizes::Small => case % 4 == 0,
+            Sizes::AroundTiles => case % 4 != 3,
+        };
+        let split = if elementwise {
             rank
         } else {
             rng.random_range(0..=rank)
@@ -229,6 +275,53 @@ fn split_reduction_into(backend: &dyn Backend) {
             );
         }
     }
+}
+
+/// Sums and maxima of `x²` over reduced lengths at and around the multiples of a reduction
+/// group's reads (256 threads, up to 16 elements each a round) and the lengths where a
+/// backend cuts results into more parts, for 1, 2 and 5 results, in f32 and f64, the operand
+/// stored with its axes in a random order (some reversed): each checked against the plain
+/// reduction. Returns how many ran.
+pub fn reductions_around_group_sizes(backend: &dyn Backend) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut ran = 0;
+    let reduced_lens = [
+        255, 256, 257, 1023, 1025, 2047, 4097, 8191, 8193, 12289, 65537,
+    ];
+    for (case, &reduced) in reduced_lens.iter().enumerate() {
+        let kept = [1, 2, 5][case % 3];
+        let reduce = [ReduceOp::Sum, ReduceOp::Max][case % 2];
+        for (dtype, tolerance) in [(DType::F32, 1e-4), (DType::F64, 1e-9)] {
+            let operand = random_operand(&mut rng, &[kept, reduced]);
+            let mut ir = Ir::default();
+            let x = ir.leaf();
+            ir.push(IrNode::Binary(axes::ir::BinaryOp::Mul, x, x));
+            let region = (case % 2 == 1).then(|| Region::random(&mut rng, &[kept]));
+            let got = run(
+                backend,
+                &ir,
+                dtype,
+                std::slice::from_ref(&operand),
+                (&[kept], &[reduced]),
+                reduce,
+                region.as_ref(),
+            );
+            for (i, &got) in got.iter().enumerate() {
+                let squares = (0..reduced).map(|j| round_to(operand.at(&[i, j]), dtype).powi(2));
+                let expected = match reduce {
+                    ReduceOp::Sum => squares.sum(),
+                    _ => squares.fold(f64::NEG_INFINITY, f64::max),
+                };
+                assert!(
+                    close(got, expected, tolerance),
+                    "{} {reduce:?} {i} of {kept} over {reduced}: {got} vs {expected}",
+                    dtype.name()
+                );
+            }
+            ran += 1;
+        }
+    }
+    ran
 }
 
 /// Combines `v` into `acc` with `reduce` (NaN wins, as on every backend).
@@ -400,12 +493,12 @@ fn rootless_jobs_are_errors(backend: &dyn Backend) {
 /// moments): each result a random node of one expression over every axis in a random order,
 /// its region at a random offset and storage order; every element checked against the plain
 /// reference, and every element outside the regions unchanged. Returns how many ran.
-pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
+pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize, sizes: Sizes) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     for case in 0..cases {
         let (dtype, round, tolerance) = case_type(case);
-        let rank = rng.random_range(0..=3);
-        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let lens = sizes.draw(&mut rng, 0..=3);
+        let rank = lens.len();
         let leaves = rng.random_range(1..=3);
         let ir = random_ir(&mut rng, leaves, 5);
         let operands: Vec<Operand> = (0..leaves)
@@ -496,12 +589,12 @@ pub fn random_multi_into_jobs(backend: &dyn Backend, cases: usize) -> usize {
 /// its own that the expression also reads; each result must equal the reference computed
 /// from the values before the job, and every element outside the regions keep its value.
 /// Returns the number of cases run.
-pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize) -> usize {
+pub fn random_in_place_jobs(backend: &dyn Backend, cases: usize, sizes: Sizes) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(46);
     for case in 0..cases {
         let (dtype, round, tolerance) = case_type(case);
-        let rank = rng.random_range(0..=3);
-        let lens: Vec<usize> = (0..rank).map(|_| rng.random_range(1..=5)).collect();
+        let lens = sizes.draw(&mut rng, 0..=3);
+        let rank = lens.len();
         let operands: Vec<Operand> = (0..rng.random_range(0..=2))
             .map(|_| random_operand(&mut rng, &lens))
             .collect();

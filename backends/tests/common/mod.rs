@@ -29,3 +29,18 @@ pub fn opencl_device() -> Option<&'static axes_backends::opencl::OpenCl> {
         }
     }
 }
+
+/// A second device on the shared one's OpenCL device whose kernels are tiled wherever
+/// operands disagree on their fastest axis, as on a GPU (a CPU runtime such as PoCL has no
+/// tiles by default): made once, after the shared device, so the tiled kernels run in CI.
+#[cfg(feature = "opencl")]
+pub fn opencl_tiled_device() -> Option<&'static axes_backends::opencl::OpenCl> {
+    use axes_backends::opencl::OpenCl;
+    use axes_backends::tuning::Tile;
+    static TILED: std::sync::OnceLock<OpenCl> = std::sync::OnceLock::new();
+    opencl_device()?;
+    Some(TILED.get_or_init(|| {
+        OpenCl::first_tuned(|tuning| tuning.tile = Some(Tile::DEFAULT))
+            .expect("a second device on the OpenCL device the shared one found")
+    }))
+}

@@ -238,6 +238,18 @@ pub fn assignments(device: &Device) {
             out.add_sum::<(B,), _>(x).unwrap();
             out
         });
+        on_both!(
+            device,
+            cpu,
+            dev,
+            "assign_sum into its own buffer",
+            1e-5,
+            |x, p, y| {
+                let mut out = y.cast::<f32>().eval().unwrap();
+                out.assign_sum::<(B,), _>(x * p).unwrap();
+                out
+            }
+        );
         on_both!(device, cpu, dev, "assign_sum and fill", 1e-5, |x, p, y| {
             let mut out = y.cast::<f32>().eval().unwrap();
             out.fill(3.0).unwrap();
