@@ -73,6 +73,12 @@ if [ "$what" = all ]; then
     step gpt 300 ./gpt --device cuda --data data --out "$out/gpt"
     step train-step-bench 180 env AXES_BENCH_DEVICE=cuda:0 ./train-step-bench --bench
     step cuda-bench 300 ./cuda-bench --bench
+    # The kernels' tuning variables (axes_backends::tuning), one setting a run, on the
+    # stream workloads into existing tensors: each run prints its ratios to the copy.
+    for setting in AXES_TILE=16x16 AXES_TILE=32x32 AXES_TILE=64x4 AXES_REDUCE_UNROLL=1 \
+        AXES_REDUCE_UNROLL=8 AXES_REDUCE_GROUPS=2112; do
+        step "cuda-bench $setting" 90 env "$setting" ./cuda-bench --bench "copy|assign"
+    done
 fi
 
 note ""

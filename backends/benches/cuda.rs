@@ -4,7 +4,10 @@
 //! (`(&x * 2.0 + &y * 3.0).eval()`, `(&x - &y).square().sum::<(Elem,)>()`, each allocating its
 //! result); and matrix products (2048³) in GFLOP/s: the library's `dot` on GPU tensors (which
 //! calls cuBLAS) and cuBLAS SGEMM called directly; and, into existing tensors at 16M and 256M
-//! f32, a copy, `a*x + b*y`, a transposed add and `Σ(x - y)²` beside a copy of the same size.
+//! f32, a copy, `a*x + b*y`, a transposed add and `Σ(x - y)²` (into a device tensor, and read
+//! back to the host) beside a copy of the same size. The kernels' tuning variables
+//! (`axes_backends::tuning`: tile shape, reduction groups and reads, launch groups) apply, so
+//! one run per setting sweeps them.
 //! Without a device it prints `SKIPPED (no CUDA device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features cuda --bench cuda`; `AXES_BENCH_QUICK=1` for a
@@ -205,6 +208,7 @@ fn main() {
             ("assign copy", 2.0),
             ("assign axpby", 3.0),
             ("assign transposed add", 3.0),
+            ("assign_sum sq diff", 2.0),
             ("sum_all sq diff", 2.0),
         ] {
             if let Some(ms) = median_ms(&format!("cuda library {name} {label}")) {
@@ -241,7 +245,8 @@ struct Col;
 
 /// `a*x + b*y`, `Σ(x - y)²` and a 2048³ `dot` through the library on GPU tensors, and the
 /// stream workloads of [`STREAM`] into existing tensors: a copy, `a*x + b*y`, `x + yᵀ` (the
-/// second operand stored in the other axis order) and `Σ(x - y)²` read back to the host.
+/// second operand stored in the other axis order) and `Σ(x - y)²` into a device tensor and
+/// read back to the host.
 fn library(c: &mut Criterion, cuda: &'static Cuda) {
     use axes::prelude::*;
     let gpu = axes::Device::Backend(cuda);
@@ -278,6 +283,20 @@ fn library(c: &mut Criterion, cuda: &'static Cuda) {
                 })
             },
         );
+        let mut total = Tensor::<f32, ()>::zeros(())
+            .and_then(|t| t.to(&gpu))
+            .unwrap();
+        c.bench_function(&format!("cuda library assign_sum sq diff {label}"), |b| {
+            b.iter(|| {
+                total
+                    .assign_sum::<(Row, Col), _>((&x - &y).square())
+                    .unwrap();
+                done()
+            })
+        });
+        let sum = total.to_vec()[0];
+        let n = (side * side) as f32;
+        assert!((sum - n).abs() < 1e-3 * n, "Σ(x-y)² = {sum}");
         c.bench_function(&format!("cuda library sum_all sq diff {label}"), |b| {
             b.iter(|| black_box((&x - &y).square().sum_all().unwrap()))
         });
