@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use axes_core::ir::ReduceOp;
-use axes_kernels::{Tile, Tiling};
+use axes_kernels::{REDUCE_VECTOR, ReduceShape, Tile, Tiling};
 
 use crate::Index;
 use crate::tuning::{MAX_STAGED, Tuning};
@@ -56,13 +55,8 @@ enum KernelKind {
         over: Option<Vec<usize>>,
         tiles: Option<(Vec<usize>, Tile)>,
     },
-    /// A reduction over `reduced` axes keeping `kept`, `unroll` elements a thread and round.
-    Reduction {
-        kept: usize,
-        reduced: usize,
-        op: ReduceOp,
-        unroll: usize,
-    },
+    /// A reduction of this shape.
+    Reduction(ReduceShape),
 }
 
 /// Everything a generated elementwise or reduction kernel depends on.
@@ -98,12 +92,7 @@ fn generated(
         return Ok(Arc::clone(kernel));
     }
     let kernel = Arc::new(match &key.kind {
-        KernelKind::Reduction {
-            kept,
-            reduced,
-            op,
-            unroll,
-        } => axes_kernels::reduction(spec, *kept, *reduced, *op, *unroll, dialect)?,
+        KernelKind::Reduction(shape) => axes_kernels::reduction(spec, shape, dialect)?,
         KernelKind::Elementwise {
             rank,
             roots,
@@ -207,6 +196,19 @@ fn transpose(
     Some(Transpose { order, staged })
 }
 
+/// Whether every leaf of the reduction `job` (merged) is f32 read along its one reduced axis
+/// with stride 1 from an offset and kept strides that are multiples of [`REDUCE_VECTOR`],
+/// so that its threads can read whole aligned vectors (device buffers start aligned).
+fn reads_vectors(job: &axes_core::protocol::OutputJob<'_>, types: &[axes_kernels::CType]) -> bool {
+    let aligned = |v: isize| v.rem_euclid(REDUCE_VECTOR as isize) == 0;
+    job.reduced.len() == 1
+        && types.iter().all(|&ty| ty == axes_kernels::CType::F32)
+        && job.leaves.iter().all(|leaf| {
+            let (kept, reduced) = leaf.strides.split_at(job.kept.len());
+            reduced == [1] && aligned(leaf.offset as isize) && kept.iter().all(|&s| aligned(s))
+        })
+}
+
 /// `values` (one per iteration axis) in the axis order `order`.
 fn permuted<T: Copy>(values: &[T], order: &[usize]) -> Vec<T> {
     order.iter().map(|&x| values[x]).collect()
@@ -304,12 +306,13 @@ impl JobPlan {
         let mut out_strides = out_strides;
         let (kind, items, group) = if reduction {
             lens.extend(&job.reduced);
-            let kind = KernelKind::Reduction {
+            let kind = KernelKind::Reduction(ReduceShape {
                 kept: job.kept.len(),
                 reduced: job.reduced.len(),
                 op: job.reduce,
                 unroll: tuning.reduce_unroll,
-            };
+                vectors: tuning.vector_reads && reads_vectors(job, &types),
+            });
             (kind, count * splits, Some(axes_kernels::REDUCE_GROUP))
         } else {
             let candidates: Vec<Option<(&[isize], usize)>> = (leaf_strides.iter())

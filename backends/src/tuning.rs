@@ -9,7 +9,8 @@
 //! |---|---|---|
 //! | `AXES_TILE` | `SIDExROWS` (tiles of side², groups of side × rows threads), or `off` | `32x8` on GPUs, `off` on CPU runtimes |
 //! | `AXES_REDUCE_GROUPS` | work-groups a reduction wants at least | CUDA: the groups its multiprocessors hold at once; OpenCL 1,024 |
-//! | `AXES_REDUCE_UNROLL` | elements a reduction's thread reads a round, 1 to 16 | 4 |
+//! | `AXES_REDUCE_UNROLL` | elements a reduction's thread reads a round, 1 to 16 | 4 on GPUs, 1 on CPU runtimes |
+//! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` on GPUs, `off` on CPU runtimes |
 //! | `AXES_MAX_GROUPS` | the most work-groups of one launch (kernels loop over the rest) | CUDA 65,535; OpenCL 4,096 |
 //!
 //! A value that is not one of these is an error naming the variable when the device is made.
@@ -43,6 +44,8 @@ pub struct Tuning {
     pub reduce_groups: usize,
     /// Elements a reduction's thread reads a round.
     pub reduce_unroll: usize,
+    /// Whether reductions of f32 elements read aligned consecutive elements four at a time.
+    pub vector_reads: bool,
     /// The most work-groups one launch has.
     pub max_groups: usize,
     /// The most local (shared) memory a tiled kernel may take, in bytes.
@@ -76,6 +79,13 @@ impl Tuning {
             self.reduce_unroll = positive(&value, 16)
                 .ok_or_else(|| invalid("AXES_REDUCE_UNROLL", &value, "1 to 16"))?;
         }
+        if let Some(value) = var("AXES_REDUCE_VECTORS") {
+            self.vector_reads = match value.trim() {
+                "on" => true,
+                "off" => false,
+                _ => return Err(invalid("AXES_REDUCE_VECTORS", &value, "`on` or `off`")),
+            };
+        }
         if let Some(value) = var("AXES_MAX_GROUPS") {
             self.max_groups = positive(&value, 1 << 31)
                 .ok_or_else(|| invalid("AXES_MAX_GROUPS", &value, "1 to 2147483648"))?;
@@ -105,9 +115,12 @@ impl Tuning {
 
     /// The defaults of a device with `resident_groups` reduction groups resident at once,
     /// `max_groups` groups a launch, `local_bytes` of local memory and groups of up to
-    /// `max_threads` threads, tiled where `tiles` says.
+    /// `max_threads` threads. A GPU gets tiles, reductions that read four elements (or
+    /// vectors) a round, and vector reads; a CPU runtime (PoCL) none of them: its caches
+    /// serve strided reads, more loads in flight gain it nothing (measured: `benches/NOTES.md`,
+    /// issue 49), and it takes longer to compile the larger kernels.
     pub(crate) const fn device(
-        tiles: bool,
+        gpu: bool,
         resident_groups: usize,
         max_groups: usize,
         local_bytes: usize,
@@ -121,7 +134,7 @@ impl Tuning {
             32 << 10
         };
         Tuning {
-            tile: if tiles && tile.side * tile.rows <= max_threads {
+            tile: if gpu && tile.side * tile.rows <= max_threads {
                 Some(tile)
             } else {
                 None
@@ -131,7 +144,8 @@ impl Tuning {
             } else {
                 1
             },
-            reduce_unroll: REDUCE_UNROLL,
+            reduce_unroll: if gpu { REDUCE_UNROLL } else { 1 },
+            vector_reads: gpu,
             max_groups,
             local_bytes,
             max_threads,
@@ -196,6 +210,11 @@ mod tests {
         assert_eq!(gpu.local_bytes, 24 << 10);
         // Groups of 128 threads cannot hold 32 × 8.
         assert_eq!(Tuning::device(true, 8, 4096, 1 << 20, 128).tile, None);
-        assert_eq!(Tuning::device(false, 8, 4096, 1 << 20, 1024).tile, None);
+        let cpu = Tuning::device(false, 8, 4096, 1 << 20, 1024);
+        assert_eq!(
+            (cpu.tile, cpu.reduce_unroll, cpu.vector_reads),
+            (None, 1, false)
+        );
+        assert_eq!((gpu.reduce_unroll, gpu.vector_reads), (REDUCE_UNROLL, true));
     }
 }

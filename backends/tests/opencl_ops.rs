@@ -281,14 +281,15 @@ fn a_gru_learns_what_one_step_cannot_tell() {
 /// lengths around the multiples of a group's reads.
 #[test]
 fn jobs_around_tile_and_group_sizes_match_the_reference() {
-    // On a device with tiles (PoCL has none by default), so that they run here.
-    let Some(cl) = common::opencl_tiled_device() else {
+    // On a device cut as a GPU's (PoCL has no tiles, unrolled or vector reads by default),
+    // so that those kernels run here.
+    let Some(cl) = common::opencl_gpu_like_device() else {
         return;
     };
-    assert!(cl.tuning().tile.is_some());
-    let ran = common::jobs::random_jobs(cl, 24, Sizes::AroundTiles)
-        + common::jobs::random_multi_into_jobs(cl, 16, Sizes::AroundTiles)
-        + common::jobs::random_in_place_jobs(cl, 16, Sizes::AroundTiles)
+    assert!(cl.tuning().tile.is_some() && cl.tuning().vector_reads);
+    let ran = common::jobs::random_jobs(cl, 16, Sizes::AroundTiles)
+        + common::jobs::random_multi_into_jobs(cl, 12, Sizes::AroundTiles)
+        + common::jobs::random_in_place_jobs(cl, 12, Sizes::AroundTiles)
         + common::jobs::reductions_around_group_sizes(cl);
     println!(
         "{ran} jobs around tile and group sizes matched on {}",

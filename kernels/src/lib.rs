@@ -55,7 +55,7 @@ pub use attention::{
 };
 pub use elementwise::{elementwise, elementwise_in_place, elementwise_outputs, elementwise_tiled};
 pub use matmul::{MATMUL_TILE, matmul};
-pub use reduction::{REDUCE_GROUP, REDUCE_UNROLL, reduction};
+pub use reduction::{REDUCE_GROUP, REDUCE_UNROLL, REDUCE_VECTOR, ReduceShape, reduction};
 pub use tiled::{Tile, Tiling};
 
 use axes_core::element::DType;

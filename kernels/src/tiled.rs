@@ -3,6 +3,12 @@
 //! into local (shared) memory along their own fastest axis first, so that every global read
 //! and write of a tile is consecutive (coalesced) — a transposed add otherwise reads or
 //! writes with a stride and runs at a fraction of the device's bandwidth.
+//!
+//! What enters a tiled kernel's source besides the expression: which leaves are staged and
+//! the tile's shape. The two tiled axes are always the last two (the planner orders a job's
+//! axes so), and lengths and strides are arguments, so one kernel serves every pair of axes,
+//! every length and every layout that stages the same leaves — a handful of variants per
+//! expression at most, usually one.
 
 use std::fmt::Write;
 

@@ -25,8 +25,8 @@ use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
 use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, WriteTo};
 use axes_kernels::{
-    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, REDUCE_UNROLL, Spec, Tile,
-    Tiling, attention, elementwise, elementwise_tiled, matmul, reduction,
+    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, REDUCE_UNROLL, ReduceShape,
+    Spec, Tile, Tiling, attention, elementwise, elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -83,7 +83,22 @@ fn kernels() -> Vec<Kernel> {
         let kept = rng.random_range(0..=3);
         let reduced = rng.random_range(1..=3);
         let op = ops[(case / 4) % 4];
-        out.push(reduction(&spec, kept, reduced, op, 1 + case % 4, Dialect::Cuda).unwrap());
+        let shape = ReduceShape {
+            kept,
+            reduced,
+            op,
+            unroll: 1 + case % 4,
+            vectors: false,
+        };
+        out.push(reduction(&spec, &shape, Dialect::Cuda).unwrap());
+        if ty == CType::F32 {
+            let vectors = ReduceShape {
+                reduced: 1,
+                vectors: true,
+                ..shape
+            };
+            out.push(reduction(&spec, &vectors, Dialect::Cuda).unwrap());
+        }
         // Every other case, a tiled kernel staging some of the leaves, in the tile shapes a
         // tuning run sweeps.
         if case % 2 == 1 {
@@ -176,7 +191,20 @@ fn kernels() -> Vec<Kernel> {
             wide: true,
         };
         out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
-        out.push(reduction(&spec, 1, 1, ReduceOp::Max, REDUCE_UNROLL, Dialect::Cuda).unwrap());
+        out.push(
+            reduction(
+                &spec,
+                &ReduceShape {
+                    kept: 1,
+                    reduced: 1,
+                    op: ReduceOp::Max,
+                    unroll: REDUCE_UNROLL,
+                    vectors: false,
+                },
+                Dialect::Cuda,
+            )
+            .unwrap(),
+        );
     }
     // Casts between the halves and f32, stored as a half.
     let mut ir = Ir::default();
@@ -662,7 +690,18 @@ fn random_kernels_run_on_the_gpu() {
         out: CType::F32,
         wide: false,
     };
-    let kernel = reduction(&spec, 1, 1, ReduceOp::Sum, REDUCE_UNROLL, Dialect::Cuda).unwrap();
+    let kernel = reduction(
+        &spec,
+        &ReduceShape {
+            kept: 1,
+            reduced: 1,
+            op: ReduceOp::Sum,
+            unroll: REDUCE_UNROLL,
+            vectors: false,
+        },
+        Dialect::Cuda,
+    )
+    .unwrap();
     let (xb, out) = (
         cuda.upload(&x).unwrap(),
         cuda.upload(&vec![0f32; m]).unwrap(),

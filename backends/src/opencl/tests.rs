@@ -7,13 +7,13 @@
 
 use super::{Arg, OpenCl};
 use crate::reference::{
-    close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
+    Operand, close, eval, exact, indices, random_dense, random_ir, random_operand, to_f32,
 };
 use crate::{Index, global_size};
 use axes_core::ir::ReduceOp;
 use axes_kernels::{
-    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, Spec, Tile, Tiling, elementwise,
-    elementwise_tiled, matmul, reduction,
+    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, REDUCE_VECTOR, ReduceShape, Spec, Tile,
+    Tiling, elementwise, elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -241,6 +241,28 @@ fn random_tiled_kernels_match_the_reference() {
     println!("{ran} random tiled kernels matched on {}", cl.name());
 }
 
+/// An operand over `lens` whose last axis is contiguous and whose offset and other strides
+/// are multiples of [`REDUCE_VECTOR`] (rows padded), as vector reads need.
+fn aligned_operand(rng: &mut ChaCha8Rng, lens: &[usize]) -> Operand {
+    let (last, outer) = lens.split_last().expect("a reduced axis");
+    let v = REDUCE_VECTOR as i64;
+    let mut size = (last.div_ceil(REDUCE_VECTOR) as i64 + rng.random_range(0..2)) * v;
+    let mut strides = vec![1; lens.len()];
+    for (stride, &len) in strides.iter_mut().zip(outer).rev() {
+        *stride = size;
+        size *= len as i64;
+    }
+    let offset = v * rng.random_range(0..3);
+    let data = (0..(offset + size) as usize)
+        .map(|_| rng.random_range(-2.0..2.0))
+        .collect();
+    Operand {
+        data,
+        offset,
+        strides,
+    }
+}
+
 #[test]
 fn random_reduction_kernels_match_the_reference() {
     let Some(cl) = device() else { return };
@@ -256,7 +278,11 @@ fn random_reduction_kernels_match_the_reference() {
         let (round, tolerance) = precision(ty);
         let op = ops[case % 4];
         let kept = rng.random_range(0..=2);
-        let reduced = rng.random_range(1..=2);
+        let reduced = if case % 4 == 0 {
+            1
+        } else {
+            rng.random_range(1..=2)
+        };
         // Long reduced axes now and then, so groups loop over more than 256 elements.
         let lens: Vec<usize> = (0..kept + reduced)
             .map(|a| {
@@ -289,8 +315,17 @@ fn random_reduction_kernels_match_the_reference() {
                 one,
             ));
         }
+        // A quarter of the cases read vectors: f32 over one reduced axis, the operands laid
+        // out as the planner asks for them (see `aligned_operand`).
+        let vectors = ty == CType::F32 && reduced == 1 && case % 4 == 0;
         let operands: Vec<_> = (0..leaves)
-            .map(|_| random_operand(&mut rng, &lens))
+            .map(|_| {
+                if vectors {
+                    aligned_operand(&mut rng, &lens)
+                } else {
+                    random_operand(&mut rng, &lens)
+                }
+            })
             .collect();
         let out_strides = random_dense(&mut rng, &lens[..kept]);
         let types = vec![ty; leaves];
@@ -301,7 +336,14 @@ fn random_reduction_kernels_match_the_reference() {
             wide: case % 3 == 1,
         };
         let unroll = 1 + case % 4;
-        let kernel = reduction(&spec, kept, reduced, op, unroll, Dialect::OpenCl).unwrap();
+        let shape = ReduceShape {
+            kept,
+            reduced,
+            op,
+            unroll,
+            vectors,
+        };
+        let kernel = reduction(&spec, &shape, Dialect::OpenCl).unwrap();
         let m: usize = lens[..kept].iter().product();
         let r: usize = lens[kept..].iter().product();
         // Now and then cut each output's elements into parts (partial results, then a second
@@ -354,7 +396,12 @@ fn random_reduction_kernels_match_the_reference() {
                 out: ty,
                 wide: false,
             };
-            let combine = reduction(&spec, kept, 1, op, unroll, Dialect::OpenCl).unwrap();
+            let parts = ReduceShape {
+                reduced: 1,
+                vectors: false,
+                ..shape
+            };
+            let combine = reduction(&spec, &parts, Dialect::OpenCl).unwrap();
             let mut args = vec![
                 Arg::Index(m as i64),
                 Arg::Index(splits as i64),

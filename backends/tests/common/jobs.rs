@@ -278,10 +278,10 @@ fn split_reduction_into(backend: &dyn Backend) {
 }
 
 /// Sums and maxima of `x²` over reduced lengths at and around the multiples of a reduction
-/// group's reads (256 threads, up to 16 elements each a round) and the lengths where a
-/// backend cuts results into more parts, for 1, 2 and 5 results, in f32 and f64, the operand
-/// stored with its axes in a random order (some reversed): each checked against the plain
-/// reduction. Returns how many ran.
+/// group's reads (256 threads, up to 16 elements or vectors each a round) and the lengths
+/// where a backend cuts results into more parts, for 1, 2 and 5 results, in f32 and f64, the
+/// operand in rows of aligned vectors or stored with its axes in a random order (some
+/// reversed): each checked against the plain reduction. Returns how many ran.
 pub fn reductions_around_group_sizes(backend: &dyn Backend) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut ran = 0;
@@ -292,7 +292,13 @@ pub fn reductions_around_group_sizes(backend: &dyn Backend) -> usize {
         let kept = [1, 2, 5][case % 3];
         let reduce = [ReduceOp::Sum, ReduceOp::Max][case % 2];
         for (dtype, tolerance) in [(DType::F32, 1e-4), (DType::F64, 1e-9)] {
-            let operand = random_operand(&mut rng, &[kept, reduced]);
+            // Every other case rows of whole aligned vectors, as f32 reductions read four
+            // elements at a time from (a device may take either path).
+            let operand = if case % 2 == 0 {
+                aligned_rows(&mut rng, kept, reduced)
+            } else {
+                random_operand(&mut rng, &[kept, reduced])
+            };
             let mut ir = Ir::default();
             let x = ir.leaf();
             ir.push(IrNode::Binary(axes::ir::BinaryOp::Mul, x, x));
@@ -322,6 +328,19 @@ pub fn reductions_around_group_sizes(backend: &dyn Backend) -> usize {
         }
     }
     ran
+}
+
+/// `rows` rows of `len` random values, each row padded to a multiple of 4 elements and the
+/// first starting at element 4: the layout whose f32 reductions read aligned vectors.
+fn aligned_rows(rng: &mut ChaCha8Rng, rows: usize, len: usize) -> Operand {
+    let row = len.div_ceil(4) * 4;
+    Operand {
+        data: (0..4 + rows * row)
+            .map(|_| rng.random_range(-2.0..2.0))
+            .collect(),
+        offset: 4,
+        strides: vec![row as i64, 1],
+    }
 }
 
 /// Combines `v` into `acc` with `reduce` (NaN wins, as on every backend).

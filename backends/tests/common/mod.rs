@@ -30,17 +30,22 @@ pub fn opencl_device() -> Option<&'static axes_backends::opencl::OpenCl> {
     }
 }
 
-/// A second device on the shared one's OpenCL device whose kernels are tiled wherever
-/// operands disagree on their fastest axis, as on a GPU (a CPU runtime such as PoCL has no
-/// tiles by default): made once, after the shared device, so the tiled kernels run in CI.
+/// A second device on the shared one's OpenCL device whose kernels are cut as on a GPU —
+/// tiles wherever operands disagree on their fastest axis, reductions reading four elements
+/// or vectors a round — which a CPU runtime such as PoCL does not do by default: made once,
+/// after the shared device, so that those kernels run in CI.
 #[cfg(feature = "opencl")]
-pub fn opencl_tiled_device() -> Option<&'static axes_backends::opencl::OpenCl> {
+pub fn opencl_gpu_like_device() -> Option<&'static axes_backends::opencl::OpenCl> {
     use axes_backends::opencl::OpenCl;
     use axes_backends::tuning::Tile;
-    static TILED: std::sync::OnceLock<OpenCl> = std::sync::OnceLock::new();
+    static GPU_LIKE: std::sync::OnceLock<OpenCl> = std::sync::OnceLock::new();
     opencl_device()?;
-    Some(TILED.get_or_init(|| {
-        OpenCl::first_tuned(|tuning| tuning.tile = Some(Tile::DEFAULT))
-            .expect("a second device on the OpenCL device the shared one found")
+    Some(GPU_LIKE.get_or_init(|| {
+        OpenCl::first_tuned(|tuning| {
+            tuning.tile = Some(Tile::DEFAULT);
+            tuning.reduce_unroll = axes_kernels::REDUCE_UNROLL;
+            tuning.vector_reads = true;
+        })
+        .expect("a second device on the OpenCL device the shared one found")
     }))
 }
