@@ -469,9 +469,10 @@ impl KernelDevice for OpenCl {
 }
 
 /// The OpenCL defaults of `device` ([`Tuning::device`]), with the environment's overrides and
-/// then `tune`'s changes: a GPU's kernels on GPUs, a CPU runtime's on PoCL (local memory is
-/// ordinary memory there, and the caches already serve a strided read); 1,024 reduction
-/// groups (a GPU's compute units several times over), at most 4,096 groups a launch.
+/// then `tune`'s changes: a GPU's kernels on GPUs, a CPU runtime's on PoCL (no tiles: local
+/// memory is ordinary memory there, and the caches serve a strided read; one read a round);
+/// 1,024 reduction groups (a GPU's compute units several times over), at most 4,096 groups a
+/// launch.
 fn opencl_tuning(device: &Device, tune: impl FnOnce(&mut Tuning)) -> Result<Tuning> {
     let limits = |e| cl_error("device limits", e);
     let gpu = device.dev_type().map_err(limits)? & CL_DEVICE_TYPE_GPU != 0;

@@ -476,7 +476,7 @@ fn elementwise_plan(
     };
     let sources = job.leaves.len();
     // The results' layout: the first target's, or the first leaf written over.
-    let first_written = over.map_or(sources, |over| over[0]);
+    let first_written = over.map_or(Some(sources), |over| over.first().copied());
     let candidates: Vec<Option<(&[isize], usize)>> = (merged.leaves[..sources].iter())
         .zip(&types)
         .enumerate()
@@ -485,7 +485,7 @@ fn elementwise_plan(
             (!written).then_some((&leaf.strides[..], ty.compute().size()))
         })
         .collect();
-    let tiles = (merged.leaves.get(first_written))
+    let tiles = (first_written.and_then(|k| merged.leaves.get(k)))
         .and_then(|written| transpose(&merged.kept, &written.strides, &candidates, tuning))
         .zip(tuning.tile);
     let (items, group) = match &tiles {
