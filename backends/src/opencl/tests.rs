@@ -78,6 +78,29 @@ impl Buf {
     }
 }
 
+/// The arguments of an elementwise kernel over `lens` (tiled or not) writing `out` through
+/// `out_strides` from `operands`, uploaded as `inputs`.
+fn elementwise_args<'a>(
+    lens: &[usize],
+    out: &'a Buf,
+    out_strides: &[i64],
+    operands: &[Operand],
+    inputs: &'a [Buf],
+) -> Vec<Arg<'a>> {
+    let n: usize = lens.iter().product();
+    let mut args = vec![Arg::Index(n as i64)];
+    args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
+    args.push(out.arg());
+    args.push(Arg::Index(0));
+    args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
+    for (o, b) in operands.iter().zip(inputs) {
+        args.push(b.arg());
+        args.push(Arg::Index(o.offset));
+        args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
+    }
+    args
+}
+
 fn precision(ty: CType) -> (fn(f64) -> f64, f64) {
     match ty {
         CType::F32 => (to_f32, 2e-4),
@@ -116,16 +139,7 @@ fn random_elementwise_kernels_match_the_reference() {
         let n: usize = lens.iter().product();
         let out = Buf::new(cl, ty, &vec![0.0; n]);
         let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
-        let mut args = vec![Arg::Index(n as i64)];
-        args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
-        args.push(out.arg());
-        args.push(Arg::Index(0));
-        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
-        for (o, b) in operands.iter().zip(&inputs) {
-            args.push(b.arg());
-            args.push(Arg::Index(o.offset));
-            args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
-        }
+        let args = elementwise_args(&lens, &out, &out_strides, &operands, &inputs);
         launch(cl, &kernel, spec.wide, &args, global_size(n, 64, 256), 64).unwrap();
         let got = out.read(cl);
         for index in indices(&lens) {
@@ -205,16 +219,7 @@ fn random_tiled_kernels_match_the_reference() {
         let n: usize = lens.iter().product();
         let out = Buf::new(cl, ty, &vec![0.0; n]);
         let inputs: Vec<Buf> = operands.iter().map(|o| Buf::new(cl, ty, &o.data)).collect();
-        let mut args = vec![Arg::Index(n as i64)];
-        args.extend(lens.iter().map(|&l| Arg::Index(l as i64)));
-        args.push(out.arg());
-        args.push(Arg::Index(0));
-        args.extend(out_strides.iter().map(|&s| Arg::Index(s)));
-        for (o, b) in operands.iter().zip(&inputs) {
-            args.push(b.arg());
-            args.push(Arg::Index(o.offset));
-            args.extend(o.strides.iter().map(|&s| Arg::Index(s)));
-        }
+        let args = elementwise_args(&lens, &out, &out_strides, &operands, &inputs);
         // Fewer groups than tiles now and then, so that groups loop over tiles.
         let groups = tile
             .groups(&lens)
