@@ -10,7 +10,7 @@
 //! | `AXES_TILE` | `SIDExROWS` (tiles of side², groups of side × rows threads), or `off` | `32x8` on GPUs, `off` on CPU runtimes |
 //! | `AXES_REDUCE_GROUPS` | work-groups a reduction wants at least | CUDA: the groups its multiprocessors hold at once; OpenCL 1,024 |
 //! | `AXES_REDUCE_UNROLL` | elements a reduction's thread reads a round, 1 to 16 | 4 on GPUs, 1 on CPU runtimes |
-//! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` |
+//! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` on GPUs, `off` on CPU runtimes |
 //! | `AXES_MAX_GROUPS` | the most work-groups of one launch (kernels loop over the rest) | CUDA 65,535; OpenCL 4,096 |
 //!
 //! A value that is not one of these is an error naming the variable when the device is made.
@@ -115,11 +115,11 @@ impl Tuning {
 
     /// The defaults of a device with `resident_groups` reduction groups resident at once,
     /// `max_groups` groups a launch, `local_bytes` of local memory and groups of up to
-    /// `max_threads` threads. Both read f32 reductions as vectors where aligned; a GPU also
-    /// gets tiles and reductions that read four elements (or vectors) a round, a CPU
-    /// runtime (PoCL) neither: its caches serve strided reads well enough at the sizes it
-    /// trains, four reads a round gain it little over vectors alone, and it takes longer to
-    /// compile the larger kernels (measured: `benches/NOTES.md`, issue 49).
+    /// `max_threads` threads. A GPU gets tiles, reductions that read four elements (or
+    /// vectors) a round, and vector reads where aligned; a CPU runtime (PoCL) keeps the plain
+    /// kernels: tiles cost it at sizes that fit its caches, and its compile time grows with
+    /// the larger kernels, which CI pays for every test step (vector reads would make its
+    /// reductions 1.6× faster: `AXES_REDUCE_VECTORS=on`; `benches/NOTES.md`, issue 49).
     pub(crate) const fn device(
         gpu: bool,
         resident_groups: usize,
@@ -146,7 +146,7 @@ impl Tuning {
                 1
             },
             reduce_unroll: if gpu { REDUCE_UNROLL } else { 1 },
-            vector_reads: true,
+            vector_reads: gpu,
             max_groups,
             local_bytes,
             max_threads,
@@ -214,7 +214,7 @@ mod tests {
         let cpu = Tuning::device(false, 8, 4096, 1 << 20, 1024);
         assert_eq!(
             (cpu.tile, cpu.reduce_unroll, cpu.vector_reads),
-            (None, 1, true)
+            (None, 1, false)
         );
         assert_eq!((gpu.reduce_unroll, gpu.vector_reads), (REDUCE_UNROLL, true));
     }
