@@ -118,8 +118,7 @@ impl Tuning {
     /// `max_threads` threads. A GPU gets tiles, reductions that read four elements (or
     /// vectors) a round, and vector reads where aligned; a CPU runtime (PoCL) keeps the plain
     /// kernels: tiles cost it at sizes that fit its caches, and its compile time grows with
-    /// the larger kernels, which CI pays for every test step (vector reads would make its
-    /// reductions 1.6× faster: `AXES_REDUCE_VECTORS=on`; `benches/NOTES.md`, issue 49).
+    /// the larger kernels (`AXES_REDUCE_VECTORS=on` trades that for faster reductions).
     pub(crate) const fn device(
         gpu: bool,
         resident_groups: usize,
