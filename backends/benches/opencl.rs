@@ -1,8 +1,9 @@
 //! On the OpenCL device (PoCL on the CPU in CI), into existing tensors at 1M and 4M f32: a
 //! copy (`z.assign(&x)`), `x + yᵀ` (the second operand stored in the other axis order) and
 //! `Σ(x − y)²` into a device tensor, beside the runtime's own buffer copy
-//! (`clEnqueueCopyBuffer`) of the same size. Without a device it prints
-//! `SKIPPED (no OpenCL device): <reason>` and exits.
+//! (`clEnqueueCopyBuffer`) of the same size; and f32 matrix products (a GPT layer's
+//! 4096 × 128 · 128 × 384 and 512²) beside the same products in host memory (the `gemm`
+//! crate). Without a device it prints `SKIPPED (no OpenCL device): <reason>` and exits.
 //!
 //! `cargo bench -p axes-backends --features opencl --bench opencl`; `AXES_BENCH_QUICK=1` for
 //! a short run. The kernels' tuning variables (`axes_backends::tuning`) apply, e.g.
@@ -19,6 +20,14 @@ mod support;
 struct Row;
 #[derive(Axis)]
 struct Col;
+#[derive(Axis)]
+struct Inner;
+
+/// The products: (label, rows, contracted length, columns).
+const PRODUCTS: [(&str, usize, usize, usize); 2] = [
+    ("4096x128x384", 4096, 128, 384),
+    ("512x512x512", 512, 512, 512),
+];
 
 /// The workloads: (label, side of a square f32 matrix).
 const SIZES: [(&str, usize); 2] = [("1M", 1 << 10), ("4M", 1 << 11)];
@@ -90,6 +99,37 @@ fn main() {
             "Σ(x-y)² = {sum}"
         );
     }
+    for (label, m, k, n) in PRODUCTS {
+        let a = Tensor::<f32, (Row, Inner)>::from_fn((Row.len(m), Inner.len(k)), |ix| {
+            ((ix.of::<Row>() * 7 + ix.of::<Inner>()) % 13) as f32 / 13.0
+        })
+        .unwrap();
+        let w = Tensor::<f32, (Inner, Col)>::from_fn((Inner.len(k), Col.len(n)), |ix| {
+            ((ix.of::<Inner>() * 5 + ix.of::<Col>()) % 11) as f32 / 11.0
+        })
+        .unwrap();
+        let (a_cl, w_cl) = (a.to(&device).unwrap(), w.to(&device).unwrap());
+        let mut out = Tensor::<f32, (Row, Col)>::zeros((Row.len(m), Col.len(n)))
+            .and_then(|t| t.to(&device))
+            .unwrap();
+        c.bench_function(&format!("opencl matmul {label}"), |b| {
+            b.iter(|| {
+                out.assign(dot(&a_cl, &w_cl).unwrap()).unwrap();
+                done()
+            })
+        });
+        c.bench_function(&format!("host matmul {label}"), |b| {
+            b.iter(|| dot(&a, &w).unwrap())
+        });
+        let (host, on_device) = (dot(&a, &w).unwrap().to_vec(), out.to_vec());
+        let worst = (host.iter().zip(&on_device))
+            .map(|(h, d)| (h - d).abs() / (1.0 + h.abs()))
+            .fold(0.0, f32::max);
+        assert!(
+            worst < 1e-5,
+            "{label}: the device's product is off by {worst}"
+        );
+    }
     c.final_summary();
     println!("\n{} (medians)", cl.name());
     for (label, side) in SIZES {
@@ -112,6 +152,20 @@ fn main() {
                 );
             }
         }
+    }
+    for (label, m, k, n) in PRODUCTS {
+        let (Some(device), Some(host)) = (
+            median_ms(&format!("opencl matmul {label}")),
+            median_ms(&format!("host matmul {label}")),
+        ) else {
+            continue;
+        };
+        let gflops = |ms: f64| 2.0 * (m * k * n) as f64 / ms / 1e6;
+        println!(
+            "matmul {label}: {device:.2} ms, {:.1} GFLOP/s = {:.2} of the host's gemm ({host:.2} ms)",
+            gflops(device),
+            host / device
+        );
     }
 }
 

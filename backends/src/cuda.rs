@@ -748,7 +748,7 @@ impl Backend for Cuda {
         if let Some(out) = self.blas_matmul(job)? {
             return Ok(out);
         }
-        let plan = JobPlan::matmul(job, Dialect::Cuda)?;
+        let plan = JobPlan::matmul(job, &self.tuning, Dialect::Cuda)?;
         let out = self.result_buffer(plan.out_bytes)?;
         let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
         let args: Vec<CudaArg<'_>> = (plan.args.iter())
@@ -758,7 +758,7 @@ impl Backend for Cuda {
                 Slot::Leaf(k) => CudaArg::U8(sides[k]),
             })
             .collect();
-        let tile = axes_kernels::MATMUL_TILE;
+        let group = plan.group.unwrap_or(1);
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
         // side's buffer is its operand's whole buffer on this device, and every element its
         // offset, batch stride and strides reach lies inside it (checked above); the output
@@ -769,7 +769,7 @@ impl Backend for Cuda {
                 plan.wide,
                 &args,
                 plan.items.clamp(1, 65_535),
-                tile * tile,
+                group,
             )?
         };
         Ok(self.metered_memory(out, plan.out_bytes))

@@ -17,7 +17,7 @@ use axes_core::protocol::{
     AttentionJob, AttentionSaved, Backend, DeviceKind, DeviceMemory, FreeBuffers, Job, MatmulJob,
     Meter, Recording, WriteTo,
 };
-use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP};
+use axes_kernels::{ATTENTION_GROUP, Dialect, Kernel, REDUCE_GROUP};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU, Device, get_all_devices};
@@ -626,7 +626,7 @@ impl Backend for OpenCl {
 
     fn matmul(&self, job: &MatmulJob<'_>) -> Result<DeviceMemory> {
         job.check_reach()?;
-        let plan = JobPlan::matmul(job, Dialect::OpenCl)?;
+        let plan = JobPlan::matmul(job, &self.tuning, Dialect::OpenCl)?;
         let memory = self.result_buffer(plan.out_bytes)?;
         let out = buffer_of(&memory)?;
         let sides = [buffer_of(job.lhs.memory)?, buffer_of(job.rhs.memory)?];
@@ -637,7 +637,7 @@ impl Backend for OpenCl {
                 Slot::Leaf(k) => sides[k].arg(),
             })
             .collect();
-        let group = MATMUL_TILE * MATMUL_TILE;
+        let group = plan.group.unwrap_or(1);
         // SAFETY: `JobPlan::matmul` lays the arguments out in the generator's order; each
         // side's buffer is its operand's whole buffer on this device, and every element its
         // offset, batch stride and strides reach lies inside it (checked above); the output

@@ -601,9 +601,10 @@ impl JobPlan {
     /// operand, leaf 1 the right), and its work-group count in `items`.
     pub(crate) fn matmul(
         job: &axes_core::protocol::MatmulJob<'_>,
+        tuning: &Tuning,
         dialect: axes_kernels::Dialect,
     ) -> axes_core::Result<JobPlan> {
-        use axes_kernels::{CType, MATMUL_TILE, Spec};
+        use axes_kernels::{CType, Spec};
         let ty = CType::of(job.dtype)?;
         let out_count = job.batch * job.m * job.n;
         let largest = (job.lhs.memory.bytes())
@@ -611,7 +612,8 @@ impl JobPlan {
             .div_ceil(ty.size())
             .max(out_count);
         let wide = Spec::needs_wide(largest);
-        let kernel = Arc::new(axes_kernels::matmul(ty, wide, dialect)?);
+        let tile = tuning.matmul_tile(job.m, job.n);
+        let kernel = Arc::new(axes_kernels::matmul(ty, wide, tile, dialect)?);
         let i = |v: usize| Slot::Index(v as Index);
         let mut args = vec![i(job.batch), i(job.m), i(job.n), i(job.k)];
         args.extend([Slot::Out(0), i(0), i(job.m * job.n), i(job.n), i(1)]);
@@ -628,8 +630,8 @@ impl JobPlan {
             kernel,
             wide,
             args,
-            items: job.batch * job.m.div_ceil(MATMUL_TILE) * job.n.div_ceil(MATMUL_TILE),
-            group: Some(MATMUL_TILE * MATMUL_TILE),
+            items: tile.groups(job.batch, job.m, job.n),
+            group: Some(tile.threads()),
             out_bytes: out_count * ty.size(),
             splits: 1,
             partial: job.dtype,

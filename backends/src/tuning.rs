@@ -11,13 +11,14 @@
 //! | `AXES_REDUCE_GROUPS` | work-groups a reduction wants at least | CUDA: the groups its multiprocessors hold at once; OpenCL 1,024 |
 //! | `AXES_REDUCE_UNROLL` | elements a reduction's thread reads a round, 1 to 16 | 4 on GPUs, 1 on CPU runtimes |
 //! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` on GPUs, `off` on CPU runtimes |
+//! | `AXES_MATMUL_BLOCKS` | `on`: matrix products with both sides of 64 or more compute 4 × 4 outputs a thread (64 × 64 a group); `off`: one a thread (16 × 16 a group) | `on` |
 //! | `AXES_MAX_GROUPS` | the most work-groups of one launch (kernels loop over the rest) | CUDA 65,535; OpenCL 4,096 |
 //!
 //! A value that is not one of these is an error naming the variable when the device is made.
 
 use axes_core::error::{Error, Result};
 use axes_kernels::REDUCE_UNROLL;
-pub use axes_kernels::Tile;
+pub use axes_kernels::{MatmulTile, Tile};
 
 /// How a device's generated kernels are cut (see the module's page).
 ///
@@ -46,6 +47,9 @@ pub struct Tuning {
     pub reduce_unroll: usize,
     /// Whether reductions of f32 elements read aligned consecutive elements four at a time.
     pub vector_reads: bool,
+    /// Whether matrix products with both sides of 64 or more compute a block of outputs a
+    /// thread ([`MatmulTile::LARGE`]) instead of one ([`MatmulTile::SMALL`]).
+    pub matmul_blocks: bool,
     /// The most work-groups one launch has.
     pub max_groups: usize,
     /// The most local (shared) memory a tiled kernel may take, in bytes.
@@ -80,11 +84,10 @@ impl Tuning {
                 .ok_or_else(|| invalid("AXES_REDUCE_UNROLL", &value, "1 to 16"))?;
         }
         if let Some(value) = var("AXES_REDUCE_VECTORS") {
-            self.vector_reads = match value.trim() {
-                "on" => true,
-                "off" => false,
-                _ => return Err(invalid("AXES_REDUCE_VECTORS", &value, "`on` or `off`")),
-            };
+            self.vector_reads = on_off("AXES_REDUCE_VECTORS", &value)?;
+        }
+        if let Some(value) = var("AXES_MATMUL_BLOCKS") {
+            self.matmul_blocks = on_off("AXES_MATMUL_BLOCKS", &value)?;
         }
         if let Some(value) = var("AXES_MAX_GROUPS") {
             self.max_groups = positive(&value, 1 << 31)
@@ -111,6 +114,15 @@ impl Tuning {
             ));
         }
         Ok(self)
+    }
+
+    /// The tile of an `m` × `n` matrix product on this device.
+    pub(crate) fn matmul_tile(&self, m: usize, n: usize) -> MatmulTile {
+        if self.matmul_blocks {
+            MatmulTile::for_product(m, n)
+        } else {
+            MatmulTile::SMALL
+        }
     }
 
     /// The defaults of a device with `resident_groups` reduction groups resident at once,
@@ -146,6 +158,7 @@ impl Tuning {
             },
             reduce_unroll: if gpu { REDUCE_UNROLL } else { 1 },
             vector_reads: gpu,
+            matmul_blocks: true,
             max_groups,
             local_bytes,
             max_threads,
@@ -155,6 +168,15 @@ impl Tuning {
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `on` or `off`, else an error naming `setting`.
+fn on_off(setting: &str, value: &str) -> Result<bool> {
+    match value.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(invalid(setting, value, "`on` or `off`")),
+    }
 }
 
 fn invalid(setting: &str, value: &str, allowed: &str) -> Error {
@@ -216,5 +238,14 @@ mod tests {
             (None, 1, false)
         );
         assert_eq!((gpu.reduce_unroll, gpu.vector_reads), (REDUCE_UNROLL, true));
+        for device in [gpu, cpu] {
+            assert_eq!(device.matmul_tile(4096, 128), MatmulTile::LARGE);
+            assert_eq!(device.matmul_tile(63, 4096), MatmulTile::SMALL);
+        }
+        let plain = Tuning {
+            matmul_blocks: false,
+            ..cpu
+        };
+        assert_eq!(plain.matmul_tile(4096, 128), MatmulTile::SMALL);
     }
 }

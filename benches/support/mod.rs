@@ -1,7 +1,7 @@
 //! Shared by the benchmarks: criterion set up alike, and its results read back to print
 //! ratios.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::Criterion;
@@ -23,9 +23,26 @@ pub(crate) fn criterion(
         .configure_from_args()
 }
 
+/// Where criterion writes its results: `$CRITERION_HOME`, else `criterion` in
+/// `$CARGO_TARGET_DIR` or in the workspace's `target` (a bench of a member crate runs in the
+/// member's folder, below the workspace's).
+fn criterion_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Path::new(&target).join("criterion");
+    }
+    let here = std::env::current_dir().unwrap_or_default();
+    let workspace = (here.ancestors())
+        .find(|dir| dir.join("Cargo.lock").exists())
+        .unwrap_or(&here);
+    workspace.join("target/criterion")
+}
+
 /// Criterion's median for benchmark `id` of `group` in this run, in nanoseconds.
 pub(crate) fn median_ns(group: &str, id: &str) -> Option<f64> {
-    let path = Path::new("target/criterion")
+    let path = criterion_home()
         .join(group)
         .join(id)
         .join("new/estimates.json");

@@ -54,7 +54,7 @@ pub use attention::{
     AttentionSpec, attention,
 };
 pub use elementwise::{elementwise, elementwise_in_place, elementwise_outputs, elementwise_tiled};
-pub use matmul::{MATMUL_TILE, matmul};
+pub use matmul::{MatmulTile, matmul};
 pub use reduction::{REDUCE_GROUP, REDUCE_UNROLL, REDUCE_VECTOR, ReduceShape, reduction};
 pub use tiled::{Tile, Tiling};
 

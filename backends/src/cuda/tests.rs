@@ -25,8 +25,8 @@ use axes_core::ir::ReduceOp;
 use axes_core::ir::{Ir, IrNode};
 use axes_core::protocol::{Backend, DeviceKind, DeviceMemory, Job, JobTarget, MatmulJob, WriteTo};
 use axes_kernels::{
-    AttentionPass, AttentionSpec, CType, Dialect, Kernel, REDUCE_GROUP, REDUCE_UNROLL, ReduceShape,
-    Spec, Tile, Tiling, attention, elementwise, elementwise_tiled, matmul, reduction,
+    AttentionPass, AttentionSpec, CType, Dialect, Kernel, MatmulTile, REDUCE_GROUP, REDUCE_UNROLL,
+    ReduceShape, Spec, Tile, Tiling, attention, elementwise, elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -220,8 +220,10 @@ fn kernels() -> Vec<Kernel> {
     };
     out.push(elementwise(&spec, 2, Dialect::Cuda).unwrap());
     for ty in [CType::F32, CType::F64, CType::F16, CType::BF16] {
-        out.push(matmul(ty, false, Dialect::Cuda).unwrap());
-        out.push(matmul(ty, true, Dialect::Cuda).unwrap());
+        for tile in [MatmulTile::SMALL, MatmulTile::LARGE] {
+            out.push(matmul(ty, false, tile, Dialect::Cuda).unwrap());
+            out.push(matmul(ty, true, tile, Dialect::Cuda).unwrap());
+        }
     }
     // Every pass of fused attention in every float type, masked and not, 32- and 64-bit
     // indexed, over the GPT's heads, odd widths and the widest (whose loops stay rolled).
@@ -426,7 +428,7 @@ impl Backend for Recording {
     }
     fn matmul(&self, job: &MatmulJob<'_>) -> axes_core::Result<DeviceMemory> {
         // cuBLAS runs f32 and f64 products on a GPU; the tiled kernel is the fallback.
-        self.keep(&JobPlan::matmul(job, Dialect::Cuda)?.kernel);
+        self.keep(&JobPlan::matmul(job, &self.tuning, Dialect::Cuda)?.kernel);
         CPU_BACKEND.matmul(job)
     }
 }

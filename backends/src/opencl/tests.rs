@@ -12,7 +12,7 @@ use crate::reference::{
 use crate::{Index, global_size};
 use axes_core::ir::ReduceOp;
 use axes_kernels::{
-    CType, Dialect, Kernel, MATMUL_TILE, REDUCE_GROUP, REDUCE_VECTOR, ReduceShape, Spec, Tile,
+    CType, Dialect, Kernel, MatmulTile, REDUCE_GROUP, REDUCE_VECTOR, ReduceShape, Spec, Tile,
     Tiling, elementwise, elementwise_tiled, matmul, reduction,
 };
 use rand::{Rng, SeedableRng};
@@ -587,24 +587,30 @@ fn program_binaries_are_kept_on_disk() {
     crate::disk_cache::check_kept_on_disk(&dir, fresh, run, OpenCl::built_from_source);
 }
 
-/// The generated tiled matrix product against a plain triple loop, over random batch
-/// counts, sizes (not multiples of the tile) and operand layouts (row- or column-major).
+/// Both generated tiled matrix products against a plain triple loop, over random batch
+/// counts, sizes around (and not multiples of) the tiles and the contracted slices, operand
+/// layouts (row- or column-major) and fewer groups than tiles.
 #[test]
 fn tiled_matmul_matches_the_reference() {
     let Some(cl) = device() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(13);
-    for case in 0..12 {
+    for case in 0..16 {
         let ty = if case % 2 == 0 {
             CType::F32
         } else {
             CType::F64
         };
+        let tile = if case % 4 < 2 {
+            MatmulTile::SMALL
+        } else {
+            MatmulTile::LARGE
+        };
         let tolerance = if ty == CType::F32 { 1e-5 } else { 1e-12 };
         let (batches, m, n, k) = (
             rng.random_range(1..=3),
-            rng.random_range(1..40),
-            rng.random_range(1..40),
-            rng.random_range(1..40),
+            rng.random_range(1..2 * tile.side + 9),
+            rng.random_range(1..2 * tile.side + 9),
+            rng.random_range(1..50),
         );
         // (batch, row, column) strides of a dense batches×rows×cols operand, row- or column-major.
         let layout = |rows: usize, cols: usize, rng: &mut ChaCha8Rng| -> [i64; 3] {
@@ -626,7 +632,7 @@ fn tiled_matmul_matches_the_reference() {
         let rhs: Vec<f64> = (0..batches * k * n)
             .map(|_| rng.random_range(-1.0..1.0))
             .collect();
-        let kernel = matmul(ty, case % 3 == 0, Dialect::OpenCl).unwrap();
+        let kernel = matmul(ty, case % 3 == 0, tile, Dialect::OpenCl).unwrap();
         let (lb, rb) = (Buf::new(cl, ty, &lhs), Buf::new(cl, ty, &rhs));
         let out = Buf::new(cl, ty, &vec![0.0; batches * m * n]);
         let mut args: Vec<Arg<'_>> = [batches, m, n, k]
@@ -638,14 +644,13 @@ fn tiled_matmul_matches_the_reference() {
             args.push(Arg::Index(0));
             args.extend(s.iter().map(|&v| Arg::Index(v)));
         }
-        let tiles = batches * m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE);
-        let group = MATMUL_TILE * MATMUL_TILE;
+        let group = tile.threads();
         launch(
             cl,
             &kernel,
             case % 3 == 0,
             &args,
-            global_size(tiles, 1, 64) * group,
+            global_size(tile.groups(batches, m, n), 1, 5) * group,
             group,
         )
         .unwrap();

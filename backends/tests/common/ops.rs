@@ -403,6 +403,21 @@ pub fn contractions(device: &Device) {
             &dot_on(&cpu.x, &w, device).unwrap(),
             tol,
         );
+        // Both sides 64 and longer (the register-blocked tile of devices without a BLAS),
+        // the weight stored transposed.
+        let (nb, nk, nj) = (
+            rng.random_range(64..150),
+            rng.random_range(1..40),
+            rng.random_range(64..150),
+        );
+        let a =
+            Tensor::<f32, (B, I)>::from_fn((B.len(nb), I.len(nk)), |_| rng.random_range(-1.0..1.0))
+                .unwrap();
+        let wt =
+            Tensor::<f32, (J, I)>::from_fn((J.len(nj), I.len(nk)), |_| rng.random_range(-1.0..1.0))
+                .unwrap();
+        let on_device = dot(&a.to(device).unwrap(), &wt.to(device).unwrap()).unwrap();
+        agree("dot 64 and longer", &dot(&a, &wt).unwrap(), &on_device, tol);
     }
 }
 
