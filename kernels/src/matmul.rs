@@ -129,7 +129,7 @@ pub fn matmul(ty: CType, wide: bool, tile: MatmulTile, dialect: Dialect) -> Resu
     );
     let rhs = emit::load(
         "rhs",
-        "rhs_off + b * rhs_bs + (k0 + kk) * rhs_rs + (col0 + c) * rhs_cs",
+        "rhs_off + b * rhs_bs + (k0 + kc) * rhs_rs + (col0 + c) * rhs_cs",
         ty,
         dialect,
     );
@@ -168,30 +168,17 @@ pub fn matmul(ty: CType, wide: bool, tile: MatmulTile, dialect: Dialect) -> Resu
     writeln!(body, "    for ({idx} k0 = 0; k0 < k; k0 += {DEPTH}) {{").unwrap();
     for round in 0..DEPTH * side / threads {
         let e = format!("tid + {}", round * threads);
-        writeln!(body, "      {{").unwrap();
+        // The left slice is read along the contracted axis, the right one along its rows.
         writeln!(
             body,
-            "        {idx} kk = ({e}) % {DEPTH}, r = ({e}) / {DEPTH};"
+            "      {{
+        {idx} kk = ({e}) % {DEPTH}, r = ({e}) / {DEPTH};
+        lt[kk][r] = (row0 + r < m && k0 + kk < k) ? {lhs} : {zero};
+        {idx} c = ({e}) % {side}, kc = ({e}) / {side};
+        rt[kc][c] = (k0 + kc < k && col0 + c < n) ? {rhs} : {zero};
+      }}"
         )
         .unwrap();
-        writeln!(
-            body,
-            "        lt[kk][r] = (row0 + r < m && k0 + kk < k) ? {lhs} : {zero};"
-        )
-        .unwrap();
-        writeln!(body, "      }}").unwrap();
-        writeln!(body, "      {{").unwrap();
-        writeln!(
-            body,
-            "        {idx} c = ({e}) % {side}, kk = ({e}) / {side};"
-        )
-        .unwrap();
-        writeln!(
-            body,
-            "        rt[kk][c] = (k0 + kk < k && col0 + c < n) ? {rhs} : {zero};"
-        )
-        .unwrap();
-        writeln!(body, "      }}").unwrap();
     }
     writeln!(body, "      {sync}").unwrap();
     writeln!(body, "      for (int kk = 0; kk < {DEPTH}; kk++) {{").unwrap();
