@@ -10,7 +10,7 @@
 //! | `AXES_TILE` | `SIDExROWS` (tiles of side², groups of side × rows threads), or `off` | `32x8` on GPUs, `off` on CPU runtimes |
 //! | `AXES_REDUCE_GROUPS` | work-groups a reduction wants at least | CUDA: the groups its multiprocessors hold at once; OpenCL 1,024 |
 //! | `AXES_REDUCE_UNROLL` | elements a reduction's thread reads a round, 1 to 16 | 4 on GPUs, 1 on CPU runtimes |
-//! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` on GPUs, `off` on CPU runtimes |
+//! | `AXES_REDUCE_VECTORS` | `on`: f32 reductions read aligned consecutive elements four at a time; `off` | `on` |
 //! | `AXES_MATMUL_BLOCKS` | `on`: matrix products with both sides of 64 or more compute 4 × 4 outputs a thread (64 × 64 a group); `off`: one a thread (16 × 16 a group) | `on` |
 //! | `AXES_MAX_GROUPS` | the most work-groups of one launch (kernels loop over the rest) | CUDA 65,535; OpenCL 4,096 |
 //!
@@ -127,10 +127,10 @@ impl Tuning {
 
     /// The defaults of a device with `resident_groups` reduction groups resident at once,
     /// `max_groups` groups a launch, `local_bytes` of local memory and groups of up to
-    /// `max_threads` threads. A GPU gets tiles, reductions that read four elements (or
-    /// vectors) a round, and vector reads where aligned; a CPU runtime (PoCL) keeps the plain
-    /// kernels: tiles cost it at sizes that fit its caches, and its compile time grows with
-    /// the larger kernels (`AXES_REDUCE_VECTORS=on` trades that for faster reductions).
+    /// `max_threads` threads. Both read f32 reductions as vectors where aligned; a GPU also
+    /// gets tiles and reductions that read four elements (or vectors) a round, a CPU runtime
+    /// (PoCL) neither: tiles cost it at sizes that fit its caches, and four reads a round gain
+    /// it little over the vectors alone.
     pub(crate) const fn device(
         gpu: bool,
         resident_groups: usize,
@@ -157,7 +157,7 @@ impl Tuning {
                 1
             },
             reduce_unroll: if gpu { REDUCE_UNROLL } else { 1 },
-            vector_reads: gpu,
+            vector_reads: true,
             matmul_blocks: true,
             max_groups,
             local_bytes,
@@ -235,7 +235,7 @@ mod tests {
         let cpu = Tuning::device(false, 8, 4096, 1 << 20, 1024);
         assert_eq!(
             (cpu.tile, cpu.reduce_unroll, cpu.vector_reads),
-            (None, 1, false)
+            (None, 1, true)
         );
         assert_eq!((gpu.reduce_unroll, gpu.vector_reads), (REDUCE_UNROLL, true));
         for device in [gpu, cpu] {
