@@ -168,7 +168,8 @@ pub fn matmul(ty: CType, wide: bool, tile: MatmulTile, dialect: Dialect) -> Resu
     writeln!(body, "    for ({idx} k0 = 0; k0 < k; k0 += {DEPTH}) {{").unwrap();
     for round in 0..DEPTH * side / threads {
         let e = format!("tid + {}", round * threads);
-        // The left slice is read along the contracted axis, the right one along its rows.
+        // Neighbouring threads read the left operand along the contracted axis, the right
+        // one along a row.
         writeln!(
             body,
             "      {{
