@@ -152,6 +152,11 @@ impl Cuda {
         nvrtc_available()?;
         let context =
             CudaContext::new(ordinal).map_err(|e| cuda_error(&format!("device {ordinal}"), e))?;
+        // SAFETY: every buffer is used on the device's one stream: no cudarc stream is ever
+        // made beside it (the stream recordings are captured on is the driver's own and runs
+        // nothing but a cuBLAS warm-up between two waits), so cudarc's per-buffer events —
+        // two made with each buffer and destroyed with it — would order nothing.
+        unsafe { context.disable_event_tracking() };
         let (major, minor) = context
             .compute_capability()
             .map_err(|e| cuda_error("compute capability", e))?;
@@ -275,20 +280,23 @@ impl Cuda {
     }
 
     fn function(&self, kernel: &Kernel) -> Result<CudaFunction> {
-        let mut cache = self
-            .functions
-            .lock()
-            .expect("the kernel cache is never poisoned");
+        let cache = || {
+            self.functions
+                .lock()
+                .expect("the kernel cache is never poisoned")
+        };
         self.meter.looked_up();
-        if let Some(f) = cache.get(&kernel.source) {
+        if let Some(f) = cache().get(&kernel.source) {
             return Ok(f.clone());
         }
+        // Compiled without the lock, so that threads wanting other kernels compile them
+        // meanwhile (NVRTC takes programs on several threads); two threads wanting the same
+        // one may both compile it, and the first one kept serves both.
         let module = self.module(kernel)?;
         let f = module
             .load_function(&kernel.name)
             .map_err(|e| cuda_error(&format!("finding `{}`", kernel.name), e))?;
-        cache.insert(kernel.source.clone(), f.clone());
-        Ok(f)
+        Ok(cache().entry(kernel.source.clone()).or_insert(f).clone())
     }
 
     /// How many kernels this object compiled rather than loaded from a cubin kept on disk.
@@ -669,6 +677,9 @@ impl Backend for Cuda {
         if bytes == 0 {
             return Ok(true);
         }
+        self.context
+            .bind_to_thread()
+            .map_err(|e| cuda_error("binding the device's context", e))?;
         let source = address(source, &self.stream) + from_at as u64;
         let target = address(target, &self.stream) + to_at as u64;
         // SAFETY: both spans lie inside live buffers of this device (checked above), which

@@ -90,8 +90,9 @@ impl Tuning {
             self.matmul_blocks = on_off("AXES_MATMUL_BLOCKS", &value)?;
         }
         if let Some(value) = var("AXES_MAX_GROUPS") {
-            self.max_groups = positive(&value, 1 << 31)
-                .ok_or_else(|| invalid("AXES_MAX_GROUPS", &value, "1 to 2147483648"))?;
+            // Groups of up to 1,024 threads: a grid's threads stay below 2³¹.
+            self.max_groups = positive(&value, 1 << 21)
+                .ok_or_else(|| invalid("AXES_MAX_GROUPS", &value, "1 to 2097152"))?;
         }
         tune(&mut self);
         if let Some(tile) = self.tile

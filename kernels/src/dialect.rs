@@ -99,10 +99,16 @@ __device__ __forceinline__ unsigned short axes_float_to_bf16(float x) { unsigned
 #endif
 ";
 
-fn signature_start(dialect: Dialect, name: &str) -> String {
-    match dialect {
-        Dialect::Cuda => format!("extern \"C\" __global__ void {name}("),
-        Dialect::OpenCl => format!("__kernel void {name}("),
+/// A kernel's signature up to its parameters. A CUDA kernel launched with exactly
+/// `threads` threads a block says so (`__launch_bounds__`), so that NVRTC keeps its
+/// registers within what a block of that many can hold.
+fn signature_start(dialect: Dialect, name: &str, threads: Option<usize>) -> String {
+    match (dialect, threads) {
+        (Dialect::Cuda, None) => format!("extern \"C\" __global__ void {name}("),
+        (Dialect::Cuda, Some(threads)) => {
+            format!("extern \"C\" __global__ void __launch_bounds__({threads}) {name}(")
+        }
+        (Dialect::OpenCl, _) => format!("__kernel void {name}("),
     }
 }
 
@@ -124,10 +130,23 @@ pub(crate) fn finish(
     params: &[String],
     body: &str,
 ) -> Kernel {
+    finish_bounded(spec, dialect, kind, params, body, None)
+}
+
+/// [`finish`] for a kernel always launched with `threads` threads a group, where that is
+/// known when it is generated.
+pub(crate) fn finish_bounded(
+    spec: &Spec<'_>,
+    dialect: Dialect,
+    kind: &str,
+    params: &[String],
+    body: &str,
+    threads: Option<usize>,
+) -> Kernel {
     let key = format!("{kind}|{}|{body}", params.join(","));
     let name = format!("axes_{kind}_{:016x}", fnv(&key));
     let mut source = preamble(spec, dialect);
-    source.push_str(&signature_start(dialect, &name));
+    source.push_str(&signature_start(dialect, &name, threads));
     source.push_str(&params.join(", "));
     source.push_str(") {\n");
     source.push_str(body);

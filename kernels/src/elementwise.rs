@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use axes_core::error::Result;
 
-use crate::dialect::{coordinate, finish, index_type, pointer};
+use crate::dialect::{coordinate, finish_bounded, index_type, pointer};
 use crate::emit;
 use crate::tiled::{self, Tiling};
 use crate::{Dialect, Kernel, Spec};
@@ -100,6 +100,9 @@ pub fn elementwise_in_place(
 /// let tiling = Tiling { staged: &[1], tile: Tile::DEFAULT };
 /// let kernel = elementwise_tiled(&spec, &[], None, 2, &tiling, Dialect::OpenCl)?;
 /// assert!(kernel.source.contains("__local float tile_1[32][33];"));
+/// // In CUDA the kernel names its block of 32 × 8 threads, so its registers fit one.
+/// let kernel = elementwise_tiled(&spec, &[], None, 2, &tiling, Dialect::Cuda)?;
+/// assert!(kernel.source.contains("__launch_bounds__(256)"));
 /// # Ok::<(), axes_core::Error>(())
 /// ```
 pub fn elementwise_tiled(
@@ -175,7 +178,10 @@ fn outputs_kernel(
     } else {
         kind
     };
-    Ok(finish(spec, dialect, &kind, &params, &body))
+    let threads = tiling.map(|tiling| tiling.tile.threads());
+    Ok(finish_bounded(
+        spec, dialect, &kind, &params, &body, threads,
+    ))
 }
 
 /// The body of an elementwise kernel that is not tiled: a loop over the flat index, each
