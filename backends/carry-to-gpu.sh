@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything a GPU check runs (release, stripped) into one folder to carry to a GPU
 # machine that has the CUDA driver but no Rust toolchain and no network, with a `run.sh`
-# that runs it all and appends each step's output to one log as it goes:
+# (backends/gpu-run.sh) that runs it all in parts and appends each step's output to one log
+# as it goes:
 #
 #   cuda-kernels       the generated kernels against the reference (axes-backends' unit tests)
 #   cuda-tests         the shared suite, training and attention on the GPU (backends/tests/cuda.rs)
@@ -12,26 +13,33 @@
 #   train, gpt         the examples, on `--device cuda` (their data in `data/`)
 #   train-step-bench   the MLP step bench on the GPU (benches/train_step.rs)
 #   cuda-bench         bandwidth against a device copy, dot against cuBLAS
+#   gpt_torch.py       the GPT's PyTorch twin (benches/gpt_torch.py), the step's peer
+#   kernel_time.py     a step's kernels summed by Nsight Compute (backends/gpu-kernel-time.py)
 #
-# There (e.g. through the workplace's `run`, which carries ignored paths: pack the folder
-# with `tar cJf` to stay under its size limit):
+# There (e.g. through the workplace's `run`, which carries ignored paths: `--pack` also writes
+# the folder as one `.tar.xz`, under that tool's size limit), the parts in one or two calls:
 #
-#   gpu-carry/run.sh "$OUT/gpu-check.log"        # every step, the quick benches
-#   gpu-carry/run.sh "$OUT/gpu-check.log" tests  # the tests only
+#   tar xJf target/gpu-carry.tar.xz -C target
+#   target/gpu-carry/run.sh "$OUT/gpu-check.log" tests figures peers   # the open issues' figures
+#   target/gpu-carry/run.sh "$OUT/gpu-check.log" more                  # the rest
 #
 # NVRTC (libnvrtc.so.13, 105 MB), cuBLAS and NCCL are found on that machine: in `lib/` here
 # (`--with-nvrtc` copies NVRTC from the `nvidia-cuda-nvrtc` wheel that `.ci/run` installs, or
 # from AXES_CUDA_LIB), else in a Python's `site-packages/nvidia/*/lib`, else on the system's
 # library path. Without cuBLAS, contractions use the generated tiled kernel.
 #
-# usage: backends/carry-to-gpu.sh [--with-nvrtc] [OUT_DIR]   (default: target/gpu-carry)
+# usage: backends/carry-to-gpu.sh [--with-nvrtc] [--pack] [OUT_DIR]   (default: target/gpu-carry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-with_nvrtc=0
-if [ "${1:-}" = "--with-nvrtc" ]; then
-    with_nvrtc=1
+with_nvrtc=0 pack=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --with-nvrtc) with_nvrtc=1 ;;
+        --pack) pack=1 ;;
+        *) break ;;
+    esac
     shift
-fi
+done
 out="${1:-target/gpu-carry}"
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/data"
@@ -73,6 +81,8 @@ for binary in cuda-kernels cuda-tests cuda-memory attention-launches recorded-st
 done
 cp -r data/digits data/kjv "$out/data/"
 cp backends/gpu-run.sh "$out/run.sh"
+cp benches/gpt_torch.py "$out/gpt_torch.py"
+cp backends/gpu-kernel-time.py "$out/kernel_time.py"
 
 if [ "$with_nvrtc" = 1 ]; then
     lib="${AXES_CUDA_LIB:-}"
@@ -88,3 +98,7 @@ if [ "$with_nvrtc" = 1 ]; then
 fi
 du -sh "$out"
 ls -la "$out"
+if [ "$pack" = 1 ]; then
+    tar cJf "$out.tar.xz" -C "$(dirname "$out")" "$(basename "$out")"
+    ls -la "$out.tar.xz"
+fi

@@ -6,9 +6,16 @@ split, and writes `target/gpt/torch_curves.csv`, which `examples/gpt.rs` plots b
     python3 benches/gpt_torch.py [--steps 800] [--batch 32] [--seed 1] [--lr 3e-3] [--threads 2] [--device cpu]
 
 `--device cuda` trains on the GPU (the peer of `examples/gpt.rs --device cuda`).
+`--precision bf16` runs the forward pass and the loss under `torch.autocast` in bf16 (the peer
+of `--precision bf16`), `--precision tf32` lets f32 products use TF32 (the peer of `--tf32`).
+`--compile default|reduce-overhead` compiles the forward pass with the loss, and the clipping
+with the optimizer's update, by `torch.compile` (`reduce-overhead`: CUDA graphs, the peer of
+`--record` on CUDA).
 
 With `--bench`, it only times training steps (the peer of `cargo bench --bench gpt_step`):
-5 warm-up steps, then the median of 7 runs of 5 steps, printed as one JSON line.
+5 warm-up steps (more when compiling), then the median of 7 runs of 5 steps, printed as one
+JSON line; on CUDA the line also gives the GPU's busy time a step (kernels and copies, summed
+by `torch.profiler` over 5 steps).
 """
 
 import argparse
@@ -116,36 +123,87 @@ def bigram_bits(train, valid, vocab):
     return -log_p[valid[:-1], valid[1:]].mean().item()
 
 
-def train_step(model, opt, x, y):
-    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    return loss
+def adamw(model, args):
+    """AdamW as `examples/gpt.rs` takes it. A compiled update reads its rate from a tensor, so
+    that a new rate each step is no new compilation."""
+    lr = torch.tensor(1e-3, device=args.device) if args.compile != "none" else 1e-3
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
 
-def bench(args, vocab=73, warmup=5, runs=7, steps=5):
+def make_train_step(model, opt, args):
+    """A training step (forward, loss, backward, clipping, AdamW) as `args` asks: in bf16 under
+    autocast or in f32, compiled or eager."""
+    autocast = args.precision == "bf16"
+
+    def forward_loss(x, y):
+        with torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=autocast):
+            return F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+
+    def update():
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    if args.compile != "none":
+        mode = None if args.compile == "default" else args.compile
+        forward_loss = torch.compile(forward_loss, mode=mode)
+        update = torch.compile(update, mode=mode)
+
+    def train_step(x, y):
+        loss = forward_loss(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        update()
+        return loss
+
+    return train_step
+
+
+def busy_ms_per_step(train_step, x, y, steps):
+    """The GPU's busy time a step (kernels, copies and fills, each event's span summed), by
+    `torch.profiler` over `steps` steps; None off CUDA."""
+    if torch.device(x.device).type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            train_step(x, y).item()
+        torch.cuda.synchronize()
+    spans = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(spans) / steps / 1e3
+
+
+def bench(args, vocab=73, runs=7, steps=5):
     """Times training steps on fixed random batches (the data does not change the cost)."""
     model = Gpt(vocab).to(args.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    opt = adamw(model, args)
+    train_step = make_train_step(model, opt, args)
     ids = torch.randint(0, vocab, (args.batch, CONTEXT + 1))
     x, y = ids[:, :-1].contiguous().to(args.device), ids[:, 1:].contiguous().to(args.device)
-    for _ in range(warmup):
-        train_step(model, opt, x, y).item()
+    started = time.perf_counter()
+    train_step(x, y).item()
+    first_ms = (time.perf_counter() - started) * 1e3
+    # CUDA graph trees record at the second or third call: warm up past them.
+    for _ in range(4 if args.compile == "none" else 10):
+        train_step(x, y).item()
     runs_ms = []
     for _ in range(runs):
         start = time.perf_counter()
         for _ in range(steps):
-            train_step(model, opt, x, y).item()  # each step reads its loss, as gpt_step does
+            train_step(x, y).item()  # each step reads its loss, as gpt_step does
         runs_ms.append((time.perf_counter() - start) / steps * 1e3)
+    busy = busy_ms_per_step(train_step, x, y, steps)
     print(json.dumps({
         "framework": "pytorch",
         "version": torch.__version__,
         "threads": args.threads,
         "device": args.device,
+        "precision": args.precision,
+        "compile": args.compile,
+        "first_step_ms": round(first_ms, 1),
         "median_ms_per_step": round(statistics.median(runs_ms), 2),
         "runs_ms": [round(r, 2) for r in runs_ms],
+        "gpu_busy_ms_per_step": None if busy is None else round(busy, 3),
     }))
 
 
@@ -159,8 +217,12 @@ def main():
     args.add_argument("--lr", type=float, default=3e-3)
     args.add_argument("--bench", action="store_true")
     args.add_argument("--device", default="cpu")
+    args.add_argument("--precision", choices=["f32", "tf32", "bf16"], default="f32")
+    args.add_argument("--compile", choices=["none", "default", "reduce-overhead"], default="none")
     args = args.parse_args()
     torch.set_num_threads(args.threads)
+    if args.precision == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = True
     torch.manual_seed(args.seed)
     if args.bench:
         bench(args)
@@ -174,8 +236,12 @@ def main():
     train, valid = ids[:split], ids[split:]
     print(f"bigram count model: {bigram_bits(train, valid, len(chars)):.3f} bits/char on the validation split")
     model = Gpt(len(chars)).to(args.device)
-    print(f"{sum(p.numel() for p in model.parameters())} parameters, {args.threads} threads, {args.device}")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    print(
+        f"{sum(p.numel() for p in model.parameters())} parameters, {args.threads} threads, {args.device}, "
+        f"{args.precision}, compile {args.compile}"
+    )
+    opt = adamw(model, args)
+    train_step = make_train_step(model, opt, args)
     rng, eval_rng = SplitMix(args.seed), SplitMix(1000)
     on = lambda xy: (xy[0].to(args.device), xy[1].to(args.device))
     evals = [on(batch(valid, args.batch, eval_rng)) for _ in range(4)]
@@ -184,8 +250,12 @@ def main():
     for step in range(args.steps):
         x, y = on(batch(train, args.batch, rng))
         for group in opt.param_groups:
-            group["lr"] = schedule(step, args.steps, args.lr, args.lr / 10)
-        loss = train_step(model, opt, x, y)
+            rate = schedule(step, args.steps, args.lr, args.lr / 10)
+            if torch.is_tensor(group["lr"]):
+                group["lr"].fill_(rate)
+            else:
+                group["lr"] = rate
+        loss = train_step(x, y)
         bits = loss.item() / math.log(2)
         curves.append(f"train,{step + 1},{bits}")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:

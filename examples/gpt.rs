@@ -25,7 +25,8 @@
 //! (mixed precision: the forward and backward passes in bf16 or f16 over a copy of the f32
 //! weights AdamW updates, `Params::bind_as`; f16 under a dynamic loss scale, `LossScale`,
 //! whose value the checkpoints keep and the validation lines print; the validation runs the
-//! f32 weights).
+//! f32 weights), `--tf32` (f32 products may round their operands to TF32 where the device
+//! can, `Device::allow_tf32`: cuBLAS on CUDA; the first line says whether it does).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -65,6 +66,8 @@ struct Options {
     resume: Option<PathBuf>,
     /// The type of the forward and backward passes.
     precision: Precision,
+    /// Let f32 products round their operands to TF32 where the device can (`--tf32`).
+    tf32: bool,
 }
 
 /// The type the forward and backward passes run in, over f32 master weights.
@@ -81,7 +84,7 @@ impl Options {
     /// resumed from it must have the same.
     fn run_defining(&self) -> String {
         format!(
-            "--steps {} --batch {} --context {} --lr {} --seed {}{}",
+            "--steps {} --batch {} --context {} --lr {} --seed {}{}{}",
             self.steps,
             self.batch,
             self.context,
@@ -91,7 +94,8 @@ impl Options {
                 Precision::F32 => "",
                 Precision::Bf16 => " --precision bf16",
                 Precision::F16 => " --precision f16",
-            }
+            },
+            if self.tf32 { " --tf32" } else { "" }
         )
     }
 }
@@ -112,6 +116,7 @@ fn options() -> Result<Options, String> {
         checkpoint_every: None,
         resume: None,
         precision: Precision::F32,
+        tf32: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -130,6 +135,7 @@ fn options() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(value()?),
             "--data" => options.data = PathBuf::from(value()?),
             "--record" => options.record = true,
+            "--tf32" => options.tf32 = true,
             "--sample" => options.sample = number(value()?)?,
             "--checkpoint-every" => options.checkpoint_every = Some(number(value()?)?.max(1)),
             "--resume" => options.resume = Some(PathBuf::from(value()?)),
@@ -146,7 +152,7 @@ fn options() -> Result<Options, String> {
                     "unknown argument `{other}`: gpt [--steps N] [--batch N] [--context N] [--lr X] \
                      [--seed N] [--eval-every N] [--device cpu|opencl|cuda[:N]] [--out DIR] \
                      [--data DIR] [--record] [--sample N] [--checkpoint-every N] [--resume PATH] \
-                     [--precision f32|bf16|f16]"
+                     [--precision f32|bf16|f16] [--tf32]"
                 ));
             }
         }
@@ -309,8 +315,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = ParamsBuilder::new();
     let model = Gpt::new(&mut builder, "gpt", &config)?;
     let mut params = builder.build::<f32>(options.seed)?.to(&options.device)?;
+    let tf32 = options.tf32 && options.device.allow_tf32(true);
     println!(
-        "{} characters ({} distinct), {} parameters, {} steps of {} × {} on {}{}",
+        "{} characters ({} distinct), {} parameters, {} steps of {} × {} on {}{}{}",
         text.ids.len(),
         text.chars.len(),
         params.count(),
@@ -322,6 +329,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Precision::F32 => "",
             Precision::Bf16 => " in bf16 (f32 master weights)",
             Precision::F16 => " in f16 (f32 master weights, a loss scale)",
+        },
+        match (options.tf32, tf32) {
+            (false, _) => "",
+            (true, true) => ", f32 products in TF32",
+            (true, false) => ", f32 products in f32 (this device has no TF32)",
         }
     );
     let mut eval_rng = SplitMix(1000);
