@@ -4,6 +4,8 @@ use std::fmt::{Debug, Display};
 
 use half::{bf16, f16};
 
+use crate::halves::Half;
+
 /// The element types a tensor can hold, as a run-time value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -325,9 +327,9 @@ macro_rules! half_elements {
             const IS_FLOAT: bool = true;
             fn zero() -> Self { <$t>::ZERO }
             fn one() -> Self { <$t>::ONE }
-            fn to_f64(self) -> f64 { self.to_f64() }
+            fn to_f64(self) -> f64 { f64::from(self.widen()) }
             fn from_f64(v: f64) -> Self { nearest(v) }
-            fn to_i64(self) -> i64 { self.to_f64() as i64 }
+            fn to_i64(self) -> i64 { self.widen() as i64 }
             fn from_i64(v: i64) -> Self { nearest(v as f64) }
             fn elements(data: &[Self]) -> Elements<'_> { Elements::$dtype(data) }
             fn elements_mut(data: &mut [Self]) -> ElementsMut<'_> { ElementsMut::$dtype(data) }
@@ -341,33 +343,16 @@ half_elements!(f16 => F16; bf16 => BF16);
 /// with its last bit set where that dropped anything — so that the second rounding sees
 /// what the first dropped (rounding to nearest twice is off where the first lands on a tie:
 /// half's own `bf16::from_f64` is, in about one f32 value in 20,000).
-fn nearest<H: HalfFromF32>(v: f64) -> H {
+fn nearest<H: Half>(v: f64) -> H {
     let rounded = v as f32;
     if v.is_nan() || f64::from(rounded) == v {
-        return H::from_f32(rounded);
+        return H::narrow(rounded);
     }
     let mut bits = rounded.to_bits();
     if f64::from(rounded).abs() > v.abs() {
         bits -= 1; // toward zero: one step down in magnitude
     }
-    H::from_f32(f32::from_bits(bits | 1))
-}
-
-/// A half type made from an f32 by rounding to nearest, ties to even.
-trait HalfFromF32 {
-    fn from_f32(v: f32) -> Self;
-}
-
-impl HalfFromF32 for f16 {
-    fn from_f32(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-}
-
-impl HalfFromF32 for bf16 {
-    fn from_f32(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
+    H::narrow(f32::from_bits(bits | 1))
 }
 
 /// `from` widened to f32 into `to` (as long): f16 and bf16 many at a time (half's slice

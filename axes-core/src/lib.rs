@@ -21,6 +21,7 @@ extern crate self as axes;
 pub mod error;
 
 pub mod element;
+mod halves;
 pub mod math;
 pub mod num;
 

@@ -5,6 +5,7 @@
 use half::{bf16, f16};
 
 use crate::element::Element;
+use crate::halves::Half;
 use crate::math;
 
 /// Numeric element types (all but bool).
@@ -93,6 +94,22 @@ pub trait Float: Num {
     /// assert!(half::bf16::as_wide(&[half::bf16::ONE]).is_none());
     /// ```
     fn as_wide(values: &[Self]) -> Option<&[Self::Wide]>;
+    /// The value as a [`Float::Wide`] (exact).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Float;
+    /// assert_eq!(half::f16::from_f32(0.1).to_wide(), 0.0999755859375f32);
+    /// ```
+    fn to_wide(self) -> Self::Wide;
+    /// The value nearest `wide` (ties to even; `wide` itself for f32 and f64).
+    ///
+    /// ```
+    /// # extern crate axes_core as axes;
+    /// use axes::Float;
+    /// assert_eq!(half::bf16::from_wide(1.0 + 1.0 / 256.0), half::bf16::ONE); // a tie, to even
+    /// ```
+    fn from_wide(wide: Self::Wide) -> Self;
     /// Whether this is NaN.
     fn is_nan(self) -> bool;
 }
@@ -348,6 +365,14 @@ impl Float for f32 {
         Some(values)
     }
     #[inline(always)]
+    fn to_wide(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn from_wide(wide: Self) -> Self {
+        wide
+    }
+    #[inline(always)]
     fn is_nan(self) -> bool {
         f32::is_nan(self)
     }
@@ -440,6 +465,14 @@ impl Float for f64 {
         Some(values)
     }
     #[inline(always)]
+    fn to_wide(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn from_wide(wide: Self) -> Self {
+        wide
+    }
+    #[inline(always)]
     fn is_nan(self) -> bool {
         f64::is_nan(self)
     }
@@ -449,42 +482,44 @@ impl Float for f64 {
 macro_rules! half_float {
     ($($t:ty),*) => {$(
         impl Num for $t {
-            #[inline(always)] fn add(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() + b.to_f32()) }
-            #[inline(always)] fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
-            #[inline(always)] fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }
-            #[inline(always)] fn div(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() / b.to_f32()) }
-            #[inline(always)] fn rem(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() % b.to_f32()) }
+            #[inline(always)] fn add(self, b: Self) -> Self { <$t>::narrow(self.widen() + b.widen()) }
+            #[inline(always)] fn sub(self, b: Self) -> Self { <$t>::narrow(self.widen() - b.widen()) }
+            #[inline(always)] fn mul(self, b: Self) -> Self { <$t>::narrow(self.widen() * b.widen()) }
+            #[inline(always)] fn div(self, b: Self) -> Self { <$t>::narrow(self.widen() / b.widen()) }
+            #[inline(always)] fn rem(self, b: Self) -> Self { <$t>::narrow(self.widen() % b.widen()) }
             #[inline(always)] fn neg(self) -> Self { -self }
-            #[inline(always)] fn max(self, b: Self) -> Self { <$t>::from_f32(Num::max(self.to_f32(), b.to_f32())) }
-            #[inline(always)] fn min(self, b: Self) -> Self { <$t>::from_f32(Num::min(self.to_f32(), b.to_f32())) }
-            #[inline(always)] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
-            #[inline(always)] fn signum(self) -> Self { <$t>::from_f32(Num::signum(self.to_f32())) }
+            #[inline(always)] fn max(self, b: Self) -> Self { <$t>::narrow(Num::max(self.widen(), b.widen())) }
+            #[inline(always)] fn min(self, b: Self) -> Self { <$t>::narrow(Num::min(self.widen(), b.widen())) }
+            #[inline(always)] fn abs(self) -> Self { <$t>::narrow(self.widen().abs()) }
+            #[inline(always)] fn signum(self) -> Self { <$t>::narrow(Num::signum(self.widen())) }
             fn lowest() -> Self { <$t>::NEG_INFINITY }
             fn highest() -> Self { <$t>::INFINITY }
-            fn powi(self, n: i32) -> Self { <$t>::from_f32(self.to_f32().powi(n)) }
+            fn powi(self, n: i32) -> Self { <$t>::narrow(self.widen().powi(n)) }
         }
 
         impl Float for $t {
             type Wide = f32;
-            #[inline(always)] fn exp(self) -> Self { <$t>::from_f32(Float::exp(self.to_f32())) }
-            #[inline(always)] fn ln(self) -> Self { <$t>::from_f32(Float::ln(self.to_f32())) }
-            #[inline(always)] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
-            #[inline(always)] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
-            #[inline(always)] fn tanh(self) -> Self { <$t>::from_f32(Float::tanh(self.to_f32())) }
-            #[inline(always)] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
-            #[inline(always)] fn gelu(self) -> Self { <$t>::from_f32(Float::gelu(self.to_f32())) }
-            #[inline(always)] fn gelu_derivative(self) -> Self { <$t>::from_f32(Float::gelu_derivative(self.to_f32())) }
-            #[inline(always)] fn softplus(self) -> Self { <$t>::from_f32(Float::softplus(self.to_f32())) }
-            #[inline(always)] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
-            #[inline(always)] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
-            #[inline(always)] fn powf(self, y: Self) -> Self { <$t>::from_f32(self.to_f32().powf(y.to_f32())) }
-            #[inline(always)] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
-            #[inline(always)] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
+            #[inline(always)] fn exp(self) -> Self { <$t>::narrow(Float::exp(self.widen())) }
+            #[inline(always)] fn ln(self) -> Self { <$t>::narrow(Float::ln(self.widen())) }
+            #[inline(always)] fn sqrt(self) -> Self { <$t>::narrow(self.widen().sqrt()) }
+            #[inline(always)] fn rsqrt(self) -> Self { <$t>::narrow(1.0 / self.widen().sqrt()) }
+            #[inline(always)] fn tanh(self) -> Self { <$t>::narrow(Float::tanh(self.widen())) }
+            #[inline(always)] fn sigmoid(self) -> Self { <$t>::narrow(Float::sigmoid(self.widen())) }
+            #[inline(always)] fn gelu(self) -> Self { <$t>::narrow(Float::gelu(self.widen())) }
+            #[inline(always)] fn gelu_derivative(self) -> Self { <$t>::narrow(Float::gelu_derivative(self.widen())) }
+            #[inline(always)] fn softplus(self) -> Self { <$t>::narrow(Float::softplus(self.widen())) }
+            #[inline(always)] fn sin(self) -> Self { <$t>::narrow(self.widen().sin()) }
+            #[inline(always)] fn cos(self) -> Self { <$t>::narrow(self.widen().cos()) }
+            #[inline(always)] fn powf(self, y: Self) -> Self { <$t>::narrow(self.widen().powf(y.widen())) }
+            #[inline(always)] fn floor(self) -> Self { <$t>::narrow(self.widen().floor()) }
+            #[inline(always)] fn ceil(self) -> Self { <$t>::narrow(self.widen().ceil()) }
             #[inline(always)] fn mul_add(self, b: Self, c: Self) -> Self {
-                <$t>::from_f32(self.to_f32() * b.to_f32() + c.to_f32())
+                <$t>::narrow(self.widen() * b.widen() + c.widen())
             }
             fn nan() -> Self { <$t>::NAN }
             fn as_wide(_: &[Self]) -> Option<&[f32]> { None }
+            #[inline(always)] fn to_wide(self) -> f32 { self.widen() }
+            #[inline(always)] fn from_wide(wide: f32) -> Self { <$t>::narrow(wide) }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The layers, earliest first; each is the top-level modules it holds.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["element", "num", "math"],
+    &["element", "halves", "num", "math"],
     &["axis"],
     &["list", "named"],
     &["layout"],

@@ -392,7 +392,7 @@ where
         )?;
         for (id, total) in [(gain_id, sums.gain), (bias_id, sums.bias)] {
             if let Some(id) = id {
-                let narrowed = total.iter().map(|v| T::from_f64(v.to_f64())).collect();
+                let narrowed = total.iter().map(|&v| T::from_wide(v)).collect();
                 let grad = in_layout::<T, (F,)>(narrowed, &Layout::row_major(&[total.len()]))?;
                 grads.accumulate(id, grad)?;
             }

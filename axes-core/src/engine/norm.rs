@@ -55,7 +55,7 @@ impl<'a, T: Element> RowsOf<'a, T> {
         T: Float,
     {
         let start = self.starts[r];
-        let widen = |v: T| T::Wide::from_f64(v.to_f64());
+        let widen = |v: T| v.to_wide();
         if self.step == 1 {
             let row = &self.data[start as usize..start as usize + self.len];
             for (o, &v) in out.iter_mut().zip(row) {
@@ -234,7 +234,7 @@ impl Norm {
                     let c = dot(&gr, Some(&xr)).mul(inverse_len);
                     let row = &mut out[(r - first) * len..(r - first + 1) * len];
                     for (o, (&g, &x)) in row.iter_mut().zip(gr.iter().zip(&xr)) {
-                        *o = T::from_f64(g.sub(a).sub(x.mul(c)).mul(rstd).to_f64());
+                        *o = T::from_wide(g.sub(a).sub(x.mul(c)).mul(rstd));
                     }
                 }
                 (d_gain, d_bias)
@@ -278,7 +278,7 @@ fn scale_and_shift<T: Float>(
     gain: Option<&[T::Wide]>,
     bias: Option<&[T::Wide]>,
 ) {
-    let narrow = |v: T::Wide| T::from_f64(v.to_f64());
+    let narrow = |v: T::Wide| T::from_wide(v);
     let normalised = y.iter_mut().zip(row);
     match (gain, bias) {
         (Some(gain), Some(bias)) => {

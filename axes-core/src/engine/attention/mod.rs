@@ -208,7 +208,7 @@ fn scores<T: Float>(
             let start = mask.batch[b] + (q0 + i) as isize * mask.query;
             for (j, r) in row.iter_mut().enumerate() {
                 let m = mask.data[(start + (k0 + j) as isize * mask.key) as usize];
-                *r = r.add(T::Wide::from_f64(m.to_f64()));
+                *r = r.add(m.to_wide());
             }
         }
     }
@@ -287,7 +287,7 @@ pub fn forward<T: Float>(
                     lse.write(b, q0 + i, std::iter::once(T::Wide::from_f64(f64::INFINITY)));
                 } else {
                     let r = T::Wide::one().div(l);
-                    out.write(b, q0 + i, o.iter().map(|&x| T::from_f64(x.mul(r).to_f64())));
+                    out.write(b, q0 + i, o.iter().map(|&x| T::from_wide(x.mul(r))));
                     lse.write(b, q0 + i, std::iter::once(max[i].add(l.ln())));
                 }
             }
@@ -452,8 +452,8 @@ impl<'a, T: Float> Operands<'a, T> {
                 product(&mut dqa[q0 * d..q1 * d], (d, true), one, ds, kb);
             }
         }
-        let narrow = |x: &T::Wide| T::from_f64(x.to_f64());
-        let scaled = |x: &T::Wide| T::from_f64(x.mul(scale).to_f64());
+        let narrow = |x: &T::Wide| T::from_wide(*x);
+        let scaled = |x: &T::Wide| T::from_wide(x.mul(scale));
         for j in 0..nk {
             dk.write(b, k0 + j, dkb[j * d..(j + 1) * d].iter().map(scaled));
             dv.write(b, k0 + j, dvb[j * dvw..(j + 1) * dvw].iter().map(narrow));
@@ -476,7 +476,7 @@ pub fn backward<'a, T: Float>(
 ) -> Result<()> {
     let (d, one) = (shape.width, T::Wide::one());
     let scale = T::Wide::from_f64(shape.scale);
-    let narrow = |x: &T::Wide| T::from_f64(x.mul(scale).to_f64());
+    let narrow = |x: &T::Wide| T::from_wide(x.mul(scale));
     let ops = Operands::new(shape, (q, k, v), mask, saved)?;
     let blocks = || {
         let zeros = || vec![T::Wide::zero(); BLOCK * BLOCK];

@@ -66,7 +66,7 @@ impl<T: Copy> Rows<'_, T> {
                 || {
                     for (i, dot) in dots.iter_mut().enumerate() {
                         let theirs = other.row(b, i);
-                        let widened = |(x, &y): (T, &W)| W::from_f64(x.to_f64()).mul(y);
+                        let widened = |(x, &y): (T, &W)| x.to_wide().mul(y);
                         *dot = if contiguous {
                             let ours = self.contiguous_row(b, i).iter().copied();
                             ours.zip(theirs)
@@ -298,7 +298,7 @@ impl<'a, W: Float> Operand<'a, W> {
             return Ok(data);
         }
         let contiguous = x.has_contiguous_rows();
-        let widen = |v: T| W::from_f64(v.to_f64());
+        let widen = |v: T| v.to_wide();
         let mut entries: Vec<Option<&mut [W]>> = data.chunks_mut(per_entry).map(Some).collect();
         let groups: Vec<Vec<(usize, &mut [W])>> = (x.interleaved_groups().into_iter())
             .map(|group| {
