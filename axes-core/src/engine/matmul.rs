@@ -337,11 +337,11 @@ fn matmul<T: Num>(
     }
     if id == TypeId::of::<f16>() || id == TypeId::of::<bf16>() {
         // Computed in f32: pack both operands as f32, multiply, round back.
-        let a = widened(lhs, (lo, l_rs, l_cs), (m, k), threads);
-        let b = widened(rhs, (ro, r_rs, r_cs), (k, n), threads);
+        let (a, a_rs, a_cs) = widened(lhs, (lo, l_rs, l_cs), (m, k), threads);
+        let (b, b_rs, b_cs) = widened(rhs, (ro, r_rs, r_cs), (k, n), threads);
         let mut c = Vec::with_capacity(m * n);
         let written = &mut c.spare_capacity_mut()[..m * n];
-        let (a, b) = ((&a[..], 0, k as isize, 1), (&b[..], 0, n as isize, 1));
+        let (a, b) = ((&a[..], 0, a_rs, a_cs), (&b[..], 0, b_rs, b_cs));
         matmul(written, (m, n, k), a, b, threads);
         // SAFETY: `matmul` wrote every one of the m×n elements.
         unsafe { c.set_len(m * n) };
@@ -372,14 +372,25 @@ fn matmul<T: Num>(
 const PARALLEL_CONVERSION: usize = 1 << 16;
 
 /// The `rows`×`cols` operand at `(offset, row stride, column stride)` of `data`, widened to
-/// f32 row-major (contiguous rows many elements at a time), on up to `threads` threads.
+/// f32, with its row and column strides there: row-major, or column-major where its columns
+/// are contiguous (a transposed operand: read in order, not gathered), contiguous lines many
+/// elements at a time, on up to `threads` threads.
 fn widened<T: Num>(
     data: &[T],
     (offset, rs, cs): (isize, isize, isize),
     (rows, cols): (usize, usize),
     threads: usize,
-) -> Vec<f32> {
+) -> (Vec<f32>, isize, isize) {
     let mut out = vec![0.0; rows * cols];
+    if cs != 1 && rs == 1 {
+        on_row_blocks(&mut out, &[(); 0], rows, threads, |first_col, block, _| {
+            for (j, column) in block.chunks_mut(rows).enumerate() {
+                let start = (offset + (first_col + j) as isize * cs) as usize;
+                widen_to_f32(&data[start..start + rows], column);
+            }
+        });
+        return (out, 1, rows as isize);
+    }
     on_row_blocks(&mut out, &[(); 0], cols, threads, |first_row, block, _| {
         let mut gathered = Vec::new();
         for (i, row) in block.chunks_mut(cols).enumerate() {
@@ -393,7 +404,7 @@ fn widened<T: Num>(
             }
         }
     });
-    out
+    (out, cols as isize, 1)
 }
 
 /// Runs `f(first row, rows of out, the same rows of with)` over blocks of whole rows of `out`
