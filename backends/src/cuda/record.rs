@@ -399,17 +399,13 @@ impl Recordings {
 
 impl Recycle for Recordings {
     fn recycle(&self, buffer: Box<dyn std::any::Any + Send + Sync>) {
-        let Ok(buffer) = buffer.downcast::<CudaSlice<u8>>() else {
-            return;
-        };
-        // Its free is queued on its stream by the driver, which needs the stream's context
-        // current on this thread: a tensor may be dropped on a thread that never used the
-        // device.
-        let _ = buffer.stream().context().bind_to_thread();
         // While no recording lives, none names a buffer: freed at once, no lock taken.
         if self.live.load(Ordering::Relaxed) == 0 {
             return;
         }
+        let Ok(buffer) = buffer.downcast::<CudaSlice<u8>>() else {
+            return;
+        };
         let address = address(&buffer, buffer.stream());
         let mut state = self.state();
         // A buffer this thread's recording made goes back to that recording alone, unless
