@@ -60,11 +60,16 @@ step() {
     shift 2
     note ""
     note "== $name: $*"
-    local start=$SECONDS
+    local start=$SECONDS lines
+    lines=$(wc -l <"$log")
     timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
     local rc=$?
     local line="$name: rc $rc, $((SECONDS - start)) s"
     if [ $rc = 124 ] || [ $rc = 137 ]; then line="$line (past its ${limit} s limit)"; fi
+    # A test that found no GPU (or no NVRTC) passes after printing SKIPPED: say so here.
+    local skipped
+    skipped=$(tail -n +"$((lines + 1))" "$log" | grep -c SKIPPED)
+    if [ "$skipped" != 0 ]; then line="$line, $skipped SKIPPED"; fi
     note "-- $line"
     summary+=("$line")
 }
