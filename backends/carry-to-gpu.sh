@@ -20,8 +20,11 @@
 # the folder as one `.tar.xz`, under that tool's size limit), the parts in one or two calls:
 #
 #   tar xJf target/gpu-carry.tar.xz -C target
-#   target/gpu-carry/run.sh "$OUT/gpu-check.log" tests figures peers   # the open issues' figures
-#   target/gpu-carry/run.sh "$OUT/gpu-check.log" more                  # the rest
+#   target/gpu-carry/run.sh "$OUT/gpu-check.log" tests figures   # first call, ≈ 5 min
+#   target/gpu-carry/run.sh "$OUT/gpu-check.log" peers           # second call at once, ≈ 5 min
+#   target/gpu-carry/run.sh "$OUT/gpu-check.log" more            # the rest, where time is left
+#
+# (each call unpacks the archive again where the machine was not kept warm between them)
 #
 # NVRTC (libnvrtc.so.13, 105 MB), cuBLAS and NCCL are found on that machine: in `lib/` here
 # (`--with-nvrtc` copies NVRTC from the `nvidia-cuda-nvrtc` wheel that `.ci/run` installs, or
