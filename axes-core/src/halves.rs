@@ -85,8 +85,8 @@ fn f32_to_f16_bits(f: u32) -> u16 {
         >> 13;
     let bits = if magnitude > 0x7f80_0000 {
         nan
-    } else if magnitude >= 0x4780_0000 - 0x1000 {
-        // 65520 and up (0x477f_f000): rounds to infinity.
+    } else if magnitude >= 0x477f_f000 {
+        // 65520 and up: rounds to infinity.
         overflow
     } else if magnitude < 0x3880_0000 {
         below
